@@ -1,0 +1,41 @@
+# ppdinfer: `make demo` runs the built-in example end to end, `make test` runs the tests.
+# Both create .venv (Python >= 3.12) and install the package with its test extras on first use.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+# First interpreter >= 3.12 that actually runs (pyenv shims may exist but refuse to run).
+PYTHON_CANDIDATES := python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12)
+BASE_PYTHON := $(shell for p in $(PYTHON_CANDIDATES); do \
+	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
+
+.PHONY: demo test bench clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@if [ ! -x $(PY) ]; then \
+		if [ -z "$(BASE_PYTHON)" ]; then \
+			echo "ppdinfer needs Python >= 3.12 (PyMC 6 and ArviZ 1 require it): none of python3.13, python3.12 or ~/.pyenv/versions/3.1[23]*/bin/ runs here. Install Python 3.12 or 3.13 and retry." >&2; \
+			exit 1; \
+		fi; \
+		echo "creating $(VENV) with $(BASE_PYTHON)"; \
+		$(BASE_PYTHON) -m venv $(VENV); \
+	fi
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ppdinfer demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/rejection_throughput.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,35 @@
+"""ppdinfer: Bayesian inference from partially private data.
+
+A release mechanism is both a sampler and a likelihood; a model is the triple
+(prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
+"""
+
+from . import generators, mechanisms, priors
+from .inference import (
+    BudgetWarning,
+    ImportanceWarning,
+    PPDModel,
+    exact_posterior,
+    importance_sample,
+    rejection_sample,
+    resample,
+    summary,
+    weighted_mean,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetWarning",
+    "ImportanceWarning",
+    "PPDModel",
+    "exact_posterior",
+    "generators",
+    "importance_sample",
+    "mechanisms",
+    "priors",
+    "rejection_sample",
+    "resample",
+    "summary",
+    "weighted_mean",
+]

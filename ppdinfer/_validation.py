@@ -1,0 +1,74 @@
+"""Argument checks shared by the whole package; every failure is a ValueError naming the parameter."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def positive_finite(value, name: str) -> float:
+    """Return ``value`` as a float after checking that it is a finite number > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def probability(value, name: str, *, open_interval: bool = True) -> float:
+    """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    value = float(value)
+    inside = 0 < value < 1 if open_interval else 0 <= value <= 1
+    if not inside:
+        bounds = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {bounds}, got {value!r}")
+    return value
+
+
+def positive_int(value, name: str) -> int:
+    """Return ``value`` as an int after checking that it is a whole number >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if not (isinstance(value, numbers.Real) and float(value).is_integer()):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def nonnegative_counts(values, name: str) -> np.ndarray:
+    """Return ``values`` as an int64 array after checking every entry is a whole number >= 0."""
+    arr = np.asarray(values)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must hold non-negative integers, got {values!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold non-negative integers, got {values!r}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative, got {values!r}")
+    return arr.astype(np.int64)
+
+
+def integer_valued(values, name: str) -> np.ndarray:
+    """Return ``values`` as an int64 array after checking every entry is a finite whole number."""
+    arr = np.asarray(values)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+        raise ValueError(f"{name} must hold integers, got {values!r}")
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must hold integers for a discrete mechanism, got {values!r}")
+    return arr.astype(np.int64)
+
+
+def finite_array(values, name: str) -> np.ndarray:
+    """Return ``values`` as a float64 array after checking every entry is finite."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be numeric, got {values!r}") from err
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {values!r}")
+    return arr

@@ -1,0 +1,197 @@
+"""Built-in data models pi(x | theta, z).
+
+A generator is called as ``simulate(theta, z, rng)`` with a batch of theta (shape (B,) or
+(B, k)) and returns x with ``x.shape[0] == B``. The classes here also report
+``logpmf(x, theta, z)`` and, for :func:`ppdinfer.exact_posterior`, the finite ``support(z)``
+of x, so they serve the exact enumeration as well as the samplers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy import special
+
+from ._validation import nonnegative_counts, positive_int
+
+
+class Generator:
+    """Base class: ``__call__(theta, z, rng)`` draws x; ``logpmf`` and ``support`` serve enumeration."""
+
+    def __call__(self, theta, z, rng) -> np.ndarray:
+        raise NotImplementedError
+
+    def logpmf(self, x, theta, z=None) -> np.ndarray:
+        """log pi(x | theta, z) for every pair: x (S, ...) and theta (G, ...) give shape (G, S)."""
+        raise NotImplementedError
+
+    def support(self, z=None, theta_dim: int = 1) -> np.ndarray:
+        """Every x with positive probability given z (and the length of theta), shape (S, ...)."""
+        raise NotImplementedError
+
+    def check_z(self, z) -> None:
+        """Raise ValueError when no x can satisfy z."""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({args})"
+
+
+def _column(theta) -> np.ndarray:
+    theta = np.asarray(theta, dtype=float)
+    return theta.reshape(theta.shape[0]) if theta.ndim > 1 else theta
+
+
+class Binomial(Generator):
+    """x ~ Binomial(n, theta): a count of successes among n confidential records."""
+
+    def __init__(self, n: int):
+        self.n = positive_int(n, "n")
+
+    def __call__(self, theta, z, rng):
+        return rng.binomial(self.n, _column(theta))
+
+    def logpmf(self, x, theta, z=None):
+        x = np.asarray(x, dtype=float).reshape(-1)
+        p = _column(theta)[:, None]
+        log_choose = special.gammaln(self.n + 1) - special.gammaln(x + 1) - special.gammaln(self.n - x + 1)
+        return log_choose + special.xlogy(x, p) + special.xlog1py(self.n - x, -p)
+
+    def support(self, z=None, theta_dim=1):
+        return np.arange(self.n + 1)
+
+
+class Poisson(Generator):
+    """x_k ~ Poisson(exposure_k * theta) independently; ``exposure`` is a scalar or a vector."""
+
+    def __init__(self, exposure=1.0):
+        exposure = np.asarray(exposure, dtype=float)
+        if exposure.ndim > 1 or not np.all(np.isfinite(exposure)) or np.any(exposure <= 0):
+            raise ValueError(f"exposure must be a positive finite scalar or vector, got {exposure!r}")
+        self.exposure = exposure
+
+    def __call__(self, theta, z, rng):
+        rate = _column(theta)
+        if self.exposure.ndim == 0:
+            return rng.poisson(rate * self.exposure)
+        return rng.poisson(rate[:, None] * self.exposure[None, :])
+
+    def logpmf(self, x, theta, z=None):
+        x = np.asarray(x, dtype=float)
+        x = x.reshape(x.shape[0], -1) if self.exposure.ndim else x.reshape(-1, 1)
+        mean = _column(theta)[:, None, None] * np.atleast_1d(self.exposure)[None, None, :]
+        terms = special.xlogy(x[None], mean) - mean - special.gammaln(x[None] + 1)
+        return terms.sum(axis=-1)
+
+    def support(self, z=None, theta_dim=1):
+        raise ValueError("a Poisson count has unbounded support: exact_posterior needs a finite support")
+
+
+class MultinomialTotal(Generator):
+    """x ~ Multinomial(z[key], theta): cell counts given their public total.
+
+    theta is a probability vector per row (shape (B, K)); the total comes from z.
+    """
+
+    def __init__(self, key: str = "total"):
+        self.key = key
+
+    def total(self, z) -> int:
+        if z is None or self.key not in z:
+            raise ValueError(f"z must contain the public total z[{self.key!r}]")
+        total = np.asarray(z[self.key])
+        if total.ndim != 0 or not np.isfinite(total) or total != np.round(total) or total < 0:
+            raise ValueError(f"z[{self.key!r}] must be a non-negative integer total, got {z[self.key]!r}")
+        return int(total)
+
+    def check_z(self, z):
+        self.total(z)
+
+    def __call__(self, theta, z, rng):
+        return rng.multinomial(self.total(z), np.asarray(theta, dtype=float))
+
+    def logpmf(self, x, theta, z=None):
+        x = np.asarray(x, dtype=float)
+        n = self.total(z)
+        log_coef = special.gammaln(n + 1) - special.gammaln(x + 1).sum(axis=-1)
+        theta = np.atleast_2d(theta)
+        return log_coef[None, :] + special.xlogy(x[None, :, :], theta[:, None, :]).sum(axis=-1)
+
+    def support(self, z=None, theta_dim=1):
+        return compositions(self.total(z), theta_dim)
+
+
+def compositions(total: int, parts: int, limit: int = 5_000_000) -> np.ndarray:
+    """All vectors of ``parts`` non-negative integers summing to ``total``, shape (S, parts).
+
+    Stars and bars: each choice of ``parts - 1`` bar positions among ``total + parts - 1``
+    slots is one composition.
+    """
+    count = math.comb(total + parts - 1, parts - 1)
+    if count > limit:
+        raise ValueError(f"{count} ways to split a total of {total} over {parts} cells: too many to enumerate")
+    slots = total + parts - 1
+    bars = np.fromiter(
+        itertools.chain.from_iterable(itertools.combinations(range(slots), parts - 1)),
+        dtype=np.int64,
+        count=count * (parts - 1),
+    ).reshape(count, parts - 1)
+    edges = np.column_stack([np.full(count, -1), bars, np.full(count, slots)])
+    return np.diff(edges, axis=1) - 1
+
+
+class FisherTable2x2(Generator):
+    """The free cell x = n11 of a 2 x 2 table with public margins, given the odds ratio theta.
+
+    z holds ``row_totals`` (n1., n2.) and ``col_total`` (n.1). Given the margins, n11 follows
+    Fisher's noncentral hypergeometric distribution:
+    P(n11 = k) proportional to C(n1., k) C(n2., n.1 - k) theta^k on
+    max(0, n.1 - n2.) <= k <= min(n1., n.1).
+    """
+
+    def margins(self, z) -> tuple[int, int, int]:
+        if z is None or "row_totals" not in z or "col_total" not in z:
+            raise ValueError("z must contain the public margins 'row_totals' (n1., n2.) and 'col_total' (n.1)")
+        rows = nonnegative_counts(z["row_totals"], "z['row_totals']")
+        col = nonnegative_counts(z["col_total"], "z['col_total']")
+        if rows.shape != (2,) or col.ndim != 0:
+            raise ValueError("z['row_totals'] must hold two counts and z['col_total'] one count")
+        if col > rows.sum():
+            raise ValueError(
+                f"z['col_total'] = {int(col)} exceeds the table total {int(rows.sum())}: no table has these margins"
+            )
+        return int(rows[0]), int(rows[1]), int(col)
+
+    def check_z(self, z):
+        self.margins(z)
+
+    def support(self, z=None, theta_dim=1):
+        n1, n2, m1 = self.margins(z)
+        return np.arange(max(0, m1 - n2), min(n1, m1) + 1)
+
+    def logpmf(self, x, theta, z=None):
+        n1, n2, m1 = self.margins(z)
+        support = self.support(z)
+        log_psi = np.log(_column(theta))[:, None]
+        log_base = _log_choose(n1, support) + _log_choose(n2, m1 - support)
+        log_all = log_base[None, :] + log_psi * support[None, :]
+        log_norm = special.logsumexp(log_all, axis=1, keepdims=True)
+        x = np.asarray(x).reshape(-1)
+        inside = (x >= support[0]) & (x <= support[-1])
+        index = np.clip(x - support[0], 0, support.size - 1)
+        return np.where(inside[None, :], log_all[:, index] - log_norm, -np.inf)
+
+    def __call__(self, theta, z, rng):
+        support = self.support(z)
+        log_p = self.logpmf(support, theta, z)
+        cdf = np.cumsum(np.exp(log_p - log_p.max(axis=1, keepdims=True)), axis=1)
+        u = rng.random(cdf.shape[0]) * cdf[:, -1]
+        index = (cdf < u[:, None]).sum(axis=1)
+        return support[np.minimum(index, support.size - 1)]
+
+
+def _log_choose(n, k):
+    k = np.asarray(k, dtype=float)
+    return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)

@@ -1,0 +1,19 @@
+"""Inference from partially private data: the model triple and its samplers."""
+
+from .enumeration import exact_posterior
+from .importance import ImportanceWarning, importance_sample, resample, weighted_mean
+from .model import PPDModel
+from .rejection import BudgetWarning, rejection_sample
+from .summary import summary
+
+__all__ = [
+    "BudgetWarning",
+    "ImportanceWarning",
+    "PPDModel",
+    "exact_posterior",
+    "importance_sample",
+    "rejection_sample",
+    "resample",
+    "summary",
+    "weighted_mean",
+]

@@ -1,0 +1,124 @@
+"""Exact posterior by enumeration: the ground truth for tests and teaching.
+
+x ranges over its finite support given z. theta is integrated out analytically for
+conjugate pairs (Beta-Binomial, Dirichlet-Multinomial), and otherwise summed over a grid
+(1-D theta): by default the midpoints of ``grid_size`` intervals of equal prior mass, so each
+grid point carries prior weight 1 / grid_size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy import special
+
+from .._random import SeedLike, as_generator
+from .._validation import positive_int
+from .conjugate import BetaMixture, conjugate_pair
+from .model import PPDModel, theta_logpdf
+from .results import assemble, posterior_dataset
+
+_MAX_CELLS = 50_000_000
+
+
+def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: int = 2000,
+                    draws: int = 4000, random_seed: SeedLike = None) -> xr.DataTree:
+    """The posterior of theta and x given y and z, by enumerating x.
+
+    Parameters
+    ----------
+    model : PPDModel
+        Its data model must report ``support(z, theta_dim)`` and ``logpmf(x, theta, z)``, as the
+        classes in :mod:`ppdinfer.generators` do.
+    theta_grid : array_like, optional
+        For non-conjugate models with scalar theta: the grid to sum over (trapezoid weights
+        times the prior density). Default: ``grid_size`` equal-prior-mass points from the
+        prior's ``ppf``.
+    draws : int
+        Independent exact draws placed in the ``posterior`` group (grid points for a gridded theta).
+
+    Returns
+    -------
+    xarray.DataTree
+        ``posterior``: iid draws; ``exact``: ``x_support``, ``x_pmf``, ``theta_mean``, ``theta_sd``,
+        ``theta_grid``, ``theta_cdf`` and ``theta_density`` (per component), and ``log_evidence``
+        = log p(y | z); the other groups as for the samplers.
+    """
+    draws = positive_int(draws, "draws")
+    grid_size = positive_int(grid_size, "grid_size")
+    rng = as_generator(random_seed)
+    y, z, theta_shape, x_shape = model.prepare(y, z)
+    generator = model.simulate
+    if not (hasattr(generator, "support") and hasattr(generator, "logpmf")):
+        raise ValueError("exact_posterior needs a data model with support(z, theta_dim) and logpmf(x, theta, z)")
+    theta_dim = int(np.prod(theta_shape))
+    support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
+    loglik = model.loglik(y, support, z)
+    pair = conjugate_pair(model.prior, generator)
+    if pair is not None:
+        exact, theta, x = _conjugate(pair, support, loglik, z, draws, rng)
+    else:
+        if theta_dim != 1:
+            raise ValueError("exact_posterior sums over a grid for scalar theta only; this model has "
+                             f"{theta_dim} components and no conjugate form")
+        exact, theta, x = _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng)
+    exact["x_support"] = (["support", *[f"{model.x_name}_dim_{i}" for i in range(len(x_shape))]],
+                          support.reshape(-1, *x_shape))
+    posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
+    return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, exact=exact)
+
+
+def _normalize(log_p):
+    log_norm = special.logsumexp(log_p)
+    return np.exp(log_p - log_norm), float(log_norm)
+
+
+def _conjugate(pair, support, loglik, z, draws, rng):
+    x_pmf, log_evidence = _normalize(pair.log_marginal(support, z) + loglik)
+    a, b = pair.component_betas(support, z)
+    mixture = BetaMixture(x_pmf, a, b)
+    grid = mixture.grid(2001)
+    exact = _exact_dataset(x_pmf, log_evidence, mixture.mean(), mixture.sd(), grid, mixture.cdf(grid), mixture.pdf(grid))
+    x = support[rng.choice(support.shape[0], size=draws, p=x_pmf)]
+    return exact, pair.sample_theta(x, z, rng), x
+
+
+def _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng):
+    if theta_grid is None:
+        if not hasattr(model.prior, "ppf"):
+            raise ValueError("the prior has no ppf: pass theta_grid to exact_posterior")
+        grid = np.asarray(model.prior.ppf((np.arange(grid_size) + 0.5) / grid_size), dtype=float)
+        log_prior_mass = np.full(grid_size, -np.log(grid_size))
+    else:
+        grid = np.sort(np.asarray(theta_grid, dtype=float).reshape(-1))
+        if grid.size < 3 or not np.all(np.isfinite(grid)):
+            raise ValueError("theta_grid must hold at least 3 finite values")
+        widths = np.gradient(grid)
+        log_prior_mass = theta_logpdf(model.prior, grid[:, None], z) + np.log(widths)
+    if grid.size * support.shape[0] > _MAX_CELLS:
+        raise ValueError(f"a grid of {grid.size} times {support.shape[0]} support points is too large to enumerate")
+    log_joint = log_prior_mass[:, None] + generator.logpmf(support, grid, z) + loglik[None, :]
+    joint, log_evidence = _normalize(log_joint)
+    theta_pmf = joint.sum(axis=1)
+    x_pmf = joint.sum(axis=0)
+    mean = np.sum(theta_pmf * grid)
+    sd = np.sqrt(max(np.sum(theta_pmf * grid**2) - mean**2, 0.0))
+    cdf = np.cumsum(theta_pmf) - theta_pmf / 2  # midpoint convention for interval masses
+    density = theta_pmf / np.gradient(grid)
+    exact = _exact_dataset(x_pmf, log_evidence, np.array([mean]), np.array([sd]), grid[:, None], cdf[:, None],
+                           density[:, None])
+    cell = rng.choice(joint.size, size=draws, p=joint.reshape(-1))
+    g, s = np.divmod(cell, support.shape[0])
+    return exact, grid[g][:, None], support[s]
+
+
+def _exact_dataset(x_pmf, log_evidence, mean, sd, grid, cdf, density) -> xr.Dataset:
+    return xr.Dataset({
+        "x_pmf": (["support"], x_pmf),
+        "log_evidence": ((), log_evidence),
+        "theta_mean": (["component"], mean),
+        "theta_sd": (["component"], sd),
+        "theta_grid": (["grid", "component"], grid),
+        "theta_cdf": (["grid", "component"], cdf),
+        "theta_density": (["grid", "component"], density),
+    })

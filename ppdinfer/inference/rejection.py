@@ -1,0 +1,217 @@
+"""Exact rejection sampling of (theta, x) | y, z: the corrected Algorithm 1.
+
+Propose theta ~ pi(theta | z) and x ~ pi(x | theta, z); accept when
+U <= pi(y | x, z) / M with a constant M >= sup_{x, y} pi(y | x, z). Accepted pairs are exact
+draws from the joint posterior (Seeman, Reimherr & Slavkovic, Thm 16, with errata 1-2 of
+the project notes: the test is U <= ratio, and M does not depend on x).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from .._random import SeedLike, block_generator, root_seed
+from .._validation import positive_finite, positive_int
+from ..kernels import select_accepted
+from .model import PPDModel
+from .results import assemble, posterior_dataset
+
+#: Proposals per random stream. A batch is a whole number of blocks, which makes the draws
+#: of a seed independent of the batch size.
+BLOCK_SIZE = 4096
+#: Default time budget in seconds when ``max_seconds`` is not given.
+DEFAULT_MAX_SECONDS = 600.0
+_TARGET_BATCH_SECONDS = 0.1
+_MAX_BATCH_BYTES = 256 * 2**20
+
+
+class BudgetWarning(UserWarning):
+    """A sampler stopped at its time or proposal budget, or expects to."""
+
+
+def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_seed: SeedLike = None,
+                     batch_size: int | str = "auto", max_proposals: int | None = None,
+                     max_seconds: float | None = None, progressbar: bool = True) -> xr.DataTree:
+    """Exact posterior draws of theta and x given the release y and public information z.
+
+    Parameters
+    ----------
+    model : PPDModel
+    y : array_like
+        The privatized release, with the shape of the model's x.
+    z : mapping, optional
+        Public information, passed to the prior, the data model and the mechanism.
+    draws : int
+        Accepted draws wanted.
+    random_seed : int, SeedSequence or Generator, optional
+        The same seed gives the same draws whatever ``batch_size`` is.
+    batch_size : int or "auto"
+        Proposals generated and tested at once (rounded up to whole blocks of 4096). "auto"
+        aims at about 0.1 s per batch.
+    max_proposals, max_seconds : optional
+        Budgets. The sampler stops at the first one reached and returns the draws it has, with
+        a :class:`BudgetWarning` that says how long the full request would take. Without
+        ``max_seconds`` the time budget is 600 s. Ctrl-C also stops it with the draws so far.
+    progressbar : bool
+
+    Returns
+    -------
+    xarray.DataTree
+        ``posterior``: theta (named per ``model.names``) and x; ``sample_stats``: proposals per
+        accepted draw, total proposals, acceptance rate, seconds; ``observed_data``: y;
+        ``constant_data``: z and the mechanism's parameters.
+    """
+    draws = positive_int(draws, "draws")
+    max_seconds = _seconds_budget(max_seconds)
+    max_proposals = math.inf if max_proposals is None else positive_int(max_proposals, "max_proposals")
+    blocks_per_batch = None if batch_size == "auto" else -(-positive_int(batch_size, "batch_size") // BLOCK_SIZE)
+    y, z, theta_shape, x_shape = model.prepare(y, z)
+    log_bound = float(model.mechanism.log_bound(z, size=y.size))
+    if not math.isfinite(log_bound):
+        raise ValueError(
+            f"{model.mechanism!r} supplies no finite bound M on its density, so exact rejection "
+            "sampling is impossible; use importance_sample or the PyMC layer"
+        )
+    root = root_seed(random_seed)
+    y_flat = y.reshape(-1).astype(np.float64)
+    bytes_per_block = BLOCK_SIZE * 8 * (int(np.prod(x_shape)) + int(np.prod(theta_shape)) + 3)
+    max_blocks = max(1, _MAX_BATCH_BYTES // bytes_per_block)
+
+    accepted_theta, accepted_x, accepted_index = [], [], []
+    n_accepted = 0
+    n_proposals = 0
+    next_block = 0
+    stop_reason = None
+    warned_early = False
+    start = time.perf_counter()
+    bar = tqdm(total=draws, desc="rejection", unit="draw", disable=not progressbar, leave=False)
+    try:
+        while n_accepted < draws:
+            elapsed = time.perf_counter() - start
+            if elapsed >= max_seconds:
+                stop_reason = f"max_seconds={max_seconds:g}"
+                break
+            if n_proposals >= max_proposals:
+                stop_reason = f"max_proposals={max_proposals}"
+                break
+            n_blocks = blocks_per_batch or _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks)
+            if math.isfinite(max_proposals):
+                n_blocks = min(n_blocks, -(-(max_proposals - n_proposals) // BLOCK_SIZE))
+            thetas, xs, uniforms = [], [], []
+            for block in range(next_block, next_block + n_blocks):
+                rng = block_generator(root, block)
+                theta = model.sample_prior(BLOCK_SIZE, rng, z)
+                thetas.append(theta)
+                xs.append(model.simulate_x(theta, z, rng))
+                uniforms.append(rng.random(BLOCK_SIZE))
+            theta = np.concatenate(thetas)
+            x = np.concatenate(xs)
+            loglik = model.loglik(y_flat, x, z)
+            keep = select_accepted(loglik, np.concatenate(uniforms), log_bound)
+            index = keep + next_block * BLOCK_SIZE
+            if math.isfinite(max_proposals):
+                keep, index = keep[index < max_proposals], index[index < max_proposals]
+            accepted_theta.append(theta[keep])
+            accepted_x.append(x[keep])
+            accepted_index.append(index)
+            n_accepted += keep.size
+            n_proposals = min((next_block + n_blocks) * BLOCK_SIZE, max_proposals)
+            next_block += n_blocks
+            bar.update(min(keep.size, draws - bar.n))
+            bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}")
+            if not warned_early and time.perf_counter() - start > 1.0:
+                warned_early = True
+                _warn_if_over_budget(n_accepted, n_proposals, draws, time.perf_counter() - start,
+                                     max_seconds, max_proposals)
+    except KeyboardInterrupt:
+        stop_reason = "an interrupt"
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - start
+
+    theta = np.concatenate(accepted_theta)[:draws] if accepted_theta else np.empty((0, int(np.prod(theta_shape))))
+    x = np.concatenate(accepted_x)[:draws] if accepted_x else np.empty((0, int(np.prod(x_shape))))
+    index = np.concatenate(accepted_index)[:draws] if accepted_index else np.empty(0, dtype=np.int64)
+    if theta.shape[0] == draws and stop_reason != "an interrupt":
+        stop_reason = None
+        n_proposals = int(index[-1]) + 1  # proposals actually needed for the first `draws`
+    if stop_reason is not None:
+        warnings.warn(_stop_message(stop_reason, theta.shape[0], draws, n_proposals, seconds), BudgetWarning,
+                      stacklevel=2)
+    per_draw = np.diff(np.concatenate([[-1], index]))
+    stats = xr.Dataset(
+        {
+            "proposals": (["chain", "draw"], per_draw.reshape(1, -1)),
+            "total_proposals": ((), n_proposals),
+            "acceptance_rate": ((), theta.shape[0] / max(n_proposals, 1)),
+            "seconds": ((), seconds),
+            "log_bound": ((), log_bound),
+        }
+    )
+    return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
+                    attrs={"sampler": "rejection", "complete": stop_reason is None,
+                           "stopped_by": stop_reason or ""})
+
+
+def _seconds_budget(max_seconds) -> float:
+    """The time budget: 600 s by default, any positive number, or math.inf for none."""
+    if max_seconds is None:
+        return DEFAULT_MAX_SECONDS
+    if max_seconds == math.inf:
+        return math.inf
+    return positive_finite(max_seconds, "max_seconds")
+
+
+def _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks) -> int:
+    """Blocks for the next batch: about 0.1 s of work, and not much more than still needed."""
+    if n_proposals == 0:
+        return 1
+    blocks_done = n_proposals / BLOCK_SIZE
+    by_time = _TARGET_BATCH_SECONDS / max(elapsed / blocks_done, 1e-9)
+    if n_accepted > 0:
+        needed = 1.2 * (draws - n_accepted) * n_proposals / n_accepted / BLOCK_SIZE
+        by_time = min(by_time, needed)
+    return int(max(1, min(by_time, max_blocks, 2 * blocks_done)))
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _projection(n_accepted, n_proposals, draws, seconds) -> str:
+    rate = n_proposals / seconds
+    if n_accepted == 0:
+        return (f"no proposal of {n_proposals} was accepted (acceptance rate < {1 / n_proposals:.1e}), so "
+                f"{draws} draws need more than {_duration(draws * n_proposals / rate)}")
+    acceptance = n_accepted / n_proposals
+    needed = draws / acceptance
+    return (f"the acceptance rate is {acceptance:.2e} at {rate:.3g} proposals/s, so {draws} draws need "
+            f"about {needed:.3g} proposals, {_duration(needed / rate)}")
+
+
+def _warn_if_over_budget(n_accepted, n_proposals, draws, seconds, max_seconds, max_proposals):
+    rate = n_proposals / seconds
+    needed = draws * n_proposals / max(n_accepted, 1)
+    if needed / rate > max_seconds or needed > max_proposals:
+        warnings.warn(
+            f"rejection_sample pilot: {_projection(n_accepted, n_proposals, draws, seconds)}; the budget "
+            f"will stop it first (max_seconds={max_seconds:g}, max_proposals={max_proposals})",
+            BudgetWarning, stacklevel=3,
+        )
+
+
+def _stop_message(reason, n_draws, draws, n_proposals, seconds) -> str:
+    return (f"rejection_sample stopped by {reason} with {n_draws} of {draws} draws after {n_proposals} "
+            f"proposals ({_duration(seconds)}): {_projection(n_draws, max(n_proposals, 1), draws, max(seconds, 1e-9))}")

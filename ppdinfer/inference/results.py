@@ -1,0 +1,60 @@
+"""Assembly of sampler output into an ArviZ-style ``xarray.DataTree``.
+
+Groups: ``posterior`` (theta and x with dims (chain, draw, ...)), ``sample_stats``,
+``observed_data`` (y), ``constant_data`` (z and the mechanism's parameters).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .model import PPDModel
+
+
+def _dims(name: str, ndim: int) -> list[str]:
+    return [f"{name}_dim_{i}" for i in range(ndim)]
+
+
+def posterior_dataset(model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_shape, x_shape,
+                      chains: int = 1) -> xr.Dataset:
+    """theta (N, k) and x (N, d) as a Dataset with dims (chain, draw, ...)."""
+    n = theta.shape[0] // chains
+    data = {}
+    if len(model.names) == 1:
+        name = model.names[0]
+        values = theta.reshape(chains, n, *theta_shape)
+        data[name] = (["chain", "draw", *_dims(name, len(theta_shape))], values)
+    else:
+        for i, name in enumerate(model.names):
+            data[name] = (["chain", "draw"], theta[:, i].reshape(chains, n))
+    data[model.x_name] = (["chain", "draw", *_dims(model.x_name, len(x_shape))], x.reshape(chains, n, *x_shape))
+    return xr.Dataset(data, coords={"chain": np.arange(chains), "draw": np.arange(n)})
+
+
+def observed_dataset(model: PPDModel, y: np.ndarray) -> xr.Dataset:
+    return xr.Dataset({"y": (_dims(model.x_name, y.ndim), y)})
+
+
+def constant_dataset(model: PPDModel, z) -> xr.Dataset:
+    data = {}
+    for key, value in (z or {}).items():
+        value = np.asarray(value)
+        data[key] = (_dims(key, value.ndim), value)
+    for key, value in model.mechanism.parameters().items():
+        data[f"mechanism_{key}"] = ((), value)
+    return xr.Dataset(data, attrs={"mechanism": repr(model.mechanism)})
+
+
+def assemble(model: PPDModel, y, z, posterior: xr.Dataset, sample_stats: xr.Dataset | None = None,
+             attrs: dict | None = None, **extra_groups: xr.Dataset) -> xr.DataTree:
+    """The DataTree of one sampler run."""
+    groups = {"posterior": posterior}
+    if sample_stats is not None:
+        groups["sample_stats"] = sample_stats
+    groups["observed_data"] = observed_dataset(model, y)
+    groups["constant_data"] = constant_dataset(model, z)
+    groups.update(extra_groups)
+    tree = xr.DataTree.from_dict(groups)
+    tree.attrs.update({"theta_names": list(model.names), "x_name": model.x_name, **(attrs or {})})
+    return tree

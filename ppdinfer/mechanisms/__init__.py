@@ -1,0 +1,25 @@
+"""Release mechanisms. Each one releases y from x and is the likelihood pi(y | x, z)."""
+
+from .base import AdditiveNoiseMechanism, Mechanism
+from .gaussian import (
+    DiscreteGaussian,
+    Gaussian,
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    discrete_gaussian_log_normalizer,
+    gaussian_delta,
+)
+from .laplace import DiscreteLaplace, Laplace
+
+__all__ = [
+    "AdditiveNoiseMechanism",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Gaussian",
+    "Laplace",
+    "Mechanism",
+    "analytic_gaussian_sigma",
+    "classical_gaussian_sigma",
+    "discrete_gaussian_log_normalizer",
+    "gaussian_delta",
+]

@@ -1,0 +1,103 @@
+"""The mechanism interface: every release mechanism is also a likelihood.
+
+A mechanism releases y from confidential x (and public z), reports the log density
+log pi(y | x, z) for a batch of x, and a constant log M with M >= sup_{x, y} pi(y | x, z)
+for the exact rejection sampler.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._random import SeedLike, as_generator
+from .._validation import finite_array, integer_valued
+from ..kernels import additive_noise_loglik
+
+
+class Mechanism:
+    """Base class. Subclasses set ``discrete`` and implement the four methods below."""
+
+    #: True when y takes integer values (the density is a pmf on the integer lattice).
+    discrete: bool = False
+
+    def release(self, x, z=None, random_seed: SeedLike = None) -> np.ndarray:
+        """The privatized release of ``x`` (same shape as ``x``)."""
+        raise NotImplementedError
+
+    def logpdf(self, y, x, z=None) -> np.ndarray:
+        """log pi(y | x, z) for each row of ``x``; shape (B,), summed over coordinates."""
+        raise NotImplementedError
+
+    def log_bound(self, z=None, size: int = 1) -> float:
+        """log M, M >= sup over x and y of the density of a release of ``size`` coordinates."""
+        raise NotImplementedError
+
+    def parameters(self) -> dict[str, float]:
+        """The mechanism's settings, recorded in a result's constant_data group."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.parameters().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and self.parameters() == other.parameters()
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(self.parameters().items())))
+
+
+class AdditiveNoiseMechanism(Mechanism):
+    """y = x + e with iid noise e whose log density is ``log_norm - rate * |e| ** power``.
+
+    Subclasses provide ``log_norm``, ``rate``, ``power`` and ``_noise(shape, rng, secure)``.
+    """
+
+    log_norm: float
+    rate: float
+    power: int
+
+    def release(self, x, z=None, random_seed: SeedLike = None, *, secure: bool = False) -> np.ndarray:
+        """The release ``x + noise``.
+
+        With ``secure=True`` the noise comes from the operating system's cryptographically
+        secure generator (discrete mechanisms only) and ``random_seed`` is ignored.
+        """
+        x = self._check_values(x, "x")
+        if secure and not self.discrete:
+            raise ValueError("secure=True is available for the discrete (integer) mechanisms only")
+        noise = self._noise(x.shape, as_generator(random_seed), secure)
+        return x + noise
+
+    def logpdf(self, y, x, z=None) -> np.ndarray:
+        y = self._check_values(y, "y")
+        x = self._check_values(x, "x")
+        x2 = _as_batch(x, y)
+        y1 = np.ascontiguousarray(y.reshape(-1), dtype=np.float64)
+        return additive_noise_loglik(y1, np.ascontiguousarray(x2, dtype=np.float64), self.log_norm, self.rate, self.power)
+
+    def log_bound(self, z=None, size: int = 1) -> float:
+        # The noise density is largest at zero noise, whatever x is.
+        return size * self.log_norm
+
+    def _check_values(self, values, name: str) -> np.ndarray:
+        if self.discrete:
+            return integer_valued(values, name)
+        return finite_array(values, name)
+
+    def _noise(self, shape, rng: np.random.Generator, secure: bool) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _as_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """View x as (B, d) where d = y.size; x may be (B,) for scalar y or (B, *y.shape)."""
+    dim = y.size
+    if x.ndim == y.ndim and y.ndim >= 1 and x.shape == y.shape:
+        return x.reshape(1, dim)
+    if x.ndim == 0 and y.ndim == 0:
+        return x.reshape(1, 1)
+    if x.shape[1:] != y.shape:
+        raise ValueError(
+            f"y has shape {y.shape} but x has shape {x.shape}: x must be a batch of shape (B, *y.shape)"
+        )
+    return x.reshape(x.shape[0], dim)

@@ -1,0 +1,120 @@
+"""Built-in priors pi(theta | z).
+
+Any object with ``rvs(size, random_state)`` and ``logpdf(theta)`` is a prior (scipy.stats
+frozen distributions work as they are). The classes here are vectorized, validate their
+arguments and may depend on the public information z through ``rvs(..., z=z)`` and
+``logpdf(theta, z=z)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special, stats
+
+from ._random import as_generator
+from ._validation import positive_finite
+
+
+class Prior:
+    """Base class for priors that may use z. ``dim`` is the length of theta (1 for a scalar)."""
+
+    dim: int = 1
+
+    def rvs(self, size: int, random_state=None, z=None) -> np.ndarray:
+        raise NotImplementedError
+
+    def logpdf(self, theta, z=None) -> np.ndarray:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({args})"
+
+
+class Beta(Prior):
+    """theta ~ Beta(alpha, beta) on (0, 1)."""
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
+        self.alpha = positive_finite(alpha, "alpha")
+        self.beta = positive_finite(beta, "beta")
+        self._dist = stats.beta(self.alpha, self.beta)
+
+    def rvs(self, size, random_state=None, z=None):
+        return as_generator(random_state).beta(self.alpha, self.beta, size=size)
+
+    def logpdf(self, theta, z=None):
+        return self._dist.logpdf(theta)
+
+    def ppf(self, q):
+        return self._dist.ppf(q)
+
+
+class Gamma(Prior):
+    """theta ~ Gamma(shape, rate) on (0, inf), mean shape / rate."""
+
+    def __init__(self, shape: float = 1.0, rate: float = 1.0):
+        self.shape = positive_finite(shape, "shape")
+        self.rate = positive_finite(rate, "rate")
+        self._dist = stats.gamma(self.shape, scale=1 / self.rate)
+
+    def rvs(self, size, random_state=None, z=None):
+        return as_generator(random_state).gamma(self.shape, 1 / self.rate, size=size)
+
+    def logpdf(self, theta, z=None):
+        return self._dist.logpdf(theta)
+
+    def ppf(self, q):
+        return self._dist.ppf(q)
+
+
+class Dirichlet(Prior):
+    """theta ~ Dirichlet(alpha) on the simplex.
+
+    ``alpha`` is either a fixed vector, or (with :meth:`centered`) computed from z as
+    ``concentration * (z[key] + pseudocount) / sum(z[key] + pseudocount)``: a prior centred
+    on public counts such as last month's, whose zero entries still get positive weight.
+    """
+
+    def __init__(self, alpha=None, *, key: str | None = None, concentration: float | None = None,
+                 pseudocount: float = 1.0):
+        if (alpha is None) == (key is None):
+            raise ValueError("give either alpha (a fixed vector) or key (centre on z[key]), not both")
+        if alpha is not None:
+            alpha = np.asarray(alpha, dtype=float)
+            if alpha.ndim != 1 or alpha.size < 2 or not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+                raise ValueError(f"alpha must be a vector of at least 2 positive finite numbers, got {alpha!r}")
+            self.dim = alpha.size
+        else:
+            concentration = positive_finite(concentration, "concentration")
+            pseudocount = positive_finite(pseudocount, "pseudocount")
+        self.alpha = alpha
+        self.key = key
+        self.concentration = concentration
+        self.pseudocount = pseudocount
+
+    @classmethod
+    def centered(cls, key: str, concentration: float, pseudocount: float = 1.0) -> "Dirichlet":
+        """A Dirichlet centred on the public counts ``z[key]`` with total mass ``concentration``."""
+        return cls(key=key, concentration=concentration, pseudocount=pseudocount)
+
+    def concentration_vector(self, z=None) -> np.ndarray:
+        """The Dirichlet parameter alpha for the public information z."""
+        if self.alpha is not None:
+            return self.alpha
+        if z is None or self.key not in z:
+            raise ValueError(f"z must contain {self.key!r}: this Dirichlet prior is centred on z[{self.key!r}]")
+        counts = np.asarray(z[self.key], dtype=float)
+        if counts.ndim != 1 or counts.size < 2 or np.any(counts < 0) or not np.all(np.isfinite(counts)):
+            raise ValueError(f"z[{self.key!r}] must be a vector of at least 2 non-negative counts, got {counts!r}")
+        weights = counts + self.pseudocount
+        return self.concentration * weights / weights.sum()
+
+    def rvs(self, size, random_state=None, z=None):
+        return as_generator(random_state).dirichlet(self.concentration_vector(z), size=size)
+
+    def logpdf(self, theta, z=None):
+        alpha = self.concentration_vector(z)
+        theta = np.atleast_2d(theta)
+        log_norm = special.gammaln(alpha.sum()) - special.gammaln(alpha).sum()
+        with np.errstate(divide="ignore"):
+            return log_norm + ((alpha - 1) * np.log(theta)).sum(axis=-1)
