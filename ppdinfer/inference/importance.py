@@ -75,6 +75,8 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     psis_log_w = psis_log_w - special.logsumexp(psis_log_w)
     ess = float(np.exp(-special.logsumexp(2 * log_w)))
     pareto_k = float(pareto_k)
+    # With a discrete likelihood the largest weights are often tied, and the tail fit is then
+    # undefined: pareto_k is NaN and the ESS is the diagnostic to read.
     if pareto_k > PARETO_K_THRESHOLD:
         warnings.warn(
             f"importance_sample: Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy "

@@ -1,0 +1,65 @@
+r"""County counts given a public total, released with discrete Laplace noise per county.
+
+Public information z: last month's counts ``previous`` (length J) and this month's statewide
+``total`` s. The model:
+
+.. math::
+
+    \theta \sim \mathrm{Dirichlet}(\alpha), \quad
+    \alpha_j = c \, \frac{\mathrm{previous}_j + 1}{\sum_k (\mathrm{previous}_k + 1)}, \qquad
+    x \mid \theta, z \sim \mathrm{Multinomial}(s, \theta), \qquad
+    y_j \mid x \sim x_j + \mathrm{DLap}(\epsilon / \Delta) \text{ independently},
+
+theta being the counties' shares of this month's cases. The prior is centred on last month's
+shares with total concentration c; the pseudocount 1 keeps a county with zero cases last
+month possible. This is the COVID-19 case study's structure (Seeman, Reimherr & Slavkovic,
+section 4) for one month and cases only. The exact posterior enumerates every split of s over
+the J counties (theta is integrated out: Dirichlet-multinomial), practical for small J and s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._random import as_generator
+from .._validation import nonnegative_counts
+from ..generators import MultinomialTotal
+from ..inference import PPDModel
+from ..mechanisms import DiscreteLaplace
+from ..priors import Dirichlet
+
+
+def model(epsilon: float = 1.0, concentration: float = 50.0, sensitivity: float = 1.0) -> PPDModel:
+    """The county-count PPD model; z must hold ``previous`` (J counts) and ``total``."""
+    return PPDModel(
+        Dirichlet.centered("previous", concentration=concentration),
+        MultinomialTotal("total"),
+        DiscreteLaplace(epsilon, sensitivity),
+        names="share",
+        x_name="cases",
+    )
+
+
+def public_information(previous, total) -> dict:
+    """z for the model: last month's counts and this month's total, validated."""
+    previous = nonnegative_counts(previous, "previous")
+    if previous.ndim != 1 or previous.size < 2:
+        raise ValueError(f"previous must list at least 2 county counts, got {previous!r}")
+    total = nonnegative_counts(total, "total")
+    if total.ndim != 0:
+        raise ValueError(f"total must be a single count, got {total!r}")
+    return {"previous": previous, "total": int(total)}
+
+
+def synthetic_month(n_counties: int = 5, total: int = 30, random_seed=None):
+    """A small synthetic month: returns (previous counts, this month's counts x).
+
+    County sizes decrease geometrically; last month's counts and this month's are both
+    multinomial splits of their totals over the same shares.
+    """
+    rng = as_generator(random_seed)
+    shares = 0.6 ** np.arange(n_counties)
+    shares /= shares.sum()
+    previous = rng.multinomial(total, shares)
+    current = rng.multinomial(total, shares)
+    return previous, current
