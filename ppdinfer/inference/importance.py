@@ -70,13 +70,8 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     if not np.any(np.isfinite(log_w)):
         raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is")
     log_w = log_w - special.logsumexp(log_w)
-    # arviz-stats smooths LOO ratios 1 / p(y_i | theta) and so takes a log likelihood: negate.
-    psis_log_w, pareto_k = array_stats.psislw(-log_w)
-    psis_log_w = psis_log_w - special.logsumexp(psis_log_w)
+    psis_log_w, pareto_k = pareto_smooth(log_w)
     ess = float(np.exp(-special.logsumexp(2 * log_w)))
-    pareto_k = float(pareto_k)
-    # With a discrete likelihood the largest weights are often tied, and the tail fit is then
-    # undefined: pareto_k is NaN and the ESS is the diagnostic to read.
     if pareto_k > PARETO_K_THRESHOLD:
         warnings.warn(
             f"importance_sample: Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy "
@@ -94,6 +89,21 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     )
     return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
                     attrs={"sampler": "importance", "weighted": 1})
+
+
+def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
+    """Pareto-smoothed normalized log weights and the tail shape k (Vehtari et al. 2024).
+
+    With a discrete likelihood the largest weights are often tied; the tail fit is then
+    undefined, k is NaN (a flat tail: no heavy tail to worry about) and the raw weights are
+    returned. Read the ESS in that case.
+    """
+    try:
+        # arviz-stats smooths LOO ratios 1 / p(y_i | theta), so it takes a log likelihood: negate.
+        smoothed, k = array_stats.psislw(-log_w)
+    except ValueError:  # "All tail values are the same"
+        return log_w, float("nan")
+    return smoothed - special.logsumexp(smoothed), float(k)
 
 
 def _weights(result: xr.DataTree, smoothed: bool) -> xr.DataArray:

@@ -1,0 +1,162 @@
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from conftest import chi_square_pvalue
+from ppdinfer.mechanisms import (
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_delta,
+)
+from ppdinfer.mechanisms._exact_integer import IntegerSource, bernoulli_exp_minus
+
+K = np.arange(-3000, 3001)
+
+
+@pytest.mark.parametrize("mechanism", [DiscreteLaplace(0.05), DiscreteLaplace(1.0), DiscreteLaplace(4.0, 2.0),
+                                       DiscreteGaussian(0.2), DiscreteGaussian(0.9), DiscreteGaussian(1.0),
+                                       DiscreteGaussian(7.5), DiscreteGaussian(120.0)])
+def test_discrete_pmf_sums_to_one(mechanism):
+    total = np.exp(mechanism.logpdf(0, K)).sum()
+    assert total == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("mechanism", [Laplace(0.7, 2.0), Gaussian(1.3)])
+def test_continuous_density_integrates_to_one(mechanism):
+    value, _ = integrate.quad(lambda t: math.exp(mechanism.logpdf(t, np.array([0.4]))[0]), -np.inf, np.inf)
+    assert value == pytest.approx(1.0, abs=1e-8)
+
+
+def test_log_densities_match_scipy():
+    x = np.array([-3.0, 0.0, 2.5, 10.0])
+    assert np.allclose(Laplace(0.5, 2.0).logpdf(1.0, x), stats.laplace(loc=x, scale=4.0).logpdf(1.0))
+    assert np.allclose(Gaussian(2.0).logpdf(1.0, x), stats.norm(loc=x, scale=2.0).logpdf(1.0))
+    xi = np.array([-3, 0, 2, 10])
+    assert np.allclose(DiscreteLaplace(0.8).logpdf(1, xi), stats.dlaplace(0.8).logpmf(1 - xi))
+    sigma = 1.7
+    k = np.arange(-200, 201)
+    log_norm = np.log(np.exp(-k**2 / (2 * sigma**2)).sum())
+    assert np.allclose(DiscreteGaussian(sigma).logpdf(1, xi), -(1 - xi) ** 2 / (2 * sigma**2) - log_norm)
+
+
+def test_logpdf_sums_over_coordinates_and_batches():
+    m = DiscreteLaplace(1.0)
+    y = np.array([3, -1, 4])
+    x = np.array([[3, -1, 4], [0, 0, 0]])
+    expected = [3 * m.log_norm, 3 * m.log_norm - 8.0]
+    assert np.allclose(m.logpdf(y, x), expected)
+    assert m.logpdf(y, y).shape == (1,)
+
+
+@pytest.mark.parametrize("mechanism", [DiscreteLaplace(0.3), DiscreteGaussian(0.7), Laplace(2.0), Gaussian(0.5)])
+def test_log_bound_dominates_density(mechanism):
+    grid = np.arange(-50, 51) if mechanism.discrete else np.linspace(-5, 5, 1001)
+    assert np.all(mechanism.logpdf(0, grid) <= mechanism.log_bound() + 1e-12)
+    assert mechanism.log_bound(size=3) == pytest.approx(3 * mechanism.log_bound())
+
+
+def _chi_square_pvalue(draws, mechanism):
+    support = np.arange(draws.min() - 5, draws.max() + 6)
+    return chi_square_pvalue(draws, support, np.exp(mechanism.logpdf(0, support)))
+
+
+@pytest.mark.parametrize("mechanism", [DiscreteLaplace(0.7), DiscreteLaplace(3.0, 2.0), DiscreteGaussian(0.6),
+                                       DiscreteGaussian(2.5)])
+def test_exact_release_matches_pmf(mechanism):
+    noise = mechanism.release(np.zeros(6000, dtype=np.int64), random_seed=7)
+    assert noise.dtype == np.int64
+    assert _chi_square_pvalue(noise, mechanism) > 1e-3
+
+
+def test_release_chi_square_detects_a_wrong_sampler():
+    # Noise from DLap(0.7) judged against the pmf of DLap(0.8): the check must fail.
+    noise = DiscreteLaplace(0.7).release(np.zeros(6000, dtype=np.int64), random_seed=7)
+    assert _chi_square_pvalue(noise, DiscreteLaplace(0.8)) < 1e-3
+
+
+@pytest.mark.parametrize("mechanism", [Laplace(0.7, 2.0), Gaussian(1.3)])
+def test_continuous_release_matches_density(mechanism):
+    noise = mechanism.release(np.zeros(20000), random_seed=3)
+    dist = stats.laplace(scale=2.0 / 0.7) if isinstance(mechanism, Laplace) else stats.norm(scale=1.3)
+    assert stats.kstest(noise, dist.cdf).pvalue > 1e-3
+
+
+def test_release_is_reproducible_and_keeps_shape():
+    m = DiscreteGaussian(3.0)
+    x = np.arange(12).reshape(3, 4)
+    assert np.array_equal(m.release(x, random_seed=1), m.release(x, random_seed=1))
+    assert m.release(x, random_seed=1).shape == (3, 4)
+
+
+def test_secure_release():
+    y = DiscreteLaplace(1.0).release(np.full(2000, 5), secure=True)
+    assert y.dtype == np.int64 and abs(np.mean(y) - 5) < 0.2
+    with pytest.raises(ValueError, match="secure"):
+        Laplace(1.0).release([1.0], secure=True)
+
+
+@pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(5, 2)])
+def test_bernoulli_exp_minus_frequency(gamma):
+    source = IntegerSource(np.random.default_rng(1))
+    hits = sum(bernoulli_exp_minus(gamma, source) for _ in range(20000))
+    p = math.exp(-float(gamma))
+    assert abs(hits / 20000 - p) < 4.5 * math.sqrt(p * (1 - p) / 20000)
+
+
+def test_integer_source_beyond_64_bits_is_uniform():
+    n = 3 * 2**70 + 1
+    source = IntegerSource(np.random.default_rng(2))
+    draws = np.array([source.randbelow(n) / n for _ in range(4000)])
+    assert draws.max() < 1 and stats.kstest(draws, "uniform").pvalue > 1e-3
+
+
+def test_gaussian_calibrations():
+    sigma = analytic_gaussian_sigma(1.0, 1e-5)
+    assert gaussian_delta(sigma, 1.0) == pytest.approx(1e-5, rel=1e-6)
+    assert gaussian_delta(sigma * 0.999, 1.0) > 1e-5
+    # Dwork & Roth: sigma = sqrt(2 ln(1.25 / delta)) / epsilon
+    assert classical_gaussian_sigma(0.5, 1e-5) == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5)
+    # the analytic calibration is never noisier than the classical one
+    assert analytic_gaussian_sigma(0.5, 1e-5) < classical_gaussian_sigma(0.5, 1e-5)
+    assert Gaussian.from_epsilon_delta(1.0, 1e-5).sigma == pytest.approx(sigma)
+    assert Gaussian.from_epsilon_delta(0.5, 1e-5, sensitivity=2, method="classical").sigma == pytest.approx(
+        2 * classical_gaussian_sigma(0.5, 1e-5))
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "1", None, True])
+def test_bad_privacy_parameters(bad):
+    for factory, name in [(DiscreteLaplace, "epsilon"), (Laplace, "epsilon"), (Gaussian, "sigma"),
+                          (DiscreteGaussian, "sigma")]:
+        with pytest.raises(ValueError, match=name):
+            factory(bad)
+    with pytest.raises(ValueError, match="sensitivity"):
+        DiscreteLaplace(1.0, sensitivity=bad)
+
+
+def test_bad_calibration_arguments():
+    with pytest.raises(ValueError, match="delta"):
+        Gaussian.from_epsilon_delta(1.0, 1.5)
+    with pytest.raises(ValueError, match="epsilon must be < 1"):
+        Gaussian.from_epsilon_delta(2.0, 1e-5, method="classical")
+    with pytest.raises(ValueError, match="method"):
+        Gaussian.from_epsilon_delta(0.5, 1e-5, method="other")
+
+
+def test_discrete_mechanism_rejects_non_integer_values():
+    with pytest.raises(ValueError, match="y must hold integers"):
+        DiscreteLaplace(1.0).logpdf(1.5, np.array([1, 2]))
+    with pytest.raises(ValueError, match="x must hold integers"):
+        DiscreteGaussian(1.0).release([0.5])
+
+
+def test_repr_and_equality():
+    assert repr(DiscreteLaplace(0.5)) == "DiscreteLaplace(epsilon=0.5, sensitivity=1.0)"
+    assert DiscreteLaplace(0.5) == DiscreteLaplace(0.5) != DiscreteLaplace(0.6)
+    assert repr(Gaussian(2.0)) == "Gaussian(sigma=2.0)"
