@@ -41,26 +41,22 @@ def positive_int(value, name: str) -> int:
     return value
 
 
-def nonnegative_counts(values, name: str) -> np.ndarray:
-    """Return ``values`` as an int64 array after checking every entry is a whole number >= 0."""
-    arr = np.asarray(values)
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must hold non-negative integers, got {values!r}")
-    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must hold non-negative integers, got {values!r}")
-    if np.any(arr < 0):
-        raise ValueError(f"{name} must be non-negative, got {values!r}")
-    return arr.astype(np.int64)
-
-
 def integer_valued(values, name: str) -> np.ndarray:
     """Return ``values`` as an int64 array after checking every entry is a finite whole number."""
     arr = np.asarray(values)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold integers, got {values!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must hold integers for a discrete mechanism, got {values!r}")
+        raise ValueError(f"{name} must hold integers, got {values!r}")
     return arr.astype(np.int64)
+
+
+def nonnegative_counts(values, name: str) -> np.ndarray:
+    """Return ``values`` as an int64 array after checking every entry is a whole number >= 0."""
+    arr = integer_valued(values, name)
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative, got {values!r}")
+    return arr
 
 
 def finite_array(values, name: str) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Built-in data models pi(x | theta, z).
 
-A generator is called as ``simulate(theta, z, rng)`` with a batch of theta (shape (B,) or
+A data model is called as ``simulate(theta, z, rng)`` with a batch of theta (shape (B,) or
 (B, k)) and returns x with ``x.shape[0] == B``. The classes here also report
 ``logpmf(x, theta, z)`` and, for :func:`ppdinfer.exact_posterior`, the finite ``support(z)``
 of x, so they serve the exact enumeration as well as the samplers.
@@ -17,7 +17,7 @@ from scipy import special
 from ._validation import nonnegative_counts, positive_int
 
 
-class Generator:
+class DataModel:
     """Base class: ``__call__(theta, z, rng)`` draws x; ``logpmf`` and ``support`` serve enumeration."""
 
     def __call__(self, theta, z, rng) -> np.ndarray:
@@ -44,7 +44,7 @@ def _column(theta) -> np.ndarray:
     return theta.reshape(theta.shape[0]) if theta.ndim > 1 else theta
 
 
-class Binomial(Generator):
+class Binomial(DataModel):
     """x ~ Binomial(n, theta): a count of successes among n confidential records."""
 
     def __init__(self, n: int):
@@ -63,7 +63,7 @@ class Binomial(Generator):
         return np.arange(self.n + 1)
 
 
-class Poisson(Generator):
+class Poisson(DataModel):
     """x_k ~ Poisson(exposure_k * theta) independently; ``exposure`` is a scalar or a vector."""
 
     def __init__(self, exposure=1.0):
@@ -89,7 +89,7 @@ class Poisson(Generator):
         raise ValueError("a Poisson count has unbounded support: exact_posterior needs a finite support")
 
 
-class MultinomialTotal(Generator):
+class MultinomialTotal(DataModel):
     """x ~ Multinomial(z[key], theta): cell counts given their public total.
 
     theta is a probability vector per row (shape (B, K)); the total comes from z.
@@ -142,7 +142,7 @@ def compositions(total: int, parts: int, limit: int = 5_000_000) -> np.ndarray:
     return np.diff(edges, axis=1) - 1
 
 
-class FisherTable2x2(Generator):
+class FisherTable2x2(DataModel):
     """The free cell x = n11 of a 2 x 2 table with public margins, given the odds ratio theta.
 
     z holds ``row_totals`` (n1., n2.) and ``col_total`` (n.1). Given the margins, n11 follows

@@ -5,36 +5,42 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
-
 from .._validation import positive_finite
 from . import _exact_integer
 from .base import AdditiveNoiseMechanism
 
 
-class Laplace(AdditiveNoiseMechanism):
-    """y = x + Laplace(0, sensitivity / epsilon) noise: epsilon-DP for the given L1 sensitivity.
+class _LaplaceFamily(AdditiveNoiseMechanism):
+    """Noise with log density log_norm - (epsilon / sensitivity) |e|."""
 
-    Density per coordinate: epsilon / (2 sensitivity) * exp(-epsilon |y - x| / sensitivity).
-    """
-
-    discrete = False
     power = 1
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
         self.epsilon = positive_finite(epsilon, "epsilon")
         self.sensitivity = positive_finite(sensitivity, "sensitivity")
         self.rate = self.epsilon / self.sensitivity
-        self.log_norm = math.log(self.rate / 2)
 
     def parameters(self) -> dict[str, float]:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity}
+
+
+class Laplace(_LaplaceFamily):
+    """y = x + Laplace(0, sensitivity / epsilon) noise: epsilon-DP for the given L1 sensitivity.
+
+    Density per coordinate: epsilon / (2 sensitivity) * exp(-epsilon |y - x| / sensitivity).
+    """
+
+    discrete = False
+
+    def __init__(self, epsilon: float, sensitivity: float = 1.0):
+        super().__init__(epsilon, sensitivity)
+        self.log_norm = math.log(self.rate / 2)
 
     def _noise(self, shape, rng, secure):
         return rng.laplace(0.0, 1.0 / self.rate, size=shape)
 
 
-class DiscreteLaplace(AdditiveNoiseMechanism):
+class DiscreteLaplace(_LaplaceFamily):
     """y = x + K on the integers with pmf P(K = k) = (1 - a) / (1 + a) a^|k|, a = exp(-epsilon / sensitivity).
 
     epsilon-DP for integer-valued queries of L1 sensitivity ``sensitivity``. Releases are drawn
@@ -42,12 +48,9 @@ class DiscreteLaplace(AdditiveNoiseMechanism):
     """
 
     discrete = True
-    power = 1
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
-        self.epsilon = positive_finite(epsilon, "epsilon")
-        self.sensitivity = positive_finite(sensitivity, "sensitivity")
-        self.rate = self.epsilon / self.sensitivity
+        super().__init__(epsilon, sensitivity)
         # (1 - a) / (1 + a) = tanh(rate / 2), accurate for tiny and large rates alike.
         self.log_norm = math.log(math.tanh(self.rate / 2))
 
@@ -55,9 +58,6 @@ class DiscreteLaplace(AdditiveNoiseMechanism):
     def a(self) -> float:
         """The geometric ratio exp(-epsilon / sensitivity)."""
         return math.exp(-self.rate)
-
-    def parameters(self) -> dict[str, float]:
-        return {"epsilon": self.epsilon, "sensitivity": self.sensitivity}
 
     def _noise(self, shape, rng, secure):
         scale = Fraction(self.sensitivity) / Fraction(self.epsilon)
