@@ -1,0 +1,112 @@
+"""Inner loops of the privacy-aware data-augmentation step (ppdinfer.pymc.augmentation).
+
+The latent x is observed through additive noise: log L_k(x_k) = -rate * |y_k - x_k| ** power
+(+ a constant that cancels). Two Metropolis-Hastings moves, each leaving the conditional
+posterior of x given theta invariant:
+
+- *prior* (Ju, Awan, Gong & Rao 2022): propose from the conditional prior given theta and the
+  other coordinates, accept with the likelihood ratio;
+- *local*: a symmetric integer step, accepted with prior ratio times likelihood ratio; it
+  mixes where the prior is much wider than the likelihood.
+
+For a multinomial x (a public total) both moves act on a pair (i, j) and keep x_i + x_j,
+so every state visited has the public total exactly. The kernels seed numba's generator from
+the caller, so a chain is reproducible from its numpy Generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+MULTINOMIAL, BINOMIAL, POISSON = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _loglik(y, x, rate, power):
+    d = abs(y - x)
+    return -rate * (d if power == 1 else d * d)
+
+
+@njit(cache=True, nogil=True)
+def _log_prior(kind, x, n, p):
+    """Unnormalized log prior of one coordinate (binomial: n trials, p; Poisson: mean p)."""
+    if x < 0 or (kind == BINOMIAL and x > n):
+        return -np.inf
+    if kind == BINOMIAL:
+        return (-math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0)
+                + (x * math.log(p) if x > 0 else 0.0) + ((n - x) * math.log1p(-p) if n > x else 0.0))
+    return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _local_step(scale):
+    """A symmetric non-zero integer step of typical size ``scale``."""
+    step = int(round(np.random.normal() * scale))
+    if step == 0:
+        step = 1 if np.random.random() < 0.5 else -1
+    return step
+
+
+@njit(cache=True, nogil=True)
+def _pair_moves(x, y, p, rate, power, scale, accepted):
+    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances."""
+    dim = x.shape[0]
+    for _ in range(dim):
+        i = np.random.randint(dim)
+        j = np.random.randint(dim - 1)
+        if j >= i:
+            j += 1
+        total = x[i] + x[j]
+        old = _loglik(y[i], x[i], rate, power) + _loglik(y[j], x[j], rate, power)
+        # prior move: x_i | x_i + x_j ~ Binomial(total, p_i / (p_i + p_j))
+        if total > 0 and p[i] + p[j] > 0:
+            xi = np.random.binomial(total, p[i] / (p[i] + p[j]))
+            new = _loglik(y[i], xi, rate, power) + _loglik(y[j], total - xi, rate, power)
+            if np.log(np.random.random()) <= new - old:
+                x[i], x[j], old = xi, total - xi, new
+                accepted[0] += 1
+        # local move: transfer a symmetric step from j to i
+        step = _local_step(0.5 * (scale[i] + scale[j]))
+        xi, xj = x[i] + step, x[j] - step
+        if xi >= 0 and xj >= 0 and p[i] > 0 and p[j] > 0:
+            log_ratio = (step * (math.log(p[i]) - math.log(p[j]))
+                         + math.lgamma(x[i] + 1.0) + math.lgamma(x[j] + 1.0)
+                         - math.lgamma(xi + 1.0) - math.lgamma(xj + 1.0)
+                         + _loglik(y[i], xi, rate, power) + _loglik(y[j], xj, rate, power) - old)
+            if np.log(np.random.random()) <= log_ratio:
+                x[i], x[j] = xi, xj
+                accepted[1] += 1
+
+
+@njit(cache=True, nogil=True)
+def _site_moves(kind, x, y, n, p, rate, power, scale, accepted):
+    """One sweep of single-coordinate moves for independent binomial or Poisson coordinates."""
+    for k in range(x.shape[0]):
+        old = _loglik(y[k], x[k], rate, power)
+        proposal = np.random.binomial(n[k], p[k]) if kind == BINOMIAL else np.random.poisson(p[k])
+        new = _loglik(y[k], proposal, rate, power)
+        if np.log(np.random.random()) <= new - old:
+            x[k], old = proposal, new
+            accepted[0] += 1
+        candidate = x[k] + _local_step(scale[k])
+        log_ratio = (_log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+                     + _loglik(y[k], candidate, rate, power) - old)
+        if np.log(np.random.random()) <= log_ratio:
+            x[k] = candidate
+            accepted[1] += 1
+
+
+@njit(cache=True, nogil=True)
+def augmentation_sweeps(kind, x, y, n, p, rate, power, scale, sweeps, seed):
+    """Run ``sweeps`` sweeps in place on x (int64); return acceptance rates of (prior, local) moves."""
+    np.random.seed(seed)
+    accepted = np.zeros(2)
+    for _ in range(sweeps):
+        if kind == MULTINOMIAL:
+            _pair_moves(x, y, p, rate, power, scale, accepted)
+        else:
+            _site_moves(kind, x, y, n, p, rate, power, scale, accepted)
+    return accepted / (sweeps * x.shape[0])

@@ -1,0 +1,6 @@
+"""The PyMC layer: privacy-noise distributions and the privacy-aware data-augmentation step."""
+
+from .augmentation import ConjugateDirichlet, PrivacyAugmentation
+from .distributions import DiscreteGaussian, DiscreteLaplace
+
+__all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "PrivacyAugmentation"]

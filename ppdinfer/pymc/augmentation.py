@@ -1,0 +1,193 @@
+"""A PyMC step for integer latent data observed through privacy noise.
+
+``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial or Poisson
+prior and is observed through a ``ppdinfer.pymc.DiscreteLaplace`` or ``DiscreteGaussian``
+release y. It needs no gradient of the mechanism: it proposes from x's conditional prior
+given theta (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with
+a local symmetric move. For a multinomial x the moves transfer counts between two cells, so
+the public total holds at every state. theta is left to other steps (NUTS by default, or
+:class:`ConjugateDirichlet`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
+from pytensor.graph.basic import Constant
+from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
+
+from ..kernels.augmentation import BINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
+from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
+
+_KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
+
+
+@dataclass_state
+class PrivacyAugmentationState(StepMethodState):
+    sweeps: int = field(metadata={"frozen": True})
+
+
+def _constant(variable, what: str) -> np.ndarray:
+    """The value of a graph input that must not depend on model variables."""
+    try:
+        return np.asarray(variable.eval(), dtype=float)
+    except Exception as err:  # a free variable in the graph
+        raise ValueError(f"{what} must be a constant for PrivacyAugmentation") from err
+
+
+def _common_constant(variable, what: str) -> float:
+    """A constant that must take one value across coordinates."""
+    values = np.unique(_constant(variable, what))
+    if values.size != 1:
+        raise ValueError(f"{what} must be the same for every coordinate, got {values}")
+    return float(values[0])
+
+
+def _noise_of(model, x_rv):
+    """(y, rate, power, noise sd) of the observed privacy release whose centre is x."""
+    for obs in model.observed_RVs:
+        op = obs.owner.op
+        if isinstance(op, (DiscreteLaplaceRV, DiscreteGaussianRV)):
+            _, _, mu, *params = obs.owner.inputs
+            if mu is not x_rv:
+                continue
+            y = np.asarray(model.rvs_to_values[obs].data if isinstance(model.rvs_to_values[obs], Constant)
+                           else model.rvs_to_values[obs].eval(), dtype=float)
+            if isinstance(op, DiscreteLaplaceRV):
+                rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
+                a = np.exp(-rate)
+                return y, rate, 1, float(np.sqrt(2 * a) / (1 - a))
+            sigma = _common_constant(params[0], "sigma")
+            return y, 1 / (2 * sigma**2), 2, sigma
+    raise ValueError(f"no observed DiscreteLaplace or DiscreteGaussian release has mu={x_rv.name}")
+
+
+class PrivacyAugmentation(BlockedStep):
+    """Metropolis-within-Gibbs update of an integer latent x released with privacy noise.
+
+    Parameters
+    ----------
+    vars : list
+        One latent variable x (Multinomial, Binomial or Poisson), observed in the model as
+        ``DiscreteLaplace("y", mu=x, ...)`` or ``DiscreteGaussian("y", mu=x, ...)``.
+    sweeps : int
+        Sweeps over x per step (each sweep makes one prior and one local move per coordinate).
+    """
+
+    name = "privacy_augmentation"
+    _state_class = PrivacyAugmentationState
+    stats_dtypes_shapes = {
+        "accept_prior": (np.float64, []),
+        "accept_local": (np.float64, []),
+    }
+
+    def __init__(self, vars, *, sweeps: int = 1, model=None, rng=None, initial_point=None,
+                 compile_kwargs=None, blocked=True):
+        model = pm.modelcontext(model)
+        if len(vars) != 1:
+            raise ValueError("PrivacyAugmentation updates one latent variable at a time")
+        value_var = model.rvs_to_values.get(vars[0], vars[0])
+        x_rv = model.values_to_rvs[value_var]
+        kind = _KINDS.get(type(x_rv.owner.op))
+        if kind is None:
+            raise ValueError(f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, "
+                             f"not {type(x_rv.owner.op).__name__}")
+        if not isinstance(sweeps, int) or sweeps < 1:
+            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        self.vars = [value_var]
+        self.sweeps = sweeps
+        self.kind = kind
+        self.y, self.rate, self.power, self.noise_sd = _noise_of(model, x_rv)
+        _, _, *params = x_rv.owner.inputs
+        graphs = model.replace_rvs_by_values(params)
+        self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
+                                        **(compile_kwargs or {}))
+        self.rng = np.random.default_rng(rng)
+
+    def step(self, point):
+        x = np.array(point[self.vars[0].name], dtype=np.int64, copy=True)
+        if x.shape != self.y.shape:
+            raise ValueError(f"{self.vars[0].name} has shape {x.shape} but its release y has shape {self.y.shape}")
+        if self.kind == MULTINOMIAL:
+            n, p = (np.asarray(v, dtype=float) for v in self._params(point))
+            prior_sd = np.sqrt(np.maximum(n * p * (1 - p), 0))
+            n = np.broadcast_to(n, x.shape).astype(np.int64)
+            if x.sum() != n.flat[0] or np.any(x < 0):
+                raise ValueError(f"{self.vars[0].name} = {x} does not satisfy its total {n.flat[0]}: "
+                                 "start from a value inside the set the public total allows")
+        elif self.kind == BINOMIAL:
+            n, p = (np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self._params(point))
+            prior_sd = np.sqrt(n * p * (1 - p))
+            n = n.astype(np.int64)
+        else:
+            (p,) = (np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self._params(point))
+            prior_sd = np.sqrt(p)
+            n = np.zeros(x.shape, dtype=np.int64)
+        p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float)
+        scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
+        flat = x.reshape(-1)
+        rates = augmentation_sweeps(self.kind, flat, self.y.reshape(-1), np.ascontiguousarray(n).reshape(-1),
+                                    p.reshape(-1), self.rate, self.power, scale, self.sweeps,
+                                    int(self.rng.integers(2**31)))
+        new_point = dict(point)
+        new_point[self.vars[0].name] = flat.reshape(x.shape)
+        return new_point, [{"accept_prior": float(rates[0]), "accept_local": float(rates[1])}]
+
+    @staticmethod
+    def competence(var):
+        return Competence.INCOMPATIBLE  # assigned explicitly, never chosen automatically
+
+
+@dataclass_state
+class ConjugateDirichletState(StepMethodState):
+    pass
+
+
+class ConjugateDirichlet(BlockedStep):
+    """Exact Gibbs update theta | x ~ Dirichlet(alpha + x) for theta ~ Dirichlet(alpha), x ~ Multinomial(n, theta).
+
+    alpha must be a constant and theta's only child the multinomial x.
+    """
+
+    name = "conjugate_dirichlet"
+    _state_class = ConjugateDirichletState
+    stats_dtypes_shapes = {}
+
+    def __init__(self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=True):
+        model = pm.modelcontext(model)
+        if len(vars) != 1:
+            raise ValueError("ConjugateDirichlet updates one Dirichlet variable")
+        value_var = model.rvs_to_values.get(vars[0], vars[0])
+        theta_rv = model.values_to_rvs[value_var]
+        if not isinstance(theta_rv.owner.op, DirichletRV):
+            raise ValueError(f"{theta_rv.name} must have a Dirichlet prior")
+        self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
+        children = [rv for rv in model.free_RVs if isinstance(rv.owner.op, MultinomialRV)
+                    and rv.owner.inputs[-1] is theta_rv]
+        if len(children) != 1:
+            raise ValueError(f"{theta_rv.name} must be the probability vector of exactly one Multinomial")
+        self.x_name = model.rvs_to_values[children[0]].name
+        self.vars = [value_var]
+        transform = model.rvs_to_transforms.get(theta_rv)
+        theta = pt.dvector("theta")
+        forward = transform.forward(theta) if transform is not None else theta
+        self._forward = pytensor.function([theta], forward, mode="FAST_COMPILE")
+        self.rng = np.random.default_rng(rng)
+
+    def step(self, point):
+        x = np.asarray(point[self.x_name], dtype=float)
+        gammas = self.rng.gamma(self.alpha + x)
+        theta = gammas / gammas.sum()
+        new_point = dict(point)
+        new_point[self.vars[0].name] = np.asarray(self._forward(theta))
+        return new_point, []
+
+    @staticmethod
+    def competence(var):
+        return Competence.INCOMPATIBLE

@@ -1,0 +1,157 @@
+"""PyMC distributions for privacy noise: ``DiscreteLaplace`` and ``DiscreteGaussian``.
+
+Both are distributions of an integer y centred on an integer ``mu`` (the confidential value
+a mechanism releases). Log densities are normalized and agree with
+:mod:`ppdinfer.mechanisms`; random draws come from the exact integer samplers.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.distribution import Discrete
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.tensor.random.op import RandomVariable
+
+from ..mechanisms import _exact_integer
+
+_DIRECT_TERMS = np.arange(1, 41, dtype="float64")  # enough for sigma < 1: exp(-40^2 / 2) underflows
+_DUAL_TERMS = np.arange(1, 4, dtype="float64")
+
+
+def _broadcast_draws(draw_one, parameters, size, rng):
+    """Exact integer draws, one per element of the broadcast parameters (and ``size``)."""
+    arrays = np.broadcast_arrays(*parameters)
+    shape = arrays[0].shape if size is None else tuple(np.atleast_1d(size))
+    arrays = [np.broadcast_to(a, shape) for a in arrays]
+    source = _exact_integer.IntegerSource(rng)
+    out = np.empty(shape, dtype=np.int64)
+    for index in np.ndindex(*shape):
+        out[index] = draw_one(*(a[index] for a in arrays), source)
+    return out
+
+
+def _discrete_laplace_draw(mu, epsilon, sensitivity, source):
+    if not (epsilon > 0 and sensitivity > 0):
+        raise ValueError("DiscreteLaplace needs epsilon > 0 and sensitivity > 0")
+    scale = Fraction(float(sensitivity)) / Fraction(float(epsilon))
+    return int(round(mu)) + _exact_integer.discrete_laplace(scale, source)
+
+
+def _discrete_gaussian_draw(mu, sigma, source):
+    if not sigma > 0:
+        raise ValueError("DiscreteGaussian needs sigma > 0")
+    return int(round(mu)) + _exact_integer.discrete_gaussian(Fraction(float(sigma)) ** 2, source)
+
+
+def _float64(value):
+    """A float64 tensor: pytensor would store an exactly representable Python float as float32."""
+    return pt.cast(pt.as_tensor_variable(value), "float64")
+
+
+class DiscreteLaplaceRV(RandomVariable):
+    name = "discrete_laplace"
+    signature = "(),(),()->()"
+    dtype = "int64"
+    _print_name = ("DiscreteLaplace", "\\operatorname{DiscreteLaplace}")
+
+    @classmethod
+    def rng_fn(cls, rng, mu, epsilon, sensitivity, size):
+        return _broadcast_draws(_discrete_laplace_draw, (mu, epsilon, sensitivity), size, rng)
+
+
+class DiscreteGaussianRV(RandomVariable):
+    name = "discrete_gaussian"
+    signature = "(),()->()"
+    dtype = "int64"
+    _print_name = ("DiscreteGaussian", "\\operatorname{DiscreteGaussian}")
+
+    @classmethod
+    def rng_fn(cls, rng, mu, sigma, size):
+        return _broadcast_draws(_discrete_gaussian_draw, (mu, sigma), size, rng)
+
+
+discrete_laplace = DiscreteLaplaceRV()
+discrete_gaussian = DiscreteGaussianRV()
+
+
+class DiscreteLaplace(Discrete):
+    r"""Discrete Laplace (two-sided geometric) distribution centred on an integer ``mu``.
+
+    .. math:: f(y \mid \mu, \epsilon, \Delta) = \frac{1 - a}{1 + a} a^{|y - \mu|},
+              \qquad a = e^{-\epsilon / \Delta}
+
+    the law of an epsilon-DP release y = mu + noise of an integer statistic with L1
+    sensitivity Delta. ``mu`` must be integer-valued (the pmf is normalized over y in Z
+    for integer mu). Random draws are exact (Canonne, Kamath & Steinke 2020).
+    """
+
+    rv_op = discrete_laplace
+
+    @classmethod
+    def dist(cls, mu, epsilon, sensitivity=1.0, **kwargs):
+        return super().dist([pt.as_tensor_variable(mu), _float64(epsilon), _float64(sensitivity)], **kwargs)
+
+    def support_point(rv, size, mu, epsilon, sensitivity):
+        point = pt.round(mu)
+        if not rv_size_is_none(size):
+            point = pt.full(size, point)
+        return point
+
+    def logp(value, mu, epsilon, sensitivity):
+        rate = epsilon / sensitivity
+        res = pt.log(pt.tanh(rate / 2)) - rate * pt.abs(value - mu)
+        return check_parameters(res, epsilon > 0, sensitivity > 0, msg="epsilon > 0, sensitivity > 0")
+
+    def logcdf(value, mu, epsilon, sensitivity):
+        # P(Y <= y) = a^(mu - y) / (1 + a) below mu, 1 - a^(y - mu + 1) / (1 + a) from mu on.
+        rate = epsilon / sensitivity
+        k = pt.floor(value) - mu
+        log1p_a = pt.log1p(pt.exp(-rate))
+        below = rate * k - log1p_a
+        above = pt.log1mexp(-rate * (k + 1) - log1p_a)
+        res = pt.switch(pt.lt(k, 0), below, above)
+        return check_parameters(res, epsilon > 0, sensitivity > 0, msg="epsilon > 0, sensitivity > 0")
+
+
+def discrete_gaussian_log_normalizer(sigma):
+    """Symbolic log sum_k exp(-k^2 / (2 sigma^2)): direct sum below sigma = 1, Poisson dual above.
+
+    Matches :func:`ppdinfer.mechanisms.discrete_gaussian_log_normalizer` to double precision.
+    """
+    safe_small = pt.minimum(sigma, 1.0)
+    direct = pt.log1p(2 * pt.sum(pt.exp(-(_DIRECT_TERMS**2) / (2 * safe_small[..., None] ** 2)), axis=-1))
+    safe_large = pt.maximum(sigma, 1.0)
+    dual = (0.5 * np.log(2 * np.pi) + pt.log(safe_large)
+            + pt.log1p(2 * pt.sum(pt.exp(-2 * np.pi**2 * safe_large[..., None] ** 2 * _DUAL_TERMS**2), axis=-1)))
+    return pt.switch(pt.lt(sigma, 1.0), direct, dual)
+
+
+class DiscreteGaussian(Discrete):
+    r"""Discrete Gaussian distribution centred on an integer ``mu``.
+
+    .. math:: f(y \mid \mu, \sigma) = \frac{e^{-(y - \mu)^2 / (2 \sigma^2)}}
+              {\sum_{k \in \mathbb{Z}} e^{-k^2 / (2 \sigma^2)}}
+
+    ``mu`` must be integer-valued. No closed-form CDF exists, so there is no logcdf. Random
+    draws are exact (Canonne, Kamath & Steinke 2020).
+    """
+
+    rv_op = discrete_gaussian
+
+    @classmethod
+    def dist(cls, mu, sigma, **kwargs):
+        return super().dist([pt.as_tensor_variable(mu), _float64(sigma)], **kwargs)
+
+    def support_point(rv, size, mu, sigma):
+        point = pt.round(mu)
+        if not rv_size_is_none(size):
+            point = pt.full(size, point)
+        return point
+
+    def logp(value, mu, sigma):
+        res = -((value - mu) ** 2) / (2 * sigma**2) - discrete_gaussian_log_normalizer(sigma)
+        return check_parameters(res, sigma > 0, msg="sigma > 0")
