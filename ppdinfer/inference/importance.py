@@ -12,7 +12,6 @@ import warnings
 
 import numpy as np
 import xarray as xr
-from arviz_stats.base import array_stats
 from scipy import special
 
 from .._random import SeedLike, as_generator
@@ -98,6 +97,8 @@ def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     undefined, k is NaN (a flat tail: no heavy tail to worry about) and the raw weights are
     returned. Read the ESS in that case.
     """
+    from arviz_stats.base import array_stats  # imported here: it takes seconds to import
+
     try:
         # arviz-stats smooths LOO ratios 1 / p(y_i | theta), so it takes a log likelihood: negate.
         smoothed, k = array_stats.psislw(-log_w)

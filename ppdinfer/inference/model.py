@@ -55,6 +55,13 @@ class PPDModel:
         return (f"PPDModel(prior={self.prior!r}, simulate={self.simulate!r}, "
                 f"mechanism={self.mechanism!r}, names={self.names!r})")
 
+    def to_pymc(self, y, z=None):
+        """The same posterior as a ``pymc.Model``; gallery models implement it (see ppdinfer.models)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no PyMC twin: write a pm.Model with ppdinfer.pymc.DiscreteLaplace "
+            "(or DiscreteGaussian) as the likelihood of y"
+        )
+
     # -- the three parts, on batches -------------------------------------------------------
     def sample_prior(self, size: int, rng: np.random.Generator, z) -> np.ndarray:
         """theta draws as a 2-D array (size, k)."""

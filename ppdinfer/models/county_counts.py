@@ -15,6 +15,11 @@ shares with total concentration c; the pseudocount 1 keeps a county with zero ca
 month possible. This is the COVID-19 case study's structure (Seeman, Reimherr & Slavkovic,
 section 4) for one month and cases only. The exact posterior enumerates every split of s over
 the J counties (theta is integrated out: Dirichlet-multinomial), practical for small J and s.
+
+PyMC twin (:meth:`CountyCountsModel.to_pymc`): the splits of s are far too many to sum out
+(C(s + J - 1, J - 1)), so x stays an integer latent, started at y clipped and rescaled to the
+total. :func:`ppdinfer.pymc.sample` updates it with sum-preserving data-augmentation moves and
+theta with the exact Dirichlet update theta | x ~ Dirichlet(alpha + x) (or NUTS).
 """
 
 from __future__ import annotations
@@ -29,15 +34,30 @@ from ..mechanisms import DiscreteLaplace
 from ..priors import Dirichlet
 
 
-def model(epsilon: float = 1.0, concentration: float = 50.0, sensitivity: float = 1.0) -> PPDModel:
+class CountyCountsModel(PPDModel):
+    """The county-count PPD model, with its PyMC twin."""
+
+    def __init__(self, epsilon: float, concentration: float, sensitivity: float):
+        super().__init__(Dirichlet.centered("previous", concentration=concentration), MultinomialTotal("total"),
+                         DiscreteLaplace(epsilon, sensitivity), names="share", x_name="cases")
+
+    def to_pymc(self, y, z=None):
+        import pymc as pm
+
+        from ._pymc_helpers import feasible_total_start, noise_likelihood
+
+        y, z, _, _ = self.prepare(y, z)
+        total = self.simulate.total(z)
+        with pm.Model(coords={"county": np.arange(y.size)}) as twin:
+            share = pm.Dirichlet("share", a=self.prior.concentration_vector(z), dims="county")
+            cases = pm.Multinomial("cases", n=total, p=share, dims="county", initval=feasible_total_start(y, total))
+            noise_likelihood("y", cases, self.mechanism, y)
+        return twin
+
+
+def model(epsilon: float = 1.0, concentration: float = 50.0, sensitivity: float = 1.0) -> CountyCountsModel:
     """The county-count PPD model; z must hold ``previous`` (J counts) and ``total``."""
-    return PPDModel(
-        Dirichlet.centered("previous", concentration=concentration),
-        MultinomialTotal("total"),
-        DiscreteLaplace(epsilon, sensitivity),
-        names="share",
-        x_name="cases",
-    )
+    return CountyCountsModel(epsilon, concentration, sensitivity)
 
 
 def public_information(previous, total) -> dict:

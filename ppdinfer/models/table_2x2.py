@@ -13,9 +13,15 @@ hypergeometric distribution in the odds ratio psi:
 on max(0, n.1 - n2.) <= k <= min(n1., n.1). Releasing the margins exactly and noising only
 n11 protects the cell counts while keeping the totals public. The exact posterior sums psi
 over a grid of equal prior mass.
+
+PyMC twin (:meth:`Table2x2Model.to_pymc`): x has at most min(n1., n.1) + 1 values, so it is
+summed out (PyMC has no Fisher noncentral hypergeometric distribution to keep it latent);
+NUTS samples log psi, and ``odds_ratio`` is recorded as a deterministic.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from scipy import stats
 
@@ -25,14 +31,35 @@ from ..inference import PPDModel
 from ..mechanisms import DiscreteLaplace
 
 
-def model(epsilon: float = 1.0, log_odds_sd: float = 1.0) -> PPDModel:
+class Table2x2Model(PPDModel):
+    """The 2 x 2 table PPD model, with its PyMC twin."""
+
+    def __init__(self, epsilon: float, log_odds_sd: float):
+        self.log_odds_sd = positive_finite(log_odds_sd, "log_odds_sd")
+        super().__init__(stats.lognorm(s=self.log_odds_sd), FisherTable2x2(), DiscreteLaplace(epsilon),
+                         names="odds_ratio", x_name="n11")
+
+    def to_pymc(self, y, z=None):
+        import pymc as pm
+
+        from ._pymc_helpers import marginal_release
+
+        y, z, _, _ = self.prepare(y, z)
+        support = self.simulate.support(z)
+        log_base = self.simulate.logpmf(support, np.array([1.0]), z)[0]  # the pmf at psi = 1, up to psi^k
+        with pm.Model() as twin:
+            log_odds = pm.Normal("log_odds_ratio", 0.0, self.log_odds_sd)
+            pm.Deterministic("odds_ratio", pm.math.exp(log_odds))
+            marginal_release("y", support, log_base + log_odds * support, self.mechanism, y)
+        return twin
+
+
+def model(epsilon: float = 1.0, log_odds_sd: float = 1.0) -> Table2x2Model:
     """The 2 x 2 table PPD model; z must hold ``row_totals`` (2 counts) and ``col_total``.
 
     The prior is a scipy.stats frozen log-normal, which PPDModel accepts as it is.
     """
-    log_odds_sd = positive_finite(log_odds_sd, "log_odds_sd")
-    return PPDModel(stats.lognorm(s=log_odds_sd), FisherTable2x2(), DiscreteLaplace(epsilon), names="odds_ratio",
-                    x_name="n11")
+    return Table2x2Model(epsilon, log_odds_sd)
 
 
 def margins(row_totals, col_total) -> dict:

@@ -2,5 +2,6 @@
 
 from .augmentation import ConjugateDirichlet, PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace
+from .sampling import sample
 
-__all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "PrivacyAugmentation"]
+__all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "PrivacyAugmentation", "sample"]

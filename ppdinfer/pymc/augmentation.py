@@ -19,7 +19,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 
 from ..kernels.augmentation import BINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
@@ -144,6 +144,17 @@ class PrivacyAugmentation(BlockedStep):
         return Competence.INCOMPATIBLE  # assigned explicitly, never chosen automatically
 
 
+def multinomial_child(model, theta_rv):
+    """The one free Multinomial with probabilities theta, if nothing else in the model depends on theta."""
+    others = set(model.basic_RVs)
+    dependents = [rv for rv in model.basic_RVs
+                  if rv is not theta_rv and theta_rv in ancestors([rv], blockers=others - {rv})]
+    if len(dependents) == 1 and isinstance(dependents[0].owner.op, MultinomialRV) \
+            and dependents[0].owner.inputs[-1] is theta_rv and dependents[0] in model.free_RVs:
+        return dependents[0]
+    return None
+
+
 @dataclass_state
 class ConjugateDirichletState(StepMethodState):
     pass
@@ -168,11 +179,11 @@ class ConjugateDirichlet(BlockedStep):
         if not isinstance(theta_rv.owner.op, DirichletRV):
             raise ValueError(f"{theta_rv.name} must have a Dirichlet prior")
         self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
-        children = [rv for rv in model.free_RVs if isinstance(rv.owner.op, MultinomialRV)
-                    and rv.owner.inputs[-1] is theta_rv]
-        if len(children) != 1:
-            raise ValueError(f"{theta_rv.name} must be the probability vector of exactly one Multinomial")
-        self.x_name = model.rvs_to_values[children[0]].name
+        child = multinomial_child(model, theta_rv)
+        if child is None:
+            raise ValueError(f"{theta_rv.name} must be the probability vector of exactly one latent Multinomial "
+                             "and enter no other part of the model")
+        self.x_name = model.rvs_to_values[child].name
         self.vars = [value_var]
         transform = model.rvs_to_transforms.get(theta_rv)
         theta = pt.dvector("theta")

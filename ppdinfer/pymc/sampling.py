@@ -1,0 +1,36 @@
+"""``ppdinfer.pymc.sample``: pm.sample with the privacy-aware steps assigned automatically."""
+
+from __future__ import annotations
+
+import pymc as pm
+from pytensor.tensor.random.basic import DirichletRV
+
+from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, multinomial_child
+from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
+
+
+def privacy_latents(model: pm.Model) -> list:
+    """Free integer variables that an observed DiscreteLaplace/DiscreteGaussian release is centred on."""
+    centres = {obs.owner.inputs[2] for obs in model.observed_RVs
+               if isinstance(obs.owner.op, (DiscreteLaplaceRV, DiscreteGaussianRV))}
+    return [rv for rv in model.free_RVs if rv in centres and type(rv.owner.op) in _KINDS]
+
+
+def conjugate_dirichlets(model: pm.Model) -> list:
+    """Free Dirichlet variables that are the probabilities of exactly one free Multinomial."""
+    return [rv for rv in model.free_RVs
+            if isinstance(rv.owner.op, DirichletRV) and multinomial_child(model, rv) is not None]
+
+
+def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 1, **kwargs):
+    """``pm.sample`` with :class:`PrivacyAugmentation` for every latent x observed through privacy
+    noise and, with ``conjugate=True``, :class:`ConjugateDirichlet` for Dirichlet-multinomial
+    parameters; NUTS (PyMC's default) for everything else. ``kwargs`` go to ``pm.sample``.
+    """
+    model = pm.modelcontext(model)
+    with model:
+        steps = [PrivacyAugmentation([rv], sweeps=sweeps) for rv in privacy_latents(model)]
+        if conjugate:
+            steps += [ConjugateDirichlet([rv]) for rv in conjugate_dirichlets(model)]
+        user_steps = kwargs.pop("step", None) or []
+        return pm.sample(step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs)
