@@ -1,0 +1,131 @@
+"""The PyMC layer against the mechanisms and against exact_posterior."""
+
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import ppdinfer as pp
+import ppdinfer.pymc as ppm
+from ppdinfer import mechanisms
+from ppdinfer.models import beta_binomial, county_counts, table_2x2
+
+pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
+
+K = np.arange(-400, 401)
+
+
+@pytest.mark.parametrize("epsilon, sensitivity", [(0.05, 1.0), (0.7, 1.0), (3.0, 2.0)])
+def test_discrete_laplace_matches_mechanism(epsilon, sensitivity):
+    dist = ppm.DiscreteLaplace.dist(mu=4, epsilon=epsilon, sensitivity=sensitivity)
+    logp = pm.logp(dist, K).eval()
+    assert np.allclose(logp, mechanisms.DiscreteLaplace(epsilon, sensitivity).logpdf(4, K))
+    if epsilon > 0.5:
+        assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-12)
+        assert np.allclose(np.exp(pm.logcdf(dist, K).eval()), np.cumsum(np.exp(logp)), atol=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 0.999, 1.0, 4.0, 40.0])
+def test_discrete_gaussian_matches_mechanism(sigma):
+    logp = pm.logp(ppm.DiscreteGaussian.dist(mu=-2, sigma=sigma), K).eval()
+    assert np.allclose(logp, mechanisms.DiscreteGaussian(sigma).logpdf(-2, K), rtol=1e-12, atol=1e-12)
+    assert np.exp(logp).sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_parameter_checks_and_draws():
+    with pytest.raises(Exception, match="epsilon > 0"):
+        pm.logp(ppm.DiscreteLaplace.dist(mu=0, epsilon=-1.0), 0).eval()
+    with pytest.raises(Exception, match="sigma > 0"):
+        pm.logp(ppm.DiscreteGaussian.dist(mu=0, sigma=0.0), 0).eval()
+    draws = pm.draw(ppm.DiscreteLaplace.dist(mu=[0, 100], epsilon=1.0, size=(2000, 2)), random_seed=1)
+    assert draws.dtype == np.int64 and draws.shape == (2000, 2)
+    assert np.allclose(draws.mean(axis=0), [0, 100], atol=0.15)
+    again = pm.draw(ppm.DiscreteLaplace.dist(mu=[0, 100], epsilon=1.0, size=(2000, 2)), random_seed=1)
+    assert np.array_equal(draws, again)
+    gauss = pm.draw(ppm.DiscreteGaussian.dist(mu=5, sigma=2.0), draws=3000, random_seed=2)
+    assert abs(gauss.mean() - 5) < 0.15 and abs(gauss.var() - 4) < 0.4
+
+
+def test_prior_predictive_in_a_model():
+    with pm.Model():
+        x = pm.Poisson("x", 20.0)
+        ppm.DiscreteLaplace("y", mu=x, epsilon=0.5)
+        prior = pm.sample_prior_predictive(draws=500, random_seed=3)
+    y = prior.prior["y"].values.reshape(-1)
+    x = prior.prior["x"].values.reshape(-1)
+    assert y.dtype == np.int64 and abs(np.var(y - x) - 2 * np.exp(-0.5) / (1 - np.exp(-0.5)) ** 2) < 2.5
+
+
+# -- the twins against exact_posterior --
+
+TWINS = {
+    "beta_binomial": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None, {}),
+    "beta_binomial_latent": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None, {"marginalize": False}),
+    "county_counts": (county_counts.model(epsilon=1.0, concentration=20.0), [6, 2, 5],
+                      county_counts.public_information([5, 3, 3], 12), {}),
+    "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.margins([10, 12], 9), {}),
+}
+
+
+def _check_against_exact(idata, model, y, z):
+    import arviz as az
+
+    exact = pp.exact_posterior(model, y, z, draws=10)
+    name = model.names[0]
+    summary = az.summary(idata, var_names=[name])
+    assert np.all(summary["r_hat"] <= 1.01)
+    draws = idata.posterior[name].values.reshape(-1, exact["exact"].sizes["component"])
+    ess = az.ess(idata, var_names=[name])[name].values.reshape(-1)
+    z_scores = (draws.mean(axis=0) - exact["exact"]["theta_mean"].values) / (exact["exact"]["theta_sd"].values / np.sqrt(ess))
+    assert np.all(np.abs(z_scores) < 4.5), z_scores
+    return exact
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_twin_matches_exact(name):
+    model, y, z, kwargs = TWINS[name]
+    sweeps = 3 if kwargs.get("marginalize") is False else 1  # x and p move together: more sweeps per draw
+    with model.to_pymc(y, z, **kwargs):
+        idata = ppm.sample(draws=1500, tune=500, chains=2, sweeps=sweeps, random_seed=4, progressbar=False)
+    exact = _check_against_exact(idata, model, y, z)
+    if "cases" in idata.posterior:  # every state of the latent counts keeps the public total
+        assert np.all(idata.posterior["cases"].sum("county") == 12)
+        means = idata.posterior["cases"].mean(("chain", "draw")).values
+        exact_means = (exact["exact"]["x_support"].values * exact["exact"]["x_pmf"].values[:, None]).sum(axis=0)
+        assert np.allclose(means, exact_means, atol=0.12)
+
+
+def test_latent_counts_with_nuts_for_theta():
+    model, y, z, _ = TWINS["county_counts"]
+    with model.to_pymc(y, z):
+        idata = ppm.sample(conjugate=False, draws=1000, tune=500, chains=2, random_seed=5, progressbar=False)
+    assert "accept_prior" in idata.sample_stats and "diverging" in idata.sample_stats
+    _check_against_exact(idata, model, y, z)
+
+
+def test_step_refuses_a_start_outside_the_public_total():
+    model, y, z, _ = TWINS["county_counts"]
+    with model.to_pymc(y, z), pytest.raises(Exception, match="cases"):
+        ppm.sample(draws=10, tune=0, chains=1, initvals={"cases": np.array([6, 2, 5])}, progressbar=False,
+                   compute_convergence_checks=False)
+
+
+def test_step_needs_a_privacy_release_and_a_supported_prior():
+    with pm.Model():
+        x = pm.Poisson("x", 3.0)
+        with pytest.raises(ValueError, match="no observed DiscreteLaplace"):
+            ppm.PrivacyAugmentation([x])
+    with pm.Model():
+        x = pm.NegativeBinomial("x", 3.0, 2.0)
+        ppm.DiscreteLaplace("y", mu=x, epsilon=1.0, observed=4)
+        with pytest.raises(ValueError, match="Multinomial, Binomial or Poisson"):
+            ppm.PrivacyAugmentation([x])
+
+
+def test_bad_release_for_a_twin():
+    model, y, z, _ = TWINS["county_counts"]
+    with pytest.raises(ValueError, match="y has shape"):
+        model.to_pymc([1, 2], z)
+    with pytest.raises(ValueError, match="total"):
+        model.to_pymc(y, {"previous": [5, 3, 3], "total": -1})
