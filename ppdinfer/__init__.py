@@ -4,7 +4,7 @@ A release mechanism is both a sampler and a likelihood; a model is the triple
 (prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
 """
 
-from . import generators, mechanisms, priors
+from . import generators, mechanisms, priors, privacy
 from .inference import (
     BudgetWarning,
     ImportanceWarning,
@@ -28,6 +28,7 @@ __all__ = [
     "importance_sample",
     "mechanisms",
     "priors",
+    "privacy",
     "rejection_sample",
     "resample",
     "summary",
