@@ -129,3 +129,22 @@ def test_bad_release_for_a_twin():
         model.to_pymc([1, 2], z)
     with pytest.raises(ValueError, match="total"):
         model.to_pymc(y, {"previous": [5, 3, 3], "total": -1})
+
+
+def test_parallel_chains_reproduce_sequential_ones():
+    model, y, z, _ = TWINS["county_counts"]
+    runs = []
+    for cores in (1, 2):
+        with model.to_pymc(y, z):
+            runs.append(ppm.sample(draws=200, tune=100, chains=2, cores=cores, random_seed=9, progressbar=False,
+                                   compute_convergence_checks=False))
+    assert np.array_equal(runs[0].posterior["cases"].values, runs[1].posterior["cases"].values)
+    assert np.allclose(runs[0].posterior["share"].values, runs[1].posterior["share"].values)
+
+
+def test_collapse_needs_a_conjugate_dirichlet():
+    with pm.Model():
+        x = pm.Poisson("x", 3.0)
+        ppm.DiscreteLaplace("y", mu=x, epsilon=1.0, observed=4)
+        with pytest.raises(ValueError, match="collapse=True"):
+            ppm.PrivacyAugmentation([x], collapse=True)

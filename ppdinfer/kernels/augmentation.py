@@ -10,8 +10,11 @@ posterior of x given theta invariant:
   mixes where the prior is much wider than the likelihood.
 
 For a multinomial x (a public total) both moves act on a pair (i, j) and keep x_i + x_j,
-so every state visited has the public total exactly. The kernels seed numba's generator from
-the caller, so a chain is reproducible from its numpy Generator.
+so every state visited has the public total exactly. With a conjugate Dirichlet(alpha) on the
+cell probabilities, the *collapsed* kind integrates them out: x then has the
+Dirichlet-multinomial prior, the pair's conditional prior is BetaBinomial(x_i + x_j, alpha_i,
+alpha_j), and x mixes without waiting for theta. The kernels seed numba's generator from the
+caller, so a chain is reproducible from its numpy Generator.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-MULTINOMIAL, BINOMIAL, POISSON = 0, 1, 2
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
@@ -51,8 +54,19 @@ def _local_step(scale):
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(x, y, p, rate, power, scale, accepted):
-    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances."""
+def _cell_log_weight(collapsed, x, p):
+    """log prior weight of one cell: x log p - log x! (multinomial) or log Gamma(x + alpha) - log x!."""
+    if collapsed:
+        return math.lgamma(x + p) - math.lgamma(x + 1.0)
+    return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _pair_moves(collapsed, x, y, p, rate, power, scale, accepted):
+    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances.
+
+    ``p`` holds cell probabilities, or the Dirichlet concentration when ``collapsed``.
+    """
     dim = x.shape[0]
     for _ in range(dim):
         i = np.random.randint(dim)
@@ -61,9 +75,10 @@ def _pair_moves(x, y, p, rate, power, scale, accepted):
             j += 1
         total = x[i] + x[j]
         old = _loglik(y[i], x[i], rate, power) + _loglik(y[j], x[j], rate, power)
-        # prior move: x_i | x_i + x_j ~ Binomial(total, p_i / (p_i + p_j))
+        # prior move: x_i | x_i + x_j ~ Binomial(total, p_i / (p_i + p_j)), or BetaBinomial when collapsed
         if total > 0 and p[i] + p[j] > 0:
-            xi = np.random.binomial(total, p[i] / (p[i] + p[j]))
+            share = np.random.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
+            xi = np.random.binomial(total, share)
             new = _loglik(y[i], xi, rate, power) + _loglik(y[j], total - xi, rate, power)
             if np.log(np.random.random()) <= new - old:
                 x[i], x[j], old = xi, total - xi, new
@@ -72,9 +87,8 @@ def _pair_moves(x, y, p, rate, power, scale, accepted):
         step = _local_step(0.5 * (scale[i] + scale[j]))
         xi, xj = x[i] + step, x[j] - step
         if xi >= 0 and xj >= 0 and p[i] > 0 and p[j] > 0:
-            log_ratio = (step * (math.log(p[i]) - math.log(p[j]))
-                         + math.lgamma(x[i] + 1.0) + math.lgamma(x[j] + 1.0)
-                         - math.lgamma(xi + 1.0) - math.lgamma(xj + 1.0)
+            log_ratio = (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
+                         - _cell_log_weight(collapsed, x[i], p[i]) - _cell_log_weight(collapsed, x[j], p[j])
                          + _loglik(y[i], xi, rate, power) + _loglik(y[j], xj, rate, power) - old)
             if np.log(np.random.random()) <= log_ratio:
                 x[i], x[j] = xi, xj
@@ -105,8 +119,8 @@ def augmentation_sweeps(kind, x, y, n, p, rate, power, scale, sweeps, seed):
     np.random.seed(seed)
     accepted = np.zeros(2)
     for _ in range(sweeps):
-        if kind == MULTINOMIAL:
-            _pair_moves(x, y, p, rate, power, scale, accepted)
+        if kind == MULTINOMIAL or kind == DIRICHLET_MULTINOMIAL:
+            _pair_moves(kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, scale, accepted)
         else:
             _site_moves(kind, x, y, n, p, rate, power, scale, accepted)
     return accepted / (sweeps * x.shape[0])

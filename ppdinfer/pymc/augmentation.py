@@ -6,7 +6,10 @@ release y. It needs no gradient of the mechanism: it proposes from x's condition
 given theta (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with
 a local symmetric move. For a multinomial x the moves transfer counts between two cells, so
 the public total holds at every state. theta is left to other steps (NUTS by default, or
-:class:`ConjugateDirichlet`).
+:class:`ConjugateDirichlet`). When theta ~ Dirichlet(alpha) with constant alpha feeds only
+the multinomial x, ``collapse=True`` integrates theta out of the x update (the moves target
+p(x | y, z) under the Dirichlet-multinomial prior), and ConjugateDirichlet then draws
+theta | x exactly: a blocked sampler that mixes even where y says little about x.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 
-from ..kernels.augmentation import BINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
+from ..kernels.augmentation import BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 
 _KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
@@ -79,6 +82,9 @@ class PrivacyAugmentation(BlockedStep):
         ``DiscreteLaplace("y", mu=x, ...)`` or ``DiscreteGaussian("y", mu=x, ...)``.
     sweeps : int
         Sweeps over x per step (each sweep makes one prior and one local move per coordinate).
+    collapse : bool
+        Integrate a conjugate Dirichlet out of the x update (multinomial x only); pair this
+        step with a following :class:`ConjugateDirichlet` on the same theta.
     """
 
     name = "privacy_augmentation"
@@ -88,8 +94,8 @@ class PrivacyAugmentation(BlockedStep):
         "accept_local": (np.float64, []),
     }
 
-    def __init__(self, vars, *, sweeps: int = 1, model=None, rng=None, initial_point=None,
-                 compile_kwargs=None, blocked=True):
+    def __init__(self, vars, *, sweeps: int = 1, collapse: bool = False, model=None, rng=None,
+                 initial_point=None, compile_kwargs=None, blocked=True):
         model = pm.modelcontext(model)
         if len(vars) != 1:
             raise ValueError("PrivacyAugmentation updates one latent variable at a time")
@@ -106,6 +112,15 @@ class PrivacyAugmentation(BlockedStep):
         self.kind = kind
         self.y, self.rate, self.power, self.noise_sd = _noise_of(model, x_rv)
         _, _, *params = x_rv.owner.inputs
+        self.alpha = None
+        if collapse:
+            theta_rv = params[-1]
+            if kind != MULTINOMIAL or theta_rv.owner is None or not isinstance(theta_rv.owner.op, DirichletRV) \
+                    or multinomial_child(model, theta_rv) is not x_rv:
+                raise ValueError(f"collapse=True needs {x_rv.name} ~ Multinomial(n, theta) with theta ~ Dirichlet "
+                                 "entering no other part of the model")
+            self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
+            self.kind = DIRICHLET_MULTINOMIAL
         graphs = model.replace_rvs_by_values(params)
         self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
                                         **(compile_kwargs or {}))
@@ -115,9 +130,12 @@ class PrivacyAugmentation(BlockedStep):
         x = np.array(point[self.vars[0].name], dtype=np.int64, copy=True)
         if x.shape != self.y.shape:
             raise ValueError(f"{self.vars[0].name} has shape {x.shape} but its release y has shape {self.y.shape}")
-        if self.kind == MULTINOMIAL:
+        if self.kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL):
             n, p = (np.asarray(v, dtype=float) for v in self._params(point))
             prior_sd = np.sqrt(np.maximum(n * p * (1 - p), 0))
+            if self.kind == DIRICHLET_MULTINOMIAL:
+                p = self.alpha
+                prior_sd = np.sqrt(x + 1.0)
             n = np.broadcast_to(n, x.shape).astype(np.int64)
             if x.sum() != n.flat[0] or np.any(x < 0):
                 raise ValueError(f"{self.vars[0].name} = {x} does not satisfy its total {n.flat[0]}: "

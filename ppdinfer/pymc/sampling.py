@@ -23,14 +23,18 @@ def conjugate_dirichlets(model: pm.Model) -> list:
 
 
 def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 1, **kwargs):
-    """``pm.sample`` with :class:`PrivacyAugmentation` for every latent x observed through privacy
-    noise and, with ``conjugate=True``, :class:`ConjugateDirichlet` for Dirichlet-multinomial
-    parameters; NUTS (PyMC's default) for everything else. ``kwargs`` go to ``pm.sample``.
+    """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
+
+    Every latent x observed through privacy noise gets :class:`PrivacyAugmentation`. With
+    ``conjugate=True`` a Dirichlet that feeds only a multinomial latent x is integrated out of
+    x's update (``collapse=True``) and then drawn exactly by :class:`ConjugateDirichlet`.
+    ``kwargs`` go to ``pm.sample``.
     """
     model = pm.modelcontext(model)
     with model:
-        steps = [PrivacyAugmentation([rv], sweeps=sweeps) for rv in privacy_latents(model)]
-        if conjugate:
-            steps += [ConjugateDirichlet([rv]) for rv in conjugate_dirichlets(model)]
+        dirichlets = conjugate_dirichlets(model) if conjugate else []
+        collapsible = {multinomial_child(model, rv) for rv in dirichlets}
+        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in privacy_latents(model)]
+        steps += [ConjugateDirichlet([rv]) for rv in dirichlets]
         user_steps = kwargs.pop("step", None) or []
         return pm.sample(step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs)
