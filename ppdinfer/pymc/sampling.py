@@ -22,7 +22,7 @@ def conjugate_dirichlets(model: pm.Model) -> list:
             if isinstance(rv.owner.op, DirichletRV) and multinomial_child(model, rv) is not None]
 
 
-def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 1, **kwargs):
+def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, **kwargs):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
     Every latent x observed through privacy noise gets :class:`PrivacyAugmentation`. With
