@@ -1,0 +1,174 @@
+"""Synthesis of the whole county-month table by each method (paper section 4.2), with checkpoints.
+
+A *task* is one (method, epsilon, replicate): it releases every month of the table and writes
+one netCDF file to the results directory (atomically: written to a temporary name, then
+renamed). Its random stream depends only on (seed, method, epsilon, replicate), so results do
+not depend on the order tasks run in, the executor, or whether the run was interrupted:
+:func:`run_synthesis` skips the tasks whose files exist and gives the same final results as an
+uninterrupted run.
+
+Methods (Delta_Z = 2 throughout, as in the paper):
+
+- ``postprocess``: y = x + DiscreteLaplace(eps / 2) on every count, then the two-stage
+  post-processing (:func:`ppdinfer.postprocessing.postprocess`), with its contraction flags;
+- ``wem_naive``, ``wem_congenial``, ``wem_prior``: the Wasserstein exponential mechanism with
+  the L2 loss and the naive, congenial and prior-congenial base measures.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ...mechanisms import DiscreteLaplace
+from ...mechanisms.wem import PriorCongenial, WassersteinExponential
+from ...postprocessing import postprocess
+from .table import CovidTable
+
+DELTA_Z = 2.0
+METHODS = ("postprocess", "wem_naive", "wem_congenial", "wem_prior")
+EPSILONS = (0.01, 1.0)
+FLAGS = ("contracted_case_zeros", "contracted_death_zeros", "contracted_rates")
+
+
+def _wem(base_measure):
+    def release(x, z, epsilon, rng, sweeps):
+        mechanism = WassersteinExponential(epsilon, DELTA_Z, loss="l2", base_measure=base_measure)
+        return mechanism.release(x, z, random_seed=rng, sweeps=sweeps), {}
+    return release
+
+
+def _postprocess(x, z, epsilon, rng, sweeps):
+    noisy = DiscreteLaplace(epsilon, DELTA_Z).release(x, random_seed=rng)
+    result = postprocess(noisy[0], noisy[1], z["total"])
+    flags = {name: getattr(result, name) for name in FLAGS}
+    return np.stack([result.cases, result.deaths]), flags
+
+
+#: method name -> release(x, z, epsilon, rng, sweeps) -> (y of shape (2, J), flags by name)
+RELEASES = {
+    "postprocess": _postprocess,
+    "wem_naive": _wem("naive"),
+    "wem_congenial": _wem("congenial"),
+    "wem_prior": _wem(PriorCongenial(alpha=1.0)),
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One (method, epsilon, replicate) of the synthesis."""
+
+    method: str
+    epsilon: float
+    replicate: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.method}_eps{self.epsilon:g}_rep{self.replicate:03d}.nc"
+
+    def seed(self, seed: int) -> np.random.SeedSequence:
+        """The task's own stream: a function of (seed, method, epsilon, replicate) only."""
+        key = (METHODS.index(self.method), EPSILONS.index(self.epsilon), self.replicate)
+        return np.random.SeedSequence(seed, spawn_key=key)
+
+
+def synthesize(table: CovidTable, task: Task, seed: int, sweeps: int | None = None) -> xr.Dataset:
+    """Every month of ``table`` released by ``task.method`` at ``task.epsilon``."""
+    rng = np.random.default_rng(task.seed(seed))
+    release = RELEASES[task.method]
+    months, flags = [], {name: [] for name in FLAGS}
+    for t in range(table.n_months):
+        y, month_flags = release(table.x(t), table.z(t), task.epsilon, rng, sweeps)
+        months.append(y)
+        for name, values in month_flags.items():
+            flags[name].append(values)
+    data = {"y": (("month", "series", "county"), np.asarray(months, dtype=np.int32))}
+    data.update({name: (("month", "county"), np.asarray(values, dtype=np.int8))
+                 for name, values in flags.items() if values})
+    return xr.Dataset(data, coords={"month": list(table.months), "series": ["cases", "deaths"],
+                                    "county": list(table.counties)},
+                      attrs={"method": task.method, "epsilon": task.epsilon, "replicate": task.replicate,
+                             "seed": seed})
+
+
+def _run_task(table: CovidTable, task: Task, seed: int, results_dir: Path, sweeps: int | None) -> Task:
+    dataset = synthesize(table, task, seed, sweeps)
+    handle, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
+    os.close(handle)
+    dataset.to_netcdf(tmp, engine="scipy")
+    os.replace(tmp, results_dir / task.filename)
+    return task
+
+
+def tasks(methods: Sequence[str] = METHODS, epsilons: Sequence[float] = EPSILONS, replicates: int = 100) -> list[Task]:
+    """Every (method, epsilon, replicate) of a run, validated."""
+    unknown = set(methods) - set(RELEASES)
+    if unknown:
+        raise ValueError(f"methods: unknown {sorted(unknown)}; choose from {list(RELEASES)}")
+    if any(e not in EPSILONS for e in epsilons):
+        raise ValueError(f"epsilons must be among {EPSILONS}, got {list(epsilons)}")
+    if replicates < 1:
+        raise ValueError(f"replicates must be a positive integer, got {replicates}")
+    return [Task(m, float(e), r) for m in methods for e in epsilons for r in range(replicates)]
+
+
+def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequence[str] = METHODS,
+                  epsilons: Sequence[float] = EPSILONS, replicates: int = 100, seed: int = 2024,
+                  executor: Executor | None = None, sweeps: int | None = None,
+                  progressbar: bool = True) -> list[Task]:
+    """Run every missing task and return the tasks completed in this call.
+
+    Parameters
+    ----------
+    executor
+        Any ``concurrent.futures.Executor``: by default a local process pool, or e.g.
+        ``distributed.Client(address).get_executor()`` for a dask cluster.
+    sweeps
+        MCMC sweeps per WEM release (default: the mechanism's).
+    """
+    results_dir = Path(results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    todo = [task for task in tasks(methods, epsilons, replicates) if not (results_dir / task.filename).exists()]
+    if not todo:
+        return []
+    own = executor is None
+    executor = executor or ProcessPoolExecutor(max_workers=os.cpu_count())
+    done = []
+    try:
+        futures = [executor.submit(_run_task, table, task, seed, results_dir, sweeps) for task in todo]
+        with tqdm(total=len(futures), desc="synthesis", unit="task", disable=not progressbar) as bar:
+            for future in as_completed(futures):
+                done.append(future.result())
+                bar.update()
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def load_results(results_dir: str | Path) -> xr.Dataset:
+    """All task files combined: ``y`` with dims (method, epsilon, replicate, month, series, county)."""
+    results_dir = Path(results_dir)
+    files = sorted(results_dir.glob("*.nc"))
+    if not files:
+        raise FileNotFoundError(f"no synthesis results in {results_dir}")
+    pieces = []
+    for path in files:
+        with xr.open_dataset(path, engine="scipy") as ds:
+            ds = ds.load()
+        key = {"method": [ds.attrs["method"]], "epsilon": [float(ds.attrs["epsilon"])],
+               "replicate": [int(ds.attrs["replicate"])]}
+        pieces.append(ds.expand_dims(key))
+    return xr.combine_by_coords(pieces, combine_attrs="drop")
