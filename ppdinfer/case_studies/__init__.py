@@ -1,0 +1,1 @@
+"""Case studies: real data sets and the analyses of the seed papers built on them."""
