@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .case_studies.covid_pa import cli as covid_cli
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ppdinfer", description="Bayesian inference from partially private data.")
@@ -21,16 +23,20 @@ def main(argv=None) -> int:
     demo.add_argument("--draws", type=int, default=2000, help="rejection draws (default 2000)")
     demo.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    demo.set_defaults(handler=_demo)
+    covid_cli.register(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command == "demo":
-        from .demo import run_demo
-
-        run_demo(args.output, epsilon=args.epsilon, draws=args.draws, seed=args.seed,
-                 progressbar=not args.no_progress)
+    args.handler(args)
     return 0
+
+
+def _demo(args) -> None:
+    from .demo import run_demo
+
+    run_demo(args.output, epsilon=args.epsilon, draws=args.draws, seed=args.seed, progressbar=not args.no_progress)
 
 
 if __name__ == "__main__":

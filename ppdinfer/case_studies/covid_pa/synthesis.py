@@ -159,16 +159,34 @@ def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequen
 
 
 def load_results(results_dir: str | Path) -> xr.Dataset:
-    """All task files combined: ``y`` with dims (method, epsilon, replicate, month, series, county)."""
+    """All task files combined: ``y`` with dims (synthesis, epsilon, replicate, month, series, county).
+
+    The ``synthesis`` dimension holds the method names, in the order of :data:`METHODS` (it is not
+    called "method" because ``Dataset.sel`` reserves that keyword). A (method, epsilon,
+    replicate) without a file (an unfinished run) is NaN; the flags are NaN for the methods that
+    have none.
+    """
     results_dir = Path(results_dir)
     files = sorted(results_dir.glob("*.nc"))
     if not files:
         raise FileNotFoundError(f"no synthesis results in {results_dir}")
-    pieces = []
+    found = {}
     for path in files:
         with xr.open_dataset(path, engine="scipy") as ds:
-            ds = ds.load()
-        key = {"method": [ds.attrs["method"]], "epsilon": [float(ds.attrs["epsilon"])],
-               "replicate": [int(ds.attrs["replicate"])]}
-        pieces.append(ds.expand_dims(key))
-    return xr.combine_by_coords(pieces, combine_attrs="drop")
+            found[(ds.attrs["method"], float(ds.attrs["epsilon"]), int(ds.attrs["replicate"]))] = ds.load()
+    methods = [m for m in METHODS if any(key[0] == m for key in found)]
+    epsilons = sorted({key[1] for key in found})
+    replicates = sorted({key[2] for key in found})
+    template = next(iter(found.values()))
+    data = {}
+    for name in ("y", *FLAGS):
+        dims = template["y"].dims if name == "y" else ("month", "county")
+        shape = tuple(template.sizes[d] for d in dims)
+        values = np.full((len(methods), len(epsilons), len(replicates), *shape), np.nan)
+        for (m, e, r), ds in found.items():
+            if name in ds:
+                values[methods.index(m), epsilons.index(e), replicates.index(r)] = ds[name].values
+        data[name] = (("synthesis", "epsilon", "replicate", *dims), values)
+    coords = {"synthesis": methods, "epsilon": epsilons, "replicate": replicates,
+              **{d: template[d].values for d in ("month", "series", "county")}}
+    return xr.Dataset(data, coords=coords)
