@@ -41,7 +41,10 @@ class CountyCountsModel(PPDModel):
         super().__init__(Dirichlet.centered("previous", concentration=concentration), MultinomialTotal("total"),
                          DiscreteLaplace(epsilon, sensitivity), names="share", x_name="cases")
 
-    def to_pymc(self, y, z=None):
+    def to_pymc(self, y, z=None, *, mutable: bool = False):
+        """The PyMC twin; ``mutable=True`` holds y in ``pm.Data("y_release")`` so that one model
+        (and its compiled functions) can be refitted to new releases with the same z via
+        ``pm.set_data({"y_release": y_new})``."""
         import pymc as pm
 
         from ._pymc_helpers import feasible_total_start, noise_likelihood
@@ -51,7 +54,8 @@ class CountyCountsModel(PPDModel):
         with pm.Model(coords={"county": np.arange(y.size)}) as twin:
             share = pm.Dirichlet("share", a=self.prior.concentration_vector(z), dims="county")
             cases = pm.Multinomial("cases", n=total, p=share, dims="county", initval=feasible_total_start(y, total))
-            noise_likelihood("y", cases, self.mechanism, y)
+            observed = pm.Data("y_release", y, dims="county") if mutable else y
+            noise_likelihood("y", cases, self.mechanism, observed)
         return twin
 
 

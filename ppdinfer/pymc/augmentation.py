@@ -54,21 +54,20 @@ def _common_constant(variable, what: str) -> float:
 
 
 def _noise_of(model, x_rv):
-    """(y, rate, power, noise sd) of the observed privacy release whose centre is x."""
+    """(observed data variable, rate, power, noise sd) of the privacy release centred on x."""
     for obs in model.observed_RVs:
         op = obs.owner.op
         if isinstance(op, (DiscreteLaplaceRV, DiscreteGaussianRV)):
             _, _, mu, *params = obs.owner.inputs
             if mu is not x_rv:
                 continue
-            y = np.asarray(model.rvs_to_values[obs].data if isinstance(model.rvs_to_values[obs], Constant)
-                           else model.rvs_to_values[obs].eval(), dtype=float)
+            data = model.rvs_to_values[obs]
             if isinstance(op, DiscreteLaplaceRV):
                 rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
                 a = np.exp(-rate)
-                return y, rate, 1, float(np.sqrt(2 * a) / (1 - a))
+                return data, rate, 1, float(np.sqrt(2 * a) / (1 - a))
             sigma = _common_constant(params[0], "sigma")
-            return y, 1 / (2 * sigma**2), 2, sigma
+            return data, 1 / (2 * sigma**2), 2, sigma
     raise ValueError(f"no observed DiscreteLaplace or DiscreteGaussian release has mu={x_rv.name}")
 
 
@@ -111,7 +110,9 @@ class PrivacyAugmentation(BlockedStep):
         self.vars = [value_var]
         self.sweeps = sweeps
         self.kind = kind
-        self.y, self.rate, self.power, self.noise_sd = _noise_of(model, x_rv)
+        y_data, self.rate, self.power, self.noise_sd = _noise_of(model, x_rv)
+        # read y at every step: pm.set_data may change it between runs of one model
+        self._y = pytensor.function([], pt.cast(y_data, "float64"))
         _, _, *params = x_rv.owner.inputs
         self.alpha = None
         if collapse:
@@ -149,8 +150,9 @@ class PrivacyAugmentation(BlockedStep):
     def step(self, point):
         name = self.vars[0].name
         x = np.array(point[name], dtype=np.int64, copy=True)
-        if x.shape != self.y.shape:
-            raise ValueError(f"{name} has shape {x.shape} but its release y has shape {self.y.shape}")
+        y = self._y()
+        if x.shape != y.shape:
+            raise ValueError(f"{name} has shape {x.shape} but its release y has shape {y.shape}")
         n, p, prior_sd = self._prior_parameters(point, x.shape)
         n = np.ascontiguousarray(n, dtype=np.int64).reshape(-1)
         if self.kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL) and (x.sum() != n[0] or np.any(x < 0)):
@@ -159,7 +161,7 @@ class PrivacyAugmentation(BlockedStep):
         p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float).reshape(-1)
         scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
         flat = x.reshape(-1)
-        rates = augmentation_sweeps(self.kind, flat, self.y.reshape(-1), n, p, self.rate, self.power, scale,
+        rates = augmentation_sweeps(self.kind, flat, y.reshape(-1), n, p, self.rate, self.power, scale,
                                     self.sweeps, int(self.rng.integers(2**31)))
         new_point = dict(point)
         new_point[name] = flat.reshape(x.shape)

@@ -34,6 +34,17 @@ def register(commands) -> None:
     synthesize.add_argument("--no-progress", action="store_true")
     synthesize.set_defaults(handler=_synthesize)
 
+    infer = sub.add_parser("infer", help="posterior intervals vs plug-in intervals: coverage over replicates")
+    _add_table_arguments(infer)
+    infer.add_argument("--month", default="2021-01", help="the month to analyse (default 2021-01)")
+    infer.add_argument("--replicates", type=int, default=50)
+    infer.add_argument("--epsilons", nargs="+", type=float, default=[0.01, 1.0])
+    infer.add_argument("--concentration", type=float, default=1000.0,
+                       help="prior concentration of the Dirichlet centred on last month (default 1000)")
+    infer.add_argument("--seed", type=int, default=2024)
+    infer.add_argument("--no-progress", action="store_true")
+    infer.set_defaults(handler=_infer)
+
 
 def _add_table_arguments(parser) -> None:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"data folder (default {DEFAULT_DATA})")
@@ -87,3 +98,23 @@ def _synthesize(args) -> None:
         executor.shutdown(wait=False, cancel_futures=True)
     print(f"{len(done)} tasks written to {args.results} in {time.perf_counter() - start:.0f} s "
           f"({table.n_counties} counties x {table.n_months} months)")
+
+
+def _infer(args) -> None:
+    from .inference import coverage_study, coverage_summary, subproblem_check
+
+    table = _load_table(args)
+    out = args.results / "inference"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    study = coverage_study(table, args.month, epsilons=args.epsilons, replicates=args.replicates,
+                           concentration=args.concentration, seed=args.seed, progressbar=not args.no_progress)
+    study.to_csv(out / "coverage_study.csv", index=False)
+    summary = coverage_summary(study)
+    summary.to_csv(out / "coverage_summary.csv")
+    print(summary.round(3).to_string())
+    smallest = [table.counties[j] for j in table.population.argsort()[:5]]
+    check = subproblem_check(table, args.month, smallest, concentration=args.concentration, seed=args.seed)
+    check.to_csv(out / "subproblem_check.csv")
+    print(check.round(3).to_string())
+    print(f"written to {out} in {time.perf_counter() - start:.0f} s")

@@ -1,0 +1,150 @@
+"""Inference the paper could not do (section 4.3): posteriors of county case rates given (Y, Z).
+
+For one month t, each replicate releases the county case counts with discrete Laplace noise
+(the raw release behind the post-processing method, Delta_Z = 2) and then compares two analyses:
+
+- **Bayes**: the posterior of the counts x given the raw release y and the public z (last
+  month's counts, this month's total), with the county-count model of
+  :mod:`ppdinfer.models.county_counts` (Dirichlet prior centred on last month, multinomial
+  given the total) fitted by the PyMC layer: collapsed data augmentation plus exact Dirichlet
+  draws. Central credible intervals for x_j / population_j.
+- **Plug-in**: the post-processed Y* (:func:`ppdinfer.postprocessing.postprocess`) taken as the
+  truth plus discrete Laplace noise: Y*_j +- the noise's central quantile.
+
+:func:`coverage_study` records both intervals for every county and replicate;
+:func:`coverage_summary` reports how often each covers the true rate, for small and large
+counties, at each epsilon.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ...mechanisms import DiscreteLaplace
+from ...models import county_counts
+from ...postprocessing import postprocess
+from .synthesis import DELTA_Z
+from .table import CovidTable
+
+
+def laplace_quantile(mechanism: DiscreteLaplace, prob: float) -> int:
+    """The smallest k with P(|noise| <= k) >= prob for discrete Laplace noise."""
+    a = mechanism.a
+    # P(|K| <= k) = 1 - 2 a^(k+1) / (1 + a)
+    return max(0, int(np.ceil(np.log((1 - prob) * (1 + a) / 2) / np.log(a) - 1)))
+
+
+def coverage_study(table: CovidTable, month: str, *, epsilons: Sequence[float] = (0.01, 1.0),
+                   replicates: int = 20, concentration: float = 1000.0, prob: float = 0.9,
+                   draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024,
+                   progressbar: bool = True) -> pd.DataFrame:
+    """Bayes and plug-in intervals for every county's case rate, per epsilon and replicate.
+
+    Returns one row per (epsilon, replicate, county) with the true rate, the posterior mean and
+    interval, and the plug-in estimate and interval (rates per 100,000 people).
+    """
+    import pymc as pm
+
+    from ... import pymc as ppm
+
+    t = table.month_index(month)
+    truth = table.x(t)
+    z_month = table.z(t)
+    z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
+    per_100k = 1e5 / table.population
+    rows = []
+    bar = tqdm(total=len(epsilons) * replicates, desc="coverage", disable=not progressbar)
+    for e_index, epsilon in enumerate(epsilons):
+        model = county_counts.model(epsilon=epsilon, concentration=concentration, sensitivity=DELTA_Z)
+        noise = model.mechanism
+        half_width = laplace_quantile(noise, prob)
+        twin = None
+        for r in range(replicates):
+            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(e_index, r)))
+            raw = noise.release(truth, random_seed=rng)  # cases and deaths, as the synthesis releases them
+            star = postprocess(raw[0], raw[1], z_month["total"]).cases
+            if twin is None:
+                twin = model.to_pymc(raw[0], z, mutable=True)
+            with twin, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pm.set_data({"y_release": raw[0]})
+                idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
+                                   progressbar=False, compute_convergence_checks=False)
+            cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
+            lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+            for j, county in enumerate(table.counties):
+                rows.append({
+                    "epsilon": epsilon, "replicate": r, "county": county, "population": table.population[j],
+                    "true_rate": truth[0, j] * per_100k[j],
+                    "bayes_mean": cases[:, j].mean() * per_100k[j],
+                    "bayes_lower": lower[j] * per_100k[j], "bayes_upper": upper[j] * per_100k[j],
+                    "plugin": star[j] * per_100k[j],
+                    "plugin_lower": (star[j] - half_width) * per_100k[j],
+                    "plugin_upper": (star[j] + half_width) * per_100k[j],
+                })
+            bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.DataFrame:
+    """Coverage and mean width of both intervals, for small and large counties, per epsilon.
+
+    Small counties are the ``small_share`` least populous; large the same share of the most.
+    """
+    populations = study.groupby("county")["population"].first().sort_values()
+    n = max(1, int(round(small_share * populations.size)))
+    size = pd.Series("middle", index=populations.index)
+    size[populations.index[:n]] = "small"
+    size[populations.index[-n:]] = "large"
+    frame = study.assign(size=study["county"].map(size))
+    frame = frame[frame["size"] != "middle"]
+    out = []
+    for method in ("bayes", "plugin"):
+        covered = (frame[f"{method}_lower"] <= frame["true_rate"]) & (frame["true_rate"] <= frame[f"{method}_upper"])
+        width = frame[f"{method}_upper"] - frame[f"{method}_lower"]
+        summary = (frame.assign(covered=covered, width=width).groupby(["epsilon", "size"])
+                   .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), n=("covered", "size")))
+        out.append(summary.assign(method=method).set_index("method", append=True))
+    return pd.concat(out).reorder_levels(["epsilon", "size", "method"]).sort_index()
+
+
+def subproblem_check(table: CovidTable, month: str, counties: Sequence[str], *, epsilon: float = 1.0,
+                     concentration: float = 1000.0, seed: int = 2024) -> pd.DataFrame:
+    """Posterior means of the counts on a few-county subproblem by four methods that must agree.
+
+    On counties small enough to enumerate, the PyMC fit is checked against the exact posterior,
+    the rejection sampler and the importance sampler, for one raw release.
+    """
+    import pymc as pm  # noqa: F401  (the PyMC layer needs it)
+
+    from ... import pymc as ppm
+    from ...inference import exact_posterior, importance_sample, rejection_sample, weighted_mean
+
+    small = table.subset(counties=list(counties), months=[month])
+    z_month = small.z(0)
+    z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
+    model = county_counts.model(epsilon=epsilon, concentration=concentration, sensitivity=DELTA_Z)
+    y = model.mechanism.release(small.x(0)[0], random_seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = exact_posterior(model, y, z, draws=10)
+        rejection = rejection_sample(model, y, z, draws=4000, random_seed=seed, progressbar=False)
+        importance = importance_sample(model, y, z, draws=100_000, random_seed=seed)
+        with model.to_pymc(y, z):
+            mcmc = ppm.sample(draws=2000, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False,
+                              compute_convergence_checks=False)
+    exact_x = exact["exact"]
+    return pd.DataFrame({
+        "true": small.x(0)[0],
+        "release": y,
+        "exact": (exact_x["x_support"].values * exact_x["x_pmf"].values[:, None]).sum(axis=0),
+        "rejection": rejection["posterior"]["cases"].mean(("chain", "draw")).values,
+        "importance": weighted_mean(importance)["cases"].values,
+        "pymc": mcmc.posterior["cases"].mean(("chain", "draw")).values,
+    }, index=pd.Index(small.counties, name="county"))

@@ -1,0 +1,58 @@
+"""Posterior inference for the case study: intervals, coverage bookkeeping, agreement with exact methods."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ppdinfer.case_studies.covid_pa import load_monthly
+from ppdinfer.case_studies.covid_pa.inference import (
+    coverage_study,
+    coverage_summary,
+    laplace_quantile,
+    subproblem_check,
+)
+from ppdinfer.mechanisms import DiscreteLaplace
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
+pytestmark = [pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}"),
+              pytest.mark.filterwarnings("ignore:Numba will use object mode")]
+
+
+@pytest.fixture(scope="module")
+def table():
+    return load_monthly(DATA)
+
+
+def test_laplace_quantile_is_the_smallest_covering_radius():
+    for epsilon in (0.01, 0.5, 1.0):
+        mechanism = DiscreteLaplace(epsilon, 2.0)
+        k = laplace_quantile(mechanism, 0.9)
+        support = np.arange(-k - 1, k + 2)
+        mass = np.exp(mechanism.logpdf(0, support))
+        assert mass[1:-1].sum() >= 0.9 > mass[2:-2].sum()
+
+
+def test_pymc_agrees_with_exact_samplers_on_small_counties(table):
+    check = subproblem_check(table, "2020-07", ["Cameron", "Sullivan", "Forest", "Fulton", "Potter"])
+    for method in ("rejection", "importance", "pymc"):
+        assert np.allclose(check[method], check["exact"], atol=0.12), (method, check)
+
+
+def test_coverage_study_bookkeeping(table):
+    small = table.subset(counties=["Allegheny", "Erie", "Cameron", "Forest"])
+    study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False)
+    assert len(study) == 2 * 2 * 4
+    assert (study["bayes_lower"] <= study["bayes_mean"]).all() and (study["bayes_mean"] <= study["bayes_upper"]).all()
+    t = small.month_index("2021-01")
+    allegheny = study[study["county"] == "Allegheny"].iloc[0]
+    j = small.counties.index("Allegheny")
+    assert allegheny["true_rate"] == pytest.approx(small.cases[t, j] * 1e5 / small.population[j])
+    summary = coverage_summary(study, small_share=0.25)
+    assert set(summary.index.get_level_values("size")) == {"small", "large"}
+    row = summary.loc[(1.0, "large", "plugin")]
+    large = study[(study["county"] == "Allegheny") & (study["epsilon"] == 1.0)]
+    inside = ((large["plugin_lower"] <= large["true_rate"]) & (large["true_rate"] <= large["plugin_upper"])).mean()
+    assert row["coverage"] == pytest.approx(inside) and row["n"] == 2
+    # at eps = 1 the Bayes interval of a large county is a few counts wide, not thousands
+    assert (large["bayes_upper"] - large["bayes_lower"]).max() < 30 * 1e5 / small.population[j]
