@@ -42,8 +42,15 @@ def register(commands) -> None:
     infer.add_argument("--concentration", type=float, default=1000.0,
                        help="prior concentration of the Dirichlet centred on last month (default 1000)")
     infer.add_argument("--seed", type=int, default=2024)
+    infer.add_argument("--check-month", default="2020-07",
+                       help="month of the few-county check against exact samplers (small counts; default 2020-07)")
     infer.add_argument("--no-progress", action="store_true")
     infer.set_defaults(handler=_infer)
+
+    report = sub.add_parser("report", help="Figures 1-4 and report.md from the synthesis (and inference) results")
+    _add_table_arguments(report)
+    report.add_argument("--seed", type=int, default=2024, help="the synthesis seed, for the report's inputs table")
+    report.set_defaults(handler=_report)
 
 
 def _add_table_arguments(parser) -> None:
@@ -101,7 +108,7 @@ def _synthesize(args) -> None:
 
 
 def _infer(args) -> None:
-    from .inference import coverage_study, coverage_summary, subproblem_check
+    from .inference import coverage_study, coverage_summary, enumerable_counties, subproblem_check
 
     table = _load_table(args)
     out = args.results / "inference"
@@ -113,8 +120,25 @@ def _infer(args) -> None:
     summary = coverage_summary(study)
     summary.to_csv(out / "coverage_summary.csv")
     print(summary.round(3).to_string())
-    smallest = [table.counties[j] for j in table.population.argsort()[:5]]
-    check = subproblem_check(table, args.month, smallest, concentration=args.concentration, seed=args.seed)
+    counties = enumerable_counties(table, args.check_month)
+    check = subproblem_check(table, args.check_month, counties, concentration=args.concentration, seed=args.seed)
     check.to_csv(out / "subproblem_check.csv")
     print(check.round(3).to_string())
     print(f"written to {out} in {time.perf_counter() - start:.0f} s")
+
+
+def _report(args) -> None:
+    import pandas as pd
+
+    from .report import write_report
+    from .synthesis import load_results
+
+    table = _load_table(args)
+    results = load_results(args.results)
+    inference = None
+    folder = args.results / "inference"
+    if (folder / "coverage_summary.csv").exists() and (folder / "subproblem_check.csv").exists():
+        summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2])
+        inference = (summary, pd.read_csv(folder / "subproblem_check.csv", index_col=0))
+    path = write_report(table, results, args.results / "report", seed=args.seed, inference=inference)
+    print(f"report: {path}")

@@ -18,6 +18,7 @@ counties, at each epsilon.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -112,6 +113,21 @@ def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.Data
                    .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), n=("covered", "size")))
         out.append(summary.assign(method=method).set_index("method", append=True))
     return pd.concat(out).reorder_levels(["epsilon", "size", "method"]).sort_index()
+
+
+def enumerable_counties(table: CovidTable, month: str, limit: int = 200_000, most: int = 5) -> list[str]:
+    """Up to ``most`` least populous counties whose split of the month's total can be enumerated."""
+    t = table.month_index(month)
+    chosen, total = [], 0
+    for j in np.argsort(table.population):
+        candidate = total + int(table.cases[t, j])
+        if len(chosen) == most or math.comb(candidate + len(chosen), len(chosen)) > limit:
+            break
+        chosen.append(table.counties[j])
+        total = candidate
+    if len(chosen) < 2:
+        raise ValueError(f"month {month}: even the two least populous counties have too many cases to enumerate")
+    return chosen
 
 
 def subproblem_check(table: CovidTable, month: str, counties: Sequence[str], *, epsilon: float = 1.0,

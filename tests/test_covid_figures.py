@@ -1,0 +1,177 @@
+"""Figures and report of the COVID-19 case study, on a tiny synthesis of the real table."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ppdinfer.case_studies.covid_pa import load_monthly
+from ppdinfer.case_studies.covid_pa.figures import (
+    FIGURES,
+    METHOD_DIM,
+    extreme_counties,
+    figure1,
+    relative_errors,
+    save_all,
+)
+from ppdinfer.case_studies.covid_pa.report import (
+    claim_numbers,
+    contraction_by_group,
+    error_quantiles,
+    signal_correlations,
+    size_groups,
+    write_report,
+)
+from ppdinfer.case_studies.covid_pa.synthesis import EPSILONS, FLAGS, METHODS, load_results, run_synthesis
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
+COUNTIES = ["Allegheny", "Erie", "Cameron", "Adams", "Forest"]
+MONTHS = ["2020-11", "2020-12", "2021-01"]
+REPLICATES = 3
+
+
+@pytest.fixture(scope="module")
+def table():
+    if not REAL.is_dir():
+        pytest.skip(f"real data directory {REAL} is absent")
+    return load_monthly(REAL).subset(counties=COUNTIES, months=MONTHS)
+
+
+@pytest.fixture(scope="module")
+def results(table, tmp_path_factory):
+    results_dir = tmp_path_factory.mktemp("covid_results")
+    run_synthesis(table, results_dir, replicates=REPLICATES, seed=7, sweeps=50, progressbar=False,
+                  executor=ThreadPoolExecutor(1))
+    return load_results(results_dir)
+
+
+@pytest.fixture(scope="module")
+def report_dir(table, results, tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("covid_report")
+    write_report(table, results, out_dir, seed=7, sweeps=50)
+    return out_dir
+
+
+def _cases(results, method, epsilon, replicate, month, county):
+    """One synthetic case count, read straight from the results Dataset."""
+    return float(results["y"].sel({METHOD_DIM: method, "epsilon": epsilon, "replicate": replicate, "month": month,
+                                   "series": "cases", "county": county}))
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_save_all_writes_every_figure(table, results, tmp_path):
+    paths = save_all(table, results, tmp_path)
+    assert list(paths) == list(FIGURES)
+    for path in paths.values():
+        assert path.is_file() and path.stat().st_size > 20_000
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_figure_axes(table, results):
+    n_eps = len(EPSILONS)
+    assert len(FIGURES["figure1_case_rates"](table, results).axes) == 3 * n_eps
+    assert len(FIGURES["figure2_relative_error"](table, results).axes) == n_eps
+    assert len(FIGURES["figure3_contractions"](table, results).axes) == len(FLAGS)
+    assert len(FIGURES["figure4_correlated_counts"](table, results).axes) == 4
+
+
+def test_figure1_skips_absent_counties(table, results):
+    smaller = table.subset(counties=["Allegheny", "Cameron", "Adams"])
+    figure = figure1(smaller, results)
+    assert len(figure.axes) == 2 * len(EPSILONS)
+    assert "Erie" not in " ".join(ax.get_title() for ax in figure.axes)
+    with pytest.raises(ValueError, match="none of"):
+        figure1(table.subset(counties=["Adams"]), results)
+
+
+def test_extreme_counties(table):
+    assert extreme_counties(table, 5) == ["Allegheny", "Erie", "Adams", "Forest", "Cameron"]
+    assert extreme_counties(table, 1) == ["Allegheny", "Cameron"]
+
+
+# ---------------------------------------------------------------- numbers
+
+
+def test_relative_error_by_hand(table, results):
+    true = table.cases[table.months.index("2020-12"), table.counties.index("Cameron")]
+    synthetic = _cases(results, "postprocess", 0.01, 1, "2020-12", "Cameron")
+    error = relative_errors(table, results).sel({METHOD_DIM: "postprocess", "epsilon": 0.01, "replicate": 1,
+                                                 "month": "2020-12", "county": "Cameron"})
+    assert float(error) == pytest.approx(100 * (synthetic - true) / true)
+
+
+def test_error_quantiles_by_hand(table, results):
+    errors = relative_errors(table, results)
+    by_hand = np.median([abs(100 * (_cases(results, "wem_prior", 1.0, r, m, c) - x) / x)
+                         for r in range(REPLICATES) for m in MONTHS for c in ["Cameron", "Forest"]
+                         for x in [table.cases[table.months.index(m), table.counties.index(c)]]])
+    assert error_quantiles(errors, 0.5, ["Cameron", "Forest"])[1.0]["wem_prior"] == pytest.approx(by_hand)
+
+
+def test_size_groups(table):
+    assert size_groups(table) == {"small": ["Cameron"], "large": ["Allegheny"]}
+
+
+def test_contraction_frequency_by_hand(results):
+    flags = results["contracted_death_zeros"].sel({METHOD_DIM: "postprocess", "epsilon": 0.01})
+    by_hand = np.mean([flags.sel(replicate=r, month=m, county=c).item() for r in range(REPLICATES)
+                       for m in MONTHS for c in ["Forest", "Cameron"]])
+    shares = contraction_by_group(results, {"small": ["Forest", "Cameron"]})
+    assert shares["contracted_death_zeros"][0.01]["small"] == pytest.approx(by_hand)
+
+
+def test_signal_correlation_by_hand(table, results):
+    t = MONTHS.index("2021-01")
+    population = table.population
+    correlations = []
+    for r in range(REPLICATES):
+        synthetic = [_cases(results, "postprocess", 0.01, r, "2021-01", c) for c in table.counties]
+        correlations.append(np.corrcoef(np.array(synthetic) / population, table.cases[t - 1] / population)[0, 1])
+    numbers = signal_correlations(table.subset(months=["2021-01"]), results, 0.01)
+    assert numbers["postprocess"]["previous"] == pytest.approx(np.median(correlations))
+
+
+def test_claim_numbers_shape(table, results):
+    numbers = claim_numbers(table, results)
+    assert numbers["run"] == {"replicates": REPLICATES, "months": len(MONTHS), "counties": len(COUNTIES)}
+    assert set(numbers["median_error"]) == set(EPSILONS)
+    assert set(numbers["signal"]) == set(METHODS)
+    assert set(numbers["contractions"]) == set(FLAGS)
+    assert all(0 <= share <= 1 for flag in FLAGS for eps in EPSILONS
+               for share in numbers["contractions"][flag][eps].values())
+
+
+def test_claim_numbers_need_every_method(table, results):
+    with pytest.raises(ValueError, match="wem_prior"):
+        claim_numbers(table, results.sel({METHOD_DIM: ["postprocess", "wem_naive", "wem_congenial"]}))
+
+
+# ---------------------------------------------------------------- report
+
+
+def test_report_embeds_figures_and_states_claims(report_dir):
+    text = (report_dir / "report.md").read_text(encoding="utf-8")
+    for name in FIGURES:
+        assert f"]({name}.png)" in text
+        assert (report_dir / f"{name}.png").is_file()
+    for k in range(1, 5):
+        assert f"### Claim {k}:" in text
+    assert text.count("**Verdict: ") == 4
+    assert "JHU CSSE" in text and "| seed | 7 |" in text and "| WEM sweeps | 50 |" in text
+    assert f"{REPLICATES} replicates, {len(MONTHS)} months, {len(COUNTIES)} counties" in text
+
+
+def test_report_states_the_numbers(table, results, report_dir):
+    text = (report_dir / "report.md").read_text(encoding="utf-8")
+    worst = claim_numbers(table, results)["small_worst"][0.01]
+    stated = re.search(r"is ([\d,.]+) % for post-processing and ([\d,.]+) % for the prior-congenial WEM", text)
+    assert stated is not None
+    post, prior = (float(value.replace(",", "")) for value in stated.groups())
+    assert post == pytest.approx(worst["postprocess"], rel=5e-3, abs=0.5)
+    assert prior == pytest.approx(worst["wem_prior"], rel=5e-3, abs=0.5)
