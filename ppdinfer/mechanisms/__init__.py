@@ -23,3 +23,8 @@ __all__ = [
     "discrete_gaussian_log_normalizer",
     "gaussian_delta",
 ]
+
+from .knorm import KNormGradient
+from .wem import BaseMeasure, Congenial, Naive, PriorCongenial, WassersteinExponential
+
+__all__ += ["BaseMeasure", "Congenial", "KNormGradient", "Naive", "PriorCongenial", "WassersteinExponential"]
