@@ -1,8 +1,15 @@
 """Inner loops of the privacy-aware data-augmentation step (ppdinfer.pymc.augmentation).
 
-The latent x is observed through additive noise: log L_k(x_k) = -rate * |y_k - x_k| ** power
-(+ a constant that cancels). Two Metropolis-Hastings moves, each leaving the conditional
-posterior of x given theta invariant:
+The latent x is observed through a release y with one of two likelihoods (up to constants):
+
+- separable additive noise: log L(x) = -rate * sum_k |y_k - x_k| ** power (discrete Laplace,
+  power 1; discrete Gaussian, power 2);
+- a norm (the Wasserstein exponential mechanism with the L2 loss and the naive base measure):
+  log L(x) = -rate * ||y - x||_2, which couples the coordinates. The kernels carry the squared
+  norm and update it move by move.
+
+Two Metropolis-Hastings moves, each leaving the conditional posterior of x given theta
+invariant:
 
 - *prior* (Ju, Awan, Gong & Rao 2022): propose from the conditional prior given theta and the
   other coordinates, accept with the likelihood ratio;
@@ -28,9 +35,30 @@ MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True)
-def _loglik(y, x, rate, power):
+def _term(y, x, power):
     d = abs(y - x)
-    return -rate * (d if power == 1 else d * d)
+    return d if power == 1 else d * d
+
+
+@njit(cache=True, nogil=True)
+def _change(y, x, i, new_i, j, new_j, rate, power, norm, state):
+    """Log-likelihood change when x_i -> new_i and (j >= 0) x_j -> new_j.
+
+    ``state[0]`` is the current sum of terms; the new sum is stored in ``state[1]`` for
+    :func:`_commit`.
+    """
+    total = state[0] - _term(y[i], x[i], power) + _term(y[i], new_i, power)
+    if j >= 0:
+        total += _term(y[j], new_j, power) - _term(y[j], x[j], power)
+    state[1] = total
+    if norm:
+        return -rate * (math.sqrt(max(total, 0.0)) - math.sqrt(max(state[0], 0.0)))
+    return -rate * (total - state[0])
+
+
+@njit(cache=True, nogil=True)
+def _commit(state):
+    state[0] = state[1]
 
 
 @njit(cache=True, nogil=True)
@@ -62,7 +90,7 @@ def _cell_log_weight(collapsed, x, p):
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(collapsed, x, y, p, rate, power, scale, accepted):
+def _pair_moves(collapsed, x, y, p, rate, power, norm, scale, state, accepted):
     """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances.
 
     ``p`` holds cell probabilities, or the Dirichlet concentration when ``collapsed``.
@@ -74,14 +102,13 @@ def _pair_moves(collapsed, x, y, p, rate, power, scale, accepted):
         if j >= i:
             j += 1
         total = x[i] + x[j]
-        old = _loglik(y[i], x[i], rate, power) + _loglik(y[j], x[j], rate, power)
         # prior move: x_i | x_i + x_j ~ Binomial(total, p_i / (p_i + p_j)), or BetaBinomial when collapsed
         if total > 0 and p[i] + p[j] > 0:
             share = np.random.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
             xi = np.random.binomial(total, share)
-            new = _loglik(y[i], xi, rate, power) + _loglik(y[j], total - xi, rate, power)
-            if np.log(np.random.random()) <= new - old:
-                x[i], x[j], old = xi, total - xi, new
+            if np.log(np.random.random()) <= _change(y, x, i, xi, j, total - xi, rate, power, norm, state):
+                x[i], x[j] = xi, total - xi
+                _commit(state)
                 accepted[0] += 1
         # local move: transfer a symmetric step from j to i
         step = _local_step(0.5 * (scale[i] + scale[j]))
@@ -89,38 +116,48 @@ def _pair_moves(collapsed, x, y, p, rate, power, scale, accepted):
         if xi >= 0 and xj >= 0 and p[i] > 0 and p[j] > 0:
             log_ratio = (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
                          - _cell_log_weight(collapsed, x[i], p[i]) - _cell_log_weight(collapsed, x[j], p[j])
-                         + _loglik(y[i], xi, rate, power) + _loglik(y[j], xj, rate, power) - old)
+                         + _change(y, x, i, xi, j, xj, rate, power, norm, state))
             if np.log(np.random.random()) <= log_ratio:
                 x[i], x[j] = xi, xj
+                _commit(state)
                 accepted[1] += 1
 
 
 @njit(cache=True, nogil=True)
-def _site_moves(kind, x, y, n, p, rate, power, scale, accepted):
+def _site_moves(kind, x, y, n, p, rate, power, norm, scale, state, accepted):
     """One sweep of single-coordinate moves for independent binomial or Poisson coordinates."""
     for k in range(x.shape[0]):
-        old = _loglik(y[k], x[k], rate, power)
         proposal = np.random.binomial(n[k], p[k]) if kind == BINOMIAL else np.random.poisson(p[k])
-        new = _loglik(y[k], proposal, rate, power)
-        if np.log(np.random.random()) <= new - old:
-            x[k], old = proposal, new
+        if np.log(np.random.random()) <= _change(y, x, k, proposal, -1, 0, rate, power, norm, state):
+            x[k] = proposal
+            _commit(state)
             accepted[0] += 1
         candidate = x[k] + _local_step(scale[k])
-        log_ratio = (_log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
-                     + _loglik(y[k], candidate, rate, power) - old)
-        if np.log(np.random.random()) <= log_ratio:
-            x[k] = candidate
-            accepted[1] += 1
+        log_ratio = _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+        if log_ratio > -np.inf:
+            log_ratio += _change(y, x, k, candidate, -1, 0, rate, power, norm, state)
+            if np.log(np.random.random()) <= log_ratio:
+                x[k] = candidate
+                _commit(state)
+                accepted[1] += 1
 
 
 @njit(cache=True, nogil=True)
-def augmentation_sweeps(kind, x, y, n, p, rate, power, scale, sweeps, seed):
-    """Run ``sweeps`` sweeps in place on x (int64); return acceptance rates of (prior, local) moves."""
+def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, sweeps, seed):
+    """Run ``sweeps`` sweeps in place on x (int64); return acceptance rates of (prior, local) moves.
+
+    ``norm`` selects the likelihood -rate * ||y - x||_2 (power must be 2) instead of the separable
+    -rate * sum |y - x| ** power.
+    """
     np.random.seed(seed)
     accepted = np.zeros(2)
+    state = np.zeros(2)
     for _ in range(sweeps):
+        state[0] = 0.0  # recomputed every sweep, so rounding cannot drift
+        for k in range(x.shape[0]):
+            state[0] += _term(y[k], x[k], power)
         if kind == MULTINOMIAL or kind == DIRICHLET_MULTINOMIAL:
-            _pair_moves(kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, scale, accepted)
+            _pair_moves(kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, norm, scale, state, accepted)
         else:
-            _site_moves(kind, x, y, n, p, rate, power, scale, accepted)
+            _site_moves(kind, x, y, n, p, rate, power, norm, scale, state, accepted)
     return accepted / (sweeps * x.shape[0])

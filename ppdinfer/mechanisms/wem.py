@@ -231,8 +231,9 @@ class WassersteinExponential(Mechanism):
     counties, 134 entries, total 203 060) at eps = 1 and 0.01, for all three base measures, the
     loss ||y - x||_2 and single counties' counts of 200 replicates differ from those of
     8000-sweep chains (two-sample KS p < 0.01) after 50 sweeps, and at eps = 0.01 (congenial)
-    still after 200, but not after 500 or more. The default is four times that: about 0.04 s
-    per release at the measured 7e6 steps per second (benchmarks/wem_release.py).
+    still after 200, but not after 500 or more. The default is four times that: 268 000 steps,
+    0.04-0.07 s per release at the 4-7 million steps per second measured on a shared two-core
+    machine (benchmarks/wem_release.py).
     MCMC release is approximate: the output follows Theorem 9's pmf only up to the chain's
     unknown distance delta from stationarity, so the guarantee is epsilon-TP for the ideal
     mechanism and only (epsilon, (1 + e^epsilon) delta) for the chain; a short chain also
@@ -351,9 +352,9 @@ class WassersteinExponential(Mechanism):
         if support_size > ENUMERATION_LIMIT:
             raise ValueError(
                 f"the normalizer C(x) of the {self.base_measure.name} base measure depends on x and needs a sum over "
-                f"its {support_size:.3g} tables (total {public_total(z)}, {n_counties} counties), above ENUMERATION_LIMIT = "
-                f"{ENUMERATION_LIMIT}: the likelihood cannot be computed here, so neither rejection nor importance "
-                "sampling can use this mechanism"
+                f"its {support_size:.3g} tables (total {public_total(z)}, {n_counties} counties), above "
+                f"ENUMERATION_LIMIT = {ENUMERATION_LIMIT}: the likelihood cannot be computed here, so neither "
+                "rejection nor importance sampling can use this mechanism"
             )
         tables = self.base_measure.support(z, n_counties)
         return tables.reshape(tables.shape[0], -1), self.base_measure.log_weight(tables, z)

@@ -27,7 +27,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 
 from ..kernels.augmentation import BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
-from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
+from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 
 _KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
 
@@ -54,10 +54,10 @@ def _common_constant(variable, what: str) -> float:
 
 
 def _noise_of(model, x_rv):
-    """(observed data variable, rate, power, noise sd) of the privacy release centred on x."""
+    """(observed data variable, rate, power, norm, noise sd) of the privacy release centred on x."""
     for obs in model.observed_RVs:
         op = obs.owner.op
-        if isinstance(op, (DiscreteLaplaceRV, DiscreteGaussianRV)):
+        if isinstance(op, (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)):
             _, _, mu, *params = obs.owner.inputs
             if mu is not x_rv:
                 continue
@@ -65,10 +65,14 @@ def _noise_of(model, x_rv):
             if isinstance(op, DiscreteLaplaceRV):
                 rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
                 a = np.exp(-rate)
-                return data, rate, 1, float(np.sqrt(2 * a) / (1 - a))
+                return data, rate, 1, False, float(np.sqrt(2 * a) / (1 - a))
+            if isinstance(op, LatticeL2RV):
+                rate = _common_constant(params[0] / (2 * params[1]), "epsilon / (2 sigma)")
+                # ||y - x||_2 ~ Gamma(n, rate): about sqrt(n) / rate per coordinate
+                return data, rate, 2, True, float(np.sqrt(int(data.shape[-1].eval())) / rate)
             sigma = _common_constant(params[0], "sigma")
-            return data, 1 / (2 * sigma**2), 2, sigma
-    raise ValueError(f"no observed DiscreteLaplace or DiscreteGaussian release has mu={x_rv.name}")
+            return data, 1 / (2 * sigma**2), 2, False, sigma
+    raise ValueError(f"no observed DiscreteLaplace, DiscreteGaussian or WassersteinNaive release has mu={x_rv.name}")
 
 
 class PrivacyAugmentation(BlockedStep):
@@ -110,7 +114,7 @@ class PrivacyAugmentation(BlockedStep):
         self.vars = [value_var]
         self.sweeps = sweeps
         self.kind = kind
-        y_data, self.rate, self.power, self.noise_sd = _noise_of(model, x_rv)
+        y_data, self.rate, self.power, self.norm, self.noise_sd = _noise_of(model, x_rv)
         # read y at every step: pm.set_data may change it between runs of one model
         self._y = pytensor.function([], pt.cast(y_data, "float64"))
         _, _, *params = x_rv.owner.inputs
@@ -161,7 +165,7 @@ class PrivacyAugmentation(BlockedStep):
         p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float).reshape(-1)
         scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
         flat = x.reshape(-1)
-        rates = augmentation_sweeps(self.kind, flat, y.reshape(-1), n, p, self.rate, self.power, scale,
+        rates = augmentation_sweeps(self.kind, flat, y.reshape(-1), n, p, self.rate, self.power, self.norm, scale,
                                     self.sweeps, int(self.rng.integers(2**31)))
         new_point = dict(point)
         new_point[name] = flat.reshape(x.shape)

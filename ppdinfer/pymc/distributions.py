@@ -74,8 +74,33 @@ class DiscreteGaussianRV(RandomVariable):
         return _broadcast_draws(_discrete_gaussian_draw, (mu, sigma), size, rng)
 
 
+class LatticeL2RV(RandomVariable):
+    name = "lattice_l2"
+    signature = "(n),(),()->(n)"
+    dtype = "int64"
+    _print_name = ("WassersteinNaive", "\\operatorname{WassersteinNaive}")
+
+    @classmethod
+    def rng_fn(cls, rng, mu, epsilon, sigma, size):
+        from ..kernels.wem import NAIVE, wem_chains
+
+        mu = np.asarray(mu)
+        shape = mu.shape if size is None else (*tuple(np.atleast_1d(size)), mu.shape[-1])
+        centres = np.broadcast_to(np.round(mu), shape).reshape(-1, shape[-1]).astype(np.int64)
+        rate = float(epsilon) / (2 * float(sigma))
+        max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))
+        out = np.empty_like(centres)
+        for row, centre in enumerate(centres):
+            out[row] = wem_chains(centre, NAIVE, 2, rate, np.zeros(1), max_step, WEM_SWEEPS, 1,
+                                  int(rng.integers(2**31)))[0]
+        return out.reshape(shape)
+
+
 discrete_laplace = DiscreteLaplaceRV()
 discrete_gaussian = DiscreteGaussianRV()
+lattice_l2 = LatticeL2RV()
+#: MCMC sweeps per random draw of WassersteinNaive (as the mechanism's release default).
+WEM_SWEEPS = 2000
 
 
 class DiscreteLaplace(Discrete):
@@ -155,3 +180,32 @@ class DiscreteGaussian(Discrete):
     def logp(value, mu, sigma):
         res = -((value - mu) ** 2) / (2 * sigma**2) - discrete_gaussian_log_normalizer(sigma)
         return check_parameters(res, sigma > 0, msg="sigma > 0")
+
+
+class WassersteinNaive(Discrete):
+    r"""The Wasserstein exponential mechanism with the L2 loss and the naive base measure.
+
+    .. math:: f(y \mid \mu) \propto \exp\left(-\frac{\epsilon}{2 \sigma} \lVert y - \mu \rVert_2\right),
+              \qquad y \in \mathbb{Z}^n
+
+    (Seeman, Reimherr & Slavkovic, Theorem 9, with sigma = Delta_z for the L2 loss). The
+    normalizer is the same for every integer ``mu`` (the lattice is translation invariant), so
+    ``logp`` omits it: it is exact up to a constant, which is all a posterior over mu needs, but
+    not a normalized pmf. Random draws run the mechanism's MCMC release (2000 sweeps).
+    """
+
+    rv_op = lattice_l2
+
+    @classmethod
+    def dist(cls, mu, epsilon, sigma, **kwargs):
+        return super().dist([pt.as_tensor_variable(mu), _float64(epsilon), _float64(sigma)], **kwargs)
+
+    def support_point(rv, size, mu, epsilon, sigma):
+        point = pt.round(mu)
+        if not rv_size_is_none(size):
+            point = pt.full((*size, mu.shape[-1]), point)
+        return point
+
+    def logp(value, mu, epsilon, sigma):
+        res = -epsilon / (2 * sigma) * pt.sqrt(pt.sum((value - mu) ** 2, axis=-1))
+        return check_parameters(res, epsilon > 0, sigma > 0, msg="epsilon > 0, sigma > 0")

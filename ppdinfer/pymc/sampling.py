@@ -6,13 +6,13 @@ import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
 from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, multinomial_child
-from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
+from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 
 
 def privacy_latents(model: pm.Model) -> list:
     """Free integer variables that an observed DiscreteLaplace/DiscreteGaussian release is centred on."""
     centres = {obs.owner.inputs[2] for obs in model.observed_RVs
-               if isinstance(obs.owner.op, (DiscreteLaplaceRV, DiscreteGaussianRV))}
+               if isinstance(obs.owner.op, (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV))}
     return [rv for rv in model.free_RVs if rv in centres and type(rv.owner.op) in _KINDS]
 
 

@@ -79,9 +79,9 @@ def _download(args) -> None:
 
 def _executor(args):
     if args.scheduler is None:
-        from concurrent.futures import ProcessPoolExecutor
+        from .synthesis import local_executor
 
-        return ProcessPoolExecutor(max_workers=args.workers)
+        return local_executor(args.workers)
     try:
         from distributed import Client
     except ImportError as err:

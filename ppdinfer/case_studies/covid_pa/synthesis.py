@@ -17,6 +17,7 @@ Methods (Delta_Z = 2 throughout, as in the paper):
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
 from collections.abc import Sequence
@@ -120,6 +121,12 @@ def tasks(methods: Sequence[str] = METHODS, epsilons: Sequence[float] = EPSILONS
     return [Task(m, float(e), r) for m in methods for e in epsilons for r in range(replicates)]
 
 
+def local_executor(workers: int | None = None) -> ProcessPoolExecutor:
+    """A pool of fresh ("spawn") processes: forking a process that runs numba and PyTensor
+    threads can deadlock."""
+    return ProcessPoolExecutor(max_workers=workers or os.cpu_count(), mp_context=multiprocessing.get_context("spawn"))
+
+
 def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequence[str] = METHODS,
                   epsilons: Sequence[float] = EPSILONS, replicates: int = 100, seed: int = 2024,
                   executor: Executor | None = None, sweeps: int | None = None,
@@ -140,7 +147,7 @@ def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequen
     if not todo:
         return []
     own = executor is None
-    executor = executor or ProcessPoolExecutor(max_workers=os.cpu_count())
+    executor = executor or local_executor()
     done = []
     try:
         futures = [executor.submit(_run_task, table, task, seed, results_dir, sweeps) for task in todo]
