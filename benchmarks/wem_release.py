@@ -10,12 +10,12 @@ steps within [0, cases], log-uniform step sizes, see ppdinfer.kernels.wem):
 
 1. ``numba``: :meth:`WassersteinExponential.release` with ``replicates``: the compiled kernel.
 2. ``numpy (R chains)``: R chains advanced together, one vectorized NumPy update per move.
-3. ``python loop``: one chain, one move at a time in plain Python (``random``, ``math``).
+3. ``python loop``: chains one after the other, one move at a time in plain Python (``random``, ``math``).
 
 A step is one proposed move of one chain. The table reports steps per second and numba's
 speed-up. All implementations target the same pmf, so the mean loss ||y - x||_2 of their final
 states must agree (within 4.5 standard errors); the script checks it. Compile time is excluded
-(the kernel is warmed up first). About 30 s with the defaults.
+(the kernel is warmed up first). 15-30 s with the defaults.
 
 Run with ``.venv/bin/python benchmarks/wem_release.py [--data DIR] [--month 2021-01] [--epsilon 1]``.
 """
@@ -72,7 +72,8 @@ def load_month(data: Path, month: str) -> tuple[np.ndarray, dict, list[str]]:
     previous = table[table["month"] == months[months.index(month) - 1]]
     x = np.array([current["new_cases"].to_numpy(), current["new_deaths"].to_numpy()], dtype=np.int64)
     if np.any(x < 0) or np.any(x[0] < x[1]):
-        raise SystemExit(f"{month} has negative counts or deaths above cases (reporting corrections): pick another month")
+        raise SystemExit(f"{month} has negative counts or deaths above cases (reporting corrections): "
+                         "pick another month")
     z = {"total": int(x[0].sum()), "previous_cases": previous["new_cases"].to_numpy()}
     return x, z, list(current["county"])
 
@@ -156,7 +157,8 @@ def run_python(chain: Chain, chains: int, sweeps: int, seed: int) -> Measurement
     for _ in range(chains):
         finals.append(_python_chain(chain, sweeps, rng))
     seconds = time.perf_counter() - start
-    return Measurement("python loop", chains, chains * sweeps * chain.x.size, seconds, _losses(np.array(finals), chain.x))
+    steps = chains * sweeps * chain.x.size
+    return Measurement("python loop", chains, steps, seconds, _losses(np.array(finals), chain.x))
 
 
 def _python_chain(chain: Chain, sweeps: int, rng: random.Random) -> list[int]:
@@ -203,6 +205,10 @@ def _python_chain(chain: Chain, sweeps: int, rng: random.Random) -> list[int]:
     return y
 
 
+def _standard_error(values: np.ndarray) -> float:
+    return float(values.std(ddof=1) / math.sqrt(values.size))
+
+
 def _losses(tables: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.linalg.norm(tables.reshape(tables.shape[0], -1) - x.reshape(-1), axis=1)
 
@@ -212,7 +218,7 @@ def format_table(results: list[Measurement]) -> str:
     lines = [f"{'implementation':<22}{'chains':>8}{'steps':>13}{'seconds':>9}{'steps/s':>12}{'numba speed-up':>16}"
              f"{'mean loss':>12}"]
     for m in results:
-        se = m.losses.std(ddof=1) / math.sqrt(m.losses.size)
+        se = _standard_error(m.losses)
         lines.append(f"{m.name:<22}{m.chains:>8}{m.steps:>13,}{m.seconds:>9.2f}{m.steps_per_second:>12.3g}"
                      f"{numba / m.steps_per_second:>15.1f}x{m.losses.mean():>8.0f} ± {se:.0f}")
     return "\n".join(lines)
@@ -246,7 +252,7 @@ def main(argv=None) -> None:
     print(format_table(results))
     reference = results[0].losses
     for m in results[1:]:
-        se = math.hypot(reference.std(ddof=1) / math.sqrt(reference.size), m.losses.std(ddof=1) / math.sqrt(m.losses.size))
+        se = math.hypot(_standard_error(reference), _standard_error(m.losses))
         z_score = (m.losses.mean() - reference.mean()) / se
         print(f"{m.name}: mean loss {'agrees' if abs(z_score) < 4.5 else 'DISAGREES'} with numba (z = {z_score:+.1f})")
 

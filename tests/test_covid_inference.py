@@ -11,6 +11,7 @@ from ppdinfer.case_studies.covid_pa.inference import (
     coverage_summary,
     laplace_quantile,
     subproblem_check,
+    wem_coordinate_quantile,
 )
 from ppdinfer.mechanisms import DiscreteLaplace
 
@@ -39,10 +40,18 @@ def test_pymc_agrees_with_exact_samplers_on_small_counties(table):
         assert np.allclose(check[method], check["exact"], atol=0.12), (method, check)
 
 
+def test_wem_coordinate_quantile_matches_the_lattice_mechanism():
+    from ppdinfer.pymc.distributions import lattice_l2_draws
+
+    draws = lattice_l2_draws(np.zeros((300, 20)), 1.0, 2.0, None, np.random.default_rng(1))
+    empirical = np.quantile(np.abs(draws[:, 0]), 0.9)
+    assert wem_coordinate_quantile(20, 1.0, 2.0, 0.9) == pytest.approx(empirical, rel=0.2)
+
+
 def test_coverage_study_bookkeeping(table):
     small = table.subset(counties=["Allegheny", "Erie", "Cameron", "Forest"])
     study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False)
-    assert len(study) == 2 * 2 * 4
+    assert len(study) == 2 * 2 * 2 * 4  # releases x epsilons x replicates x counties
     assert (study["bayes_lower"] <= study["bayes_mean"]).all() and (study["bayes_mean"] <= study["bayes_upper"]).all()
     t = small.month_index("2021-01")
     allegheny = study[study["county"] == "Allegheny"].iloc[0]
@@ -50,8 +59,8 @@ def test_coverage_study_bookkeeping(table):
     assert allegheny["true_rate"] == pytest.approx(small.cases[t, j] * 1e5 / small.population[j])
     summary = coverage_summary(study, small_share=0.25)
     assert set(summary.index.get_level_values("size")) == {"small", "large"}
-    row = summary.loc[(1.0, "large", "plugin")]
-    large = study[(study["county"] == "Allegheny") & (study["epsilon"] == 1.0)]
+    row = summary.loc[("laplace", 1.0, "large", "plugin")]
+    large = study[(study["county"] == "Allegheny") & (study["epsilon"] == 1.0) & (study["release"] == "laplace")]
     inside = ((large["plugin_lower"] <= large["true_rate"]) & (large["true_rate"] <= large["plugin_upper"])).mean()
     assert row["coverage"] == pytest.approx(inside) and row["n"] == 2
     # at eps = 1 the Bayes interval of a large county is a few counts wide, not thousands

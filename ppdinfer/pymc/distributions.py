@@ -82,18 +82,24 @@ class LatticeL2RV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, mu, epsilon, sigma, size):
-        from ..kernels.wem import NAIVE, wem_chains
+        return lattice_l2_draws(mu, epsilon, sigma, size, rng)
 
-        mu = np.asarray(mu)
-        shape = mu.shape if size is None else (*tuple(np.atleast_1d(size)), mu.shape[-1])
-        centres = np.broadcast_to(np.round(mu), shape).reshape(-1, shape[-1]).astype(np.int64)
-        rate = float(epsilon) / (2 * float(sigma))
-        max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))
-        out = np.empty_like(centres)
-        for row, centre in enumerate(centres):
-            out[row] = wem_chains(centre, NAIVE, 2, rate, np.zeros(1), max_step, WEM_SWEEPS, 1,
-                                  int(rng.integers(2**31)))[0]
-        return out.reshape(shape)
+
+def lattice_l2_draws(mu, epsilon, sigma, size, rng) -> np.ndarray:
+    """Releases y ~ exp(-epsilon ||y - mu||_2 / (2 sigma)) on the integer lattice, by the MCMC of
+    :class:`ppdinfer.mechanisms.wem.WassersteinExponential` (naive base measure, WEM_SWEEPS sweeps)."""
+    from ..kernels.wem import NAIVE, wem_chains
+
+    mu = np.asarray(mu)
+    shape = mu.shape if size is None else (*tuple(np.atleast_1d(size)), mu.shape[-1])
+    centres = np.broadcast_to(np.round(mu), shape).reshape(-1, shape[-1]).astype(np.int64)
+    rate = float(epsilon) / (2 * float(sigma))
+    max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))
+    out = np.empty_like(centres)
+    for row, centre in enumerate(centres):
+        out[row] = wem_chains(centre, NAIVE, 2, rate, np.zeros(1), max_step, WEM_SWEEPS, 1,
+                              int(rng.integers(2**31)))[0]
+    return out.reshape(shape)
 
 
 discrete_laplace = DiscreteLaplaceRV()

@@ -138,7 +138,7 @@ def _report(args) -> None:
     inference = None
     folder = args.results / "inference"
     if (folder / "coverage_summary.csv").exists() and (folder / "subproblem_check.csv").exists():
-        summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2])
+        summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2, 3])
         inference = (summary, pd.read_csv(folder / "subproblem_check.csv", index_col=0))
     path = write_report(table, results, args.results / "report", seed=args.seed, inference=inference)
     print(f"report: {path}")

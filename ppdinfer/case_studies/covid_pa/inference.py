@@ -40,61 +40,119 @@ def laplace_quantile(mechanism: DiscreteLaplace, prob: float) -> int:
     return max(0, int(np.ceil(np.log((1 - prob) * (1 + a) / 2) / np.log(a) - 1)))
 
 
-def coverage_study(table: CovidTable, month: str, *, epsilons: Sequence[float] = (0.01, 1.0),
-                   replicates: int = 20, concentration: float = 1000.0, prob: float = 0.9,
-                   draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024,
-                   progressbar: bool = True) -> pd.DataFrame:
-    """Bayes and plug-in intervals for every county's case rate, per epsilon and replicate.
+def wem_coordinate_quantile(n: int, epsilon: float, sigma: float, prob: float, draws: int = 200_000,
+                            seed: int = 0) -> float:
+    """|y_j - x_j| quantile of one coordinate of the naive L2 WEM in n dimensions.
 
-    Returns one row per (epsilon, replicate, county) with the true rate, the posterior mean and
-    interval, and the plug-in estimate and interval (rates per 100,000 people).
+    Continuous approximation: the noise is R U with R ~ Gamma(n, epsilon / (2 sigma)) and U
+    uniform on the unit sphere, so a coordinate is R U_1 (Monte Carlo).
+    """
+    rng = np.random.default_rng(seed)
+    radius = rng.gamma(n, 2 * sigma / epsilon, size=draws)
+    direction = rng.standard_normal((draws, n))
+    first = direction[:, 0] / np.linalg.norm(direction, axis=1)
+    return float(np.quantile(np.abs(radius * first), prob))
+
+
+def _laplace_twin(epsilon, concentration, z, y):
+    model = county_counts.model(epsilon=epsilon, concentration=concentration, sensitivity=DELTA_Z)
+    return model.to_pymc(y, z, mutable=True)
+
+
+def _wem_twin(epsilon, concentration, z, y):
+    import pymc as pm
+
+    from ... import pymc as ppm
+    from ...models._pymc_helpers import feasible_total_start
+
+    alpha = county_counts.model(epsilon=epsilon, concentration=concentration).prior.concentration_vector(z)
+    with pm.Model(coords={"county": np.arange(y.size)}) as twin:
+        share = pm.Dirichlet("share", a=alpha, dims="county")
+        cases = pm.Multinomial("cases", n=z["total"], p=share, dims="county",
+                               initval=feasible_total_start(y, z["total"]))
+        observed = pm.Data("y_release", y, dims="county")
+        ppm.WassersteinNaive("y", mu=cases, epsilon=epsilon, sigma=DELTA_Z, observed=observed)
+    return twin
+
+
+def _release(kind: str, truth, epsilon: float, total: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(the release of the case counts, the plug-in estimate) for one replicate."""
+    if kind == "laplace":
+        raw = DiscreteLaplace(epsilon, DELTA_Z).release(truth, random_seed=rng)  # cases and deaths
+        return raw[0], postprocess(raw[0], raw[1], total).cases
+    from ...pymc.distributions import lattice_l2_draws
+
+    y = lattice_l2_draws(truth[0], epsilon, DELTA_Z, None, rng)
+    return y, y
+
+
+#: How each release is analysed: Bayes twin, and the plug-in interval's half width in counts.
+RELEASES = {
+    "laplace": (_laplace_twin, lambda n, eps, prob: laplace_quantile(DiscreteLaplace(eps, DELTA_Z), prob)),
+    "wem_naive": (_wem_twin, lambda n, eps, prob: wem_coordinate_quantile(n, eps, DELTA_Z, prob)),
+}
+
+
+def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = ("laplace", "wem_naive"),
+                   epsilons: Sequence[float] = (0.01, 1.0), replicates: int = 20, concentration: float = 1000.0,
+                   prob: float = 0.9, draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024,
+                   progressbar: bool = True) -> pd.DataFrame:
+    """Bayes and plug-in intervals for every county's case rate, per release, epsilon and replicate.
+
+    ``releases``: "laplace" (discrete Laplace noise on every count, Delta_Z = 2; plug-in from the
+    post-processed Y*) and "wem_naive" (the Wasserstein exponential mechanism with the L2 loss and
+    the naive base measure on the J case counts; plug-in from y itself). Returns one row per
+    (release, epsilon, replicate, county) with the true rate, the posterior mean and interval,
+    and the plug-in estimate and interval (rates per 100,000 people).
     """
     import pymc as pm
 
     from ... import pymc as ppm
 
+    unknown = set(releases) - set(RELEASES)
+    if unknown:
+        raise ValueError(f"releases: unknown {sorted(unknown)}; choose from {list(RELEASES)}")
     t = table.month_index(month)
     truth = table.x(t)
     z_month = table.z(t)
     z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
     per_100k = 1e5 / table.population
     rows = []
-    bar = tqdm(total=len(epsilons) * replicates, desc="coverage", disable=not progressbar)
-    for e_index, epsilon in enumerate(epsilons):
-        model = county_counts.model(epsilon=epsilon, concentration=concentration, sensitivity=DELTA_Z)
-        noise = model.mechanism
-        half_width = laplace_quantile(noise, prob)
-        twin = None
-        for r in range(replicates):
-            rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(e_index, r)))
-            raw = noise.release(truth, random_seed=rng)  # cases and deaths, as the synthesis releases them
-            star = postprocess(raw[0], raw[1], z_month["total"]).cases
-            if twin is None:
-                twin = model.to_pymc(raw[0], z, mutable=True)
-            with twin, warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                pm.set_data({"y_release": raw[0]})
-                idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
-                                   progressbar=False, compute_convergence_checks=False)
-            cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
-            lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
-            for j, county in enumerate(table.counties):
-                rows.append({
-                    "epsilon": epsilon, "replicate": r, "county": county, "population": table.population[j],
-                    "true_rate": truth[0, j] * per_100k[j],
-                    "bayes_mean": cases[:, j].mean() * per_100k[j],
-                    "bayes_lower": lower[j] * per_100k[j], "bayes_upper": upper[j] * per_100k[j],
-                    "plugin": star[j] * per_100k[j],
-                    "plugin_lower": (star[j] - half_width) * per_100k[j],
-                    "plugin_upper": (star[j] + half_width) * per_100k[j],
-                })
-            bar.update()
+    bar = tqdm(total=len(releases) * len(epsilons) * replicates, desc="coverage", disable=not progressbar)
+    for release in releases:
+        build_twin, plugin_half_width = RELEASES[release]
+        for e_index, epsilon in enumerate(epsilons):
+            half_width = plugin_half_width(table.n_counties, epsilon, prob)
+            twin = None
+            for r in range(replicates):
+                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(list(RELEASES).index(release),
+                                                                                    e_index, r)))
+                y, plugin = _release(release, truth, epsilon, z_month["total"], rng)
+                twin = twin or build_twin(epsilon, concentration, z, y)
+                with twin, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    pm.set_data({"y_release": y})
+                    idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
+                                       progressbar=False, compute_convergence_checks=False)
+                cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
+                lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+                for j, county in enumerate(table.counties):
+                    rows.append({
+                        "release": release, "epsilon": epsilon, "replicate": r, "county": county,
+                        "population": table.population[j], "true_rate": truth[0, j] * per_100k[j],
+                        "bayes_mean": cases[:, j].mean() * per_100k[j],
+                        "bayes_lower": lower[j] * per_100k[j], "bayes_upper": upper[j] * per_100k[j],
+                        "plugin": plugin[j] * per_100k[j],
+                        "plugin_lower": (plugin[j] - half_width) * per_100k[j],
+                        "plugin_upper": (plugin[j] + half_width) * per_100k[j],
+                    })
+                bar.update()
     bar.close()
     return pd.DataFrame(rows)
 
 
 def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.DataFrame:
-    """Coverage and mean width of both intervals, for small and large counties, per epsilon.
+    """Coverage and mean width of both intervals, for small and large counties, per release and epsilon.
 
     Small counties are the ``small_share`` least populous; large the same share of the most.
     """
@@ -109,10 +167,10 @@ def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.Data
     for method in ("bayes", "plugin"):
         covered = (frame[f"{method}_lower"] <= frame["true_rate"]) & (frame["true_rate"] <= frame[f"{method}_upper"])
         width = frame[f"{method}_upper"] - frame[f"{method}_lower"]
-        summary = (frame.assign(covered=covered, width=width).groupby(["epsilon", "size"])
+        summary = (frame.assign(covered=covered, width=width).groupby(["release", "epsilon", "size"])
                    .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), n=("covered", "size")))
         out.append(summary.assign(method=method).set_index("method", append=True))
-    return pd.concat(out).reorder_levels(["epsilon", "size", "method"]).sort_index()
+    return pd.concat(out).reorder_levels(["release", "epsilon", "size", "method"]).sort_index()
 
 
 def enumerable_counties(table: CovidTable, month: str, limit: int = 200_000, most: int = 5) -> list[str]:

@@ -270,17 +270,19 @@ def _figures_section(figures: Mapping[str, Path], out_dir: Path) -> str:
 
 def _inference_section(summary, check) -> str:
     """Coverage of Bayes vs plug-in intervals, and the few-county agreement check."""
-    rows = [[f"{eps:g}", size, method, f"{row.coverage:.3f}", _number(row.mean_width), f"{int(row.n)}"]
-            for (eps, size, method), row in summary.iterrows()]
+    rows = [[release, f"{eps:g}", size, method, f"{row.coverage:.3f}", _number(row.mean_width), f"{int(row.n)}"]
+            for (release, eps, size, method), row in summary.iterrows()]
     methods = [c for c in check.columns if c not in ("true", "release")]
     check_rows = [[county, *(f"{check.loc[county, c]:.3g}" for c in ["true", "release", *methods])]
                   for county in check.index]
     return "\n\n".join([
-        "Posterior of the county case counts of one month given the raw discrete Laplace release (Delta_Z = 2) "
-        "and the public z (last month's counts, this month's total), with the county-count model's PyMC twin, "
-        "versus the plug-in interval Y* +- the noise's 90% quantile around the post-processed Y*. Coverage of "
-        "the true case rate by nominal 90% intervals over replicates (width in cases per 100,000):",
-        _table(["epsilon", "counties", "interval", "coverage", "mean width", "n"], rows),
+        "Posterior of the county case counts of one month given the public z (last month's counts, this month's "
+        "total) and either the raw discrete Laplace release (Delta_Z = 2; release `laplace`) or the naive-base "
+        "L2 Wasserstein exponential mechanism on the case counts (release `wem_naive`), with the county-count "
+        "model's PyMC twin (interval `bayes`), versus the plug-in interval: the post-processed Y* (laplace) or y "
+        "itself (wem_naive) +- the noise's 90% quantile (interval `plugin`). Coverage of the true case rate by "
+        "nominal 90% intervals over replicates, and mean width in cases per 100,000:",
+        _table(["release", "epsilon", "counties", "interval", "coverage", "mean width", "n"], rows),
         "Check on the least populous counties of an early month (small enough to enumerate): posterior means of "
         "the counts by "
         "the exact posterior, the rejection and importance samplers and the PyMC fit, for one release:",
