@@ -18,6 +18,8 @@ counties, at each epsilon.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import warnings
 from collections.abc import Sequence
@@ -52,6 +54,20 @@ def wem_coordinate_quantile(n: int, epsilon: float, sigma: float, prob: float, d
     direction = rng.standard_normal((draws, n))
     first = direction[:, 0] / np.linalg.norm(direction, axis=1)
     return float(np.quantile(np.abs(radius * first), prob))
+
+
+@contextlib.contextmanager
+def _quiet_pymc():
+    """Silence PyMC's per-fit log lines and warnings for the many small fits of a study."""
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def _laplace_twin(epsilon, concentration, z, y):
@@ -129,8 +145,7 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
                                                                                     e_index, r)))
                 y, plugin = _release(release, truth, epsilon, z_month["total"], rng)
                 twin = twin or build_twin(epsilon, concentration, z, y)
-                with twin, warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with twin, _quiet_pymc():
                     pm.set_data({"y_release": y})
                     idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
                                        progressbar=False, compute_convergence_checks=False)
@@ -205,8 +220,7 @@ def subproblem_check(table: CovidTable, month: str, counties: Sequence[str], *, 
     z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
     model = county_counts.model(epsilon=epsilon, concentration=concentration, sensitivity=DELTA_Z)
     y = model.mechanism.release(small.x(0)[0], random_seed=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _quiet_pymc():
         exact = exact_posterior(model, y, z, draws=10)
         rejection = rejection_sample(model, y, z, draws=4000, random_seed=seed, progressbar=False)
         importance = importance_sample(model, y, z, draws=100_000, random_seed=seed)
