@@ -136,6 +136,7 @@ def test_parallel_chains_reproduce_sequential_ones():
     for cores in (1, 2):
         with model.to_pymc(y, z):
             runs.append(ppm.sample(draws=200, tune=100, chains=2, cores=cores, random_seed=9, progressbar=False,
+                                   mp_ctx="spawn",  # no fork of a process with threads (numba, dask)
                                    compute_convergence_checks=False))
     assert np.array_equal(runs[0].posterior["cases"].values, runs[1].posterior["cases"].values)
     assert np.allclose(runs[0].posterior["share"].values, runs[1].posterior["share"].values)
