@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import xarray as xr
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int

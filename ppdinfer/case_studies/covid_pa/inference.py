@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ...mechanisms import DiscreteLaplace
 from ...models import county_counts

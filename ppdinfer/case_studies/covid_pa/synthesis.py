@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from ...mechanisms import DiscreteLaplace
 from ...mechanisms.wem import PriorCongenial, WassersteinExponential
