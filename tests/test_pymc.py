@@ -95,6 +95,13 @@ def test_twin_matches_exact(name):
         assert np.allclose(means, exact_means, atol=0.12)
 
 
+def test_sampling_with_the_default_progress_bar():
+    model, y, z, _ = TWINS["county_counts"]
+    with model.to_pymc(y, z):
+        idata = ppm.sample(draws=50, tune=20, chains=1, random_seed=1, compute_convergence_checks=False)
+    assert idata.posterior.sizes["draw"] == 50
+
+
 def test_latent_counts_with_nuts_for_theta():
     model, y, z, _ = TWINS["county_counts"]
     with model.to_pymc(y, z):

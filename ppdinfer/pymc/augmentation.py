@@ -229,7 +229,7 @@ class ConjugateDirichlet(BlockedStep):
         theta = gammas / gammas.sum()
         new_point = dict(point)
         new_point[self.vars[0].name] = np.asarray(self._forward(theta))
-        return new_point, []
+        return new_point, [{}]  # one (empty) stats dict per step, as PyMC expects
 
     @staticmethod
     def competence(var):
