@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from scipy import stats
 
 
@@ -66,8 +65,3 @@ def matches_exact(result, exact, name, n_eff=None, weights=None, z_tol=4.5, p_mi
     if weights is None:
         return x_chi_square_pvalue(x_draws(result), exact) > p_min
     return True
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(12345)

@@ -1,6 +1,5 @@
 """The PyMC layer against the mechanisms and against exact_posterior."""
 
-import warnings
 
 import numpy as np
 import pymc as pm

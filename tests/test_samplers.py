@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import matches_exact, theta_draws, theta_mean_z_scores, x_chi_square_pvalue, x_draws
+from conftest import matches_exact, theta_draws, theta_mean_z_scores
 from scipy import special, stats
 
 import ppdinfer as pp

@@ -22,7 +22,6 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 

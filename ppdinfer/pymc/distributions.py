@@ -47,6 +47,12 @@ def _discrete_gaussian_draw(mu, sigma, source):
     return int(round(mu)) + _exact_integer.discrete_gaussian(Fraction(float(sigma)) ** 2, source)
 
 
+def _rounded_centre(size, mu):
+    """The support point of a noise distribution centred on mu: mu rounded, broadcast to ``size``."""
+    point = pt.round(mu)
+    return point if rv_size_is_none(size) else pt.full(size, point)
+
+
 def _float64(value):
     """A float64 tensor: pytensor would store an exactly representable Python float as float32."""
     return pt.cast(pt.as_tensor_variable(value), "float64")
@@ -127,10 +133,7 @@ class DiscreteLaplace(Discrete):
         return super().dist([pt.as_tensor_variable(mu), _float64(epsilon), _float64(sensitivity)], **kwargs)
 
     def support_point(rv, size, mu, epsilon, sensitivity):
-        point = pt.round(mu)
-        if not rv_size_is_none(size):
-            point = pt.full(size, point)
-        return point
+        return _rounded_centre(size, mu)
 
     def logp(value, mu, epsilon, sensitivity):
         rate = epsilon / sensitivity
@@ -178,10 +181,7 @@ class DiscreteGaussian(Discrete):
         return super().dist([pt.as_tensor_variable(mu), _float64(sigma)], **kwargs)
 
     def support_point(rv, size, mu, sigma):
-        point = pt.round(mu)
-        if not rv_size_is_none(size):
-            point = pt.full(size, point)
-        return point
+        return _rounded_centre(size, mu)
 
     def logp(value, mu, sigma):
         res = -((value - mu) ** 2) / (2 * sigma**2) - discrete_gaussian_log_normalizer(sigma)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -99,8 +98,9 @@ def _synthesize(args) -> None:
         done = run_synthesis(table, args.results, methods=args.methods or METHODS, epsilons=args.epsilons or EPSILONS,
                              replicates=args.replicates, seed=args.seed, executor=executor, sweeps=args.sweeps,
                              progressbar=not args.no_progress)
-    except KeyboardInterrupt:
-        raise SystemExit(f"interrupted: finished tasks are kept in {args.results}; run the same command to resume")
+    except KeyboardInterrupt as err:
+        raise SystemExit(f"interrupted: finished tasks are kept in {args.results}; "
+                         "run the same command to resume") from err
     finally:
         executor.shutdown(wait=False, cancel_futures=True)
     print(f"{len(done)} tasks written to {args.results} in {time.perf_counter() - start:.0f} s "
