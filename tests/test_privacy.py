@@ -1,6 +1,6 @@
 import itertools
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from fractions import Fraction
 
 import numpy as np
@@ -87,10 +87,45 @@ def test_sup_not_average_and_zero_mass_points_skipped():
 
 
 def test_floating_point_tie_in_cumulative_sums():
-    # 0.1 + 0.2 != 0.3 in floats; an exact comparison would pair 1 with 3 on a sliver and report 2.
-    coupling = quantile_coupling([0.1, 0.2, 0.7, 0], [0.3, 0, 0, 0.7], [0, 1, 2, 3])
+    # 0.1 + 0.2 != 0.3 in binary: exactly, a sliver of 3e-17 pairs 2 with 0 and the distance is 2 (the safe side) ...
+    p, q, support = [0.1, 0.2, 0.7, 0], [0.3, 0, 0, 0.7], [0, 1, 2, 3]
+    exact = quantile_coupling(p, q, support)
+    assert exact.max_displacement == 2.0 and exact.mass.min() < 1e-16
+    # ... and a tie tolerance for inputs with rounding merges the two levels.
+    coupling = quantile_coupling(p, q, support, tie_tolerance=1e-12)
     assert coupling.x.tolist() == [0, 1, 2] and coupling.y.tolist() == [0, 0, 3]
     assert coupling.max_displacement == 1.0
+
+
+def cut_w_inf(p, q, support):
+    """W_inf by the dual of the coupling LP, in exact arithmetic: the smallest distance t with
+    F_P(x) <= F_Q(x + t) and F_Q(x) <= F_P(x + t) at every support point x (max-flow / min-cut on the line)."""
+    p = [Fraction(v) for v in p]
+    q = [Fraction(v) for v in q]
+    p = [v / sum(p) for v in p]
+    q = [v / sum(q) for v in q]
+    cum_p, cum_q = list(itertools.accumulate(p)), list(itertools.accumulate(q))
+
+    def cdf(cum, point):
+        k = bisect_right(support, point + 1e-9) - 1  # + 1e-9: x + t rounds below a support point
+        return cum[k] if k >= 0 else 0
+
+    for t in sorted({abs(a - b) for a in support for b in support}):
+        if all(cdf(cum_p, x) <= cdf(cum_q, x + t) and cdf(cum_q, x) <= cdf(cum_p, x + t) for x in support):
+            return t
+    raise AssertionError("unreachable")
+
+
+def test_tiny_interior_mass_counts():
+    # P puts 1e-12 at 1 between two halves, Q nothing: the sliver (0.5, 0.5 + 1e-12] pairs 1 with 50.
+    # Before: levels within 1e-10 were merged and W_inf came out 0.
+    p, q, support = [0.5, 1e-12, 0.5 - 1e-12], [0.5, 0.0, 0.5], [0.0, 1.0, 50.0]
+    assert w_inf(p, q, support) == cut_w_inf(p, q, support) == 49.0
+    for mass in [1e-30, 1e-200]:
+        p = [0.25, 0.25, mass, 0.5, 0.0]
+        q = [0.0, 0.5, 0.0, 0.0, 0.5]
+        support = [0.0, 1.0, 2.0, 10.0, 30.0]
+        assert w_inf(p, q, support) == cut_w_inf(p, q, support) == 28.0  # 2 meets 30 on a sliver of width `mass`
 
 
 def test_tail_mass_far_below_rounding_counts():
@@ -111,8 +146,9 @@ def test_matches_linear_program_on_random_small_supports():
             p[0] += p.sum() == 0
             q[-1] += q.sum() == 0
             p, q = p / p.sum(), q / q.sum()
-        coupling = quantile_coupling(p, q, support)
+        coupling = quantile_coupling(p, q, support, tie_tolerance=1e-12)  # decimal grid: rounding in the inputs
         assert coupling.max_displacement == pytest.approx(lp_w_inf(p, q, support), abs=1e-12)
+        assert w_inf(p, q, support) == cut_w_inf(p, q, support.tolist())
         # The coupling has marginals p and q and is monotone.
         assert np.allclose(np.bincount(np.searchsorted(support, coupling.x), coupling.mass, m), p, atol=1e-12)
         assert np.allclose(np.bincount(np.searchsorted(support, coupling.y), coupling.mass, m), q, atol=1e-12)

@@ -26,8 +26,11 @@ def support_points(values, name: str = "support") -> np.ndarray:
     return arr
 
 
-def pmf(values, name: str, size: int) -> np.ndarray:
-    """Return ``values`` as a pmf of length ``size``: non-negative, summing to 1 within ``PMF_ATOL``."""
+def pmf(values, name: str, size: int, normalize: bool = True) -> np.ndarray:
+    """Return ``values`` as a pmf of length ``size``: non-negative, summing to 1 within ``PMF_ATOL``.
+
+    With ``normalize`` (the default) the masses are divided by their total; otherwise returned as given.
+    """
     arr = vector(values, name)
     if arr.size != size:
         raise ValueError(f"{name} must hold one mass per support point ({size}), got {arr.size}")
@@ -36,7 +39,7 @@ def pmf(values, name: str, size: int) -> np.ndarray:
     total = arr.sum()
     if abs(total - 1.0) > PMF_ATOL:
         raise ValueError(f"{name} must sum to 1, got a total of {total!r}")
-    return arr / total
+    return arr / total if normalize else arr
 
 
 def unit_interval(values, name: str, *, open_interval: bool = False) -> np.ndarray:
@@ -47,3 +50,13 @@ def unit_interval(values, name: str, *, open_interval: bool = False) -> np.ndarr
         bounds = "(0, 1)" if open_interval else "[0, 1]"
         raise ValueError(f"{name} must lie in {bounds}, got {values!r}")
     return arr
+
+
+def tolerance(value, name: str) -> float:
+    """Return ``value`` as a float in [0, 1e-3]: a relative tolerance for rounding, not for real mass."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a number in [0, 1e-3], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1e-3:
+        raise ValueError(f"{name} must be a number in [0, 1e-3], got {value!r}")
+    return value

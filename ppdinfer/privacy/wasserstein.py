@@ -4,32 +4,36 @@ On the line W_inf(P, Q) = sup over u in (0, 1) of |F_P^{-1}(u) - F_Q^{-1}(u)|, w
 inverse F^{-1}(u) = min {x : F(x) >= u}: the quantile (comonotone) coupling is optimal.
 
 For pmfs both quantile functions are step functions. The pairs of the coupling are read off the
-gaps between the cumulative levels of P and Q: the levels are merged and sorted, and each gap of
-positive length carries one pair, found by evaluating both quantile functions strictly inside it,
-so a point without mass is never paired and no level is compared with an equal one.
+gaps between the cumulative levels of P and Q: walking up the merged levels, each gap of positive
+length carries one pair, the two points whose cumulative levels first reach its top.
 
-Floating point. Levels at most 1/2 are cumulated from the left, the others from the right, in log
-space, so tail masses far below 1e-16 keep their relative precision (`sensitivity` passes binomial
-log pmfs straight in, so even tails below the float range count). Levels within a relative
-``LEVEL_RTOL`` of each other count as one level: this absorbs rounding in cumulative sums (0.1 +
-0.2 against 0.3) and ignores gaps whose relative length is below ``LEVEL_RTOL`` (e.g. a mass below
-1e-10 times the mass on its tail side). The rounding of a cumulative sum grows like its length
-times 1e-16, so the tolerance suits supports up to about 1e5 points.
+Exact arithmetic. Every mass is taken at its exact binary value (a float is a dyadic rational),
+the cumulative sums are Python integers over one power-of-two denominator and each pmf is
+normalized exactly, so levels are compared without rounding: a mass of 1e-30 between two masses
+of 1/2 still forms its pair. The flip side: masses that are equal in decimal but not in binary
+(0.1 + 0.2 against 0.3) are different levels, and the sliver between them counts; that errs
+towards a larger distance, the safe side for a sensitivity. Where the masses carry rounding (a
+decimal grid, a computed pmf), ``tie_tolerance`` merges levels closer than that fraction of the
+probability on their nearer side (min(F, 1 - F)); it then ignores true masses of that relative
+size too. Log masses (from `sensitivity`) are converted to 53-bit dyadic numbers first, so tails
+far below the float range count.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _checks
 
-LEVEL_RTOL = 1e-10
-"""Relative tolerance at which two cumulative levels are taken as equal."""
+_LOG_2 = math.log(2.0)
 
-_LOG_HALF = -math.log(2.0)
+COMPUTED_PMF_TOLERANCE = 1e-10
+"""``tie_tolerance`` of the pmfs that `sensitivity` computes (binomial log pmfs: rounding well below it)."""
 
 
 class QuantileCoupling(NamedTuple):
@@ -53,26 +57,31 @@ class QuantileCoupling(NamedTuple):
     max_displacement: float
 
 
-def quantile_coupling(p, q, support) -> QuantileCoupling:
-    """Quantile coupling of pmfs ``p`` and ``q`` on the strictly increasing ``support``.
+def quantile_coupling(p, q, support, *, tie_tolerance: float = 0.0) -> QuantileCoupling:
+    """Quantile coupling of pmfs ``p`` and ``q`` on the strictly increasing ``support``, exactly.
 
     Parameters
     ----------
     p, q : array_like
-        Non-negative masses, one per support point, each summing to 1 (within 1e-9).
+        Non-negative masses, one per support point, each summing to 1 (within 1e-9; each is
+        normalized exactly by its own total).
     support : array_like
         Strictly increasing finite points.
+    tie_tolerance : float
+        0 (the default): exact on the binary values of the masses. A small positive value (e.g.
+        1e-12 for masses on a decimal grid) merges cumulative levels that differ by less than
+        that fraction of the probability on their nearer side, absorbing rounding in the inputs.
     """
     support = _checks.support_points(support)
-    p = _checks.pmf(p, "p", support.size)
-    q = _checks.pmf(q, "q", support.size)
-    with np.errstate(divide="ignore"):
-        return _coupling_from_logpmf(np.log(p), np.log(q), support)
+    p = _checks.pmf(p, "p", support.size, normalize=False)
+    q = _checks.pmf(q, "q", support.size, normalize=False)
+    tie_tolerance = _checks.tolerance(tie_tolerance, "tie_tolerance")
+    return _exact_coupling(_dyadic_masses(p), _dyadic_masses(q), support, tie_tolerance)
 
 
-def w_inf(p, q, support) -> float:
+def w_inf(p, q, support, *, tie_tolerance: float = 0.0) -> float:
     """Wasserstein-infinity distance between pmfs ``p`` and ``q`` on ``support`` (see `quantile_coupling`)."""
-    return quantile_coupling(p, q, support).max_displacement
+    return quantile_coupling(p, q, support, tie_tolerance=tie_tolerance).max_displacement
 
 
 def w_inf_samples(a, b) -> float:
@@ -91,31 +100,55 @@ def w_inf_samples(a, b) -> float:
 
 def _coupling_from_logpmf(log_p: np.ndarray, log_q: np.ndarray, support: np.ndarray) -> QuantileCoupling:
     """`quantile_coupling` from log pmfs (-inf for no mass); the inputs are trusted, not checked."""
-    low_p, low_q, low_mass = _lower_half(log_p, log_q)
-    high_p, high_q, high_mass = _lower_half(log_p[::-1], log_q[::-1])
-    last = support.size - 1
-    index_p = np.concatenate([low_p, last - high_p[::-1]])
-    index_q = np.concatenate([low_q, last - high_q[::-1]])
-    mass = np.concatenate([low_mass, high_mass[::-1]])
-    # The coupling is monotone, so repeats of a pair (across the split at 1/2) are adjacent.
-    repeat = (index_p[1:] == index_p[:-1]) & (index_q[1:] == index_q[:-1])
-    new = np.flatnonzero(np.concatenate([[True], ~repeat]))
-    x, y = support[index_p[new]], support[index_q[new]]
-    return QuantileCoupling(x, y, np.add.reduceat(mass, new), float(np.max(np.abs(x - y))))
+    return _exact_coupling(_dyadic_from_log(log_p), _dyadic_from_log(log_q), support, COMPUTED_PMF_TOLERANCE)
 
 
-def _lower_half(log_p: np.ndarray, log_q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Support indices paired by the quantile coupling on u in (0, 1/2], and the mass of each gap."""
-    cum_p = np.logaddexp.accumulate(log_p)
-    cum_q = np.logaddexp.accumulate(log_q)
-    levels = np.concatenate([cum_p, cum_q, [_LOG_HALF]])
-    levels = np.sort(levels[np.isfinite(levels) & (levels <= _LOG_HALF)])
-    # Runs of levels closer than LEVEL_RTOL form one level spanning [first, last]; the top run ends at 1/2.
-    gap = levels[1:] - levels[:-1] > LEVEL_RTOL
-    first = levels[np.concatenate([[True], gap])]
-    last = levels[np.concatenate([gap, [True]])]
-    inside = np.concatenate([[first[0] - 1.0], (last[:-1] + first[1:]) / 2])
-    index_p = np.searchsorted(cum_p, inside, side="left")
-    index_q = np.searchsorted(cum_q, inside, side="left")
-    top = np.exp(last)
-    return index_p, index_q, np.concatenate([top[:1], top[1:] - top[:-1]])
+def _dyadic_masses(masses: np.ndarray) -> list[int]:
+    """The exact binary values of non-negative floats as integers over one power-of-two denominator."""
+    ratios = [value.as_integer_ratio() for value in masses.tolist()]
+    shift = max(denominator.bit_length() for _, denominator in ratios)
+    return [numerator << (shift - denominator.bit_length()) for numerator, denominator in ratios]
+
+
+def _dyadic_from_log(log_masses: np.ndarray) -> list[int]:
+    """exp(log_masses) as 53-bit integers over one power-of-two denominator, whatever the range."""
+    finite = np.isfinite(log_masses)
+    exponents = np.floor(np.where(finite, log_masses, 0.0) / _LOG_2).astype(np.int64)
+    lowest = int(exponents[finite].min())
+    return [round(math.exp(value - exponent * _LOG_2) * 2**52) << (exponent - lowest) if keep else 0
+            for keep, exponent, value in zip(finite.tolist(), exponents.tolist(), log_masses.tolist())]
+
+
+def _exact_coupling(p: list[int], q: list[int], support: np.ndarray, tie_tolerance: float) -> QuantileCoupling:
+    """The quantile coupling of the pmfs proportional to the integer masses ``p`` and ``q``."""
+    total_p, total_q = sum(p), sum(q)
+    # Cumulative levels over the common denominator total_p * total_q; the last level of each is top.
+    levels_p = [level * total_q for level in itertools.accumulate(p)]
+    levels_q = [level * total_p for level in itertools.accumulate(q)]
+    top = total_p * total_q
+    tolerance = Fraction(tie_tolerance)
+
+    def next_level(reached: int, i: int, j: int) -> tuple[int, int, int]:
+        """The first indices of p and q whose levels exceed ``reached``, and the lower of those levels."""
+        while levels_p[i] <= reached:
+            i += 1
+        while levels_q[j] <= reached:
+            j += 1
+        return i, j, min(levels_p[i], levels_q[j])
+
+    index_p, index_q, masses = [], [], []
+    i = j = reached = 0
+    while reached < top:
+        i, j, level = next_level(reached, i, j)
+        end = level
+        while tolerance and end < top:  # absorb the levels within the tolerance of the run's end
+            following = next_level(end, i, j)[2]
+            if (following - end) * tolerance.denominator > tolerance.numerator * min(end, top - end):
+                break
+            end = following
+        index_p.append(i)
+        index_q.append(j)
+        masses.append((end - reached) / top)
+        reached = end
+    x, y = support[index_p], support[index_q]
+    return QuantileCoupling(x, y, np.array(masses), float(np.max(np.abs(x - y))))
