@@ -41,13 +41,21 @@ def positive_int(value, name: str) -> int:
     return value
 
 
+#: Largest magnitude of an integer value: 2^53, so that the float64 likelihood kernels see it exactly
+#: and a release (value + noise) stays far inside int64.
+MAX_INTEGER = 2**53
+
+
 def integer_valued(values, name: str) -> np.ndarray:
-    """Return ``values`` as an int64 array after checking every entry is a finite whole number."""
+    """Return ``values`` as an int64 array after checking every entry is a whole number of magnitude <= 2^53."""
     arr = np.asarray(values)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold integers, got {values!r}")
     if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
         raise ValueError(f"{name} must hold integers, got {values!r}")
+    if np.any(np.abs(arr.astype(np.float64)) > MAX_INTEGER):
+        raise ValueError(f"{name} must hold integers of magnitude at most 2^53 = {MAX_INTEGER:,} (beyond it "
+                         f"float64 likelihoods and int64 releases lose them), got {values!r}")
     return arr.astype(np.int64)
 
 
