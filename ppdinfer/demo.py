@@ -67,8 +67,9 @@ def plot_comparison(results, truth, path: Path) -> None:
 
     exact = results["exact"]["exact"]
     rejection = results["rejection"]["posterior"]["share"].values.reshape(-1, truth.size)
-    importance = results["importance"]["posterior"]["share"].values.reshape(-1, truth.size)
-    weights = np.exp(results["importance"]["sample_stats"]["log_weight"].values.reshape(-1))
+    proposals = results["importance"]["proposal"]
+    importance = proposals["share"].values.reshape(-1, truth.size)
+    weights = np.exp(proposals["log_weight"].values.reshape(-1))
     true_share = truth / truth.sum()
     fig, axes = plt.subplots(1, truth.size, figsize=(3.2 * truth.size, 3.2), sharey=False)
     for j, ax in enumerate(axes):

@@ -101,9 +101,9 @@ class MultinomialTotal(DataModel):
     def total(self, z) -> int:
         if z is None or self.key not in z:
             raise ValueError(f"z must contain the public total z[{self.key!r}]")
-        total = np.asarray(z[self.key])
-        if total.ndim != 0 or not np.isfinite(total) or total != np.round(total) or total < 0:
-            raise ValueError(f"z[{self.key!r}] must be a non-negative integer total, got {z[self.key]!r}")
+        total = nonnegative_counts(z[self.key], f"z[{self.key!r}]")
+        if total.ndim != 0:
+            raise ValueError(f"z[{self.key!r}] must be a single count, got {z[self.key]!r}")
         return int(total)
 
     def check_z(self, z):

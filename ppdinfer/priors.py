@@ -73,6 +73,12 @@ class Dirichlet(Prior):
     ``alpha`` is either a fixed vector, or (with :meth:`centered`) computed from z as
     ``concentration * (z[key] + pseudocount) / sum(z[key] + pseudocount)``: a prior centred
     on public counts such as last month's, whose zero entries still get positive weight.
+
+    Concentrations below 1 put much mass near the faces of the simplex. ``rvs`` then draws
+    log Gamma(alpha) as log Gamma(alpha + 1) + log(U) / alpha and normalizes in log space, so a
+    component is 0 only below the smallest positive float (numpy's sampler gives exact zeros
+    far more often), and ``logpdf`` reads a component of 0 as that float (2.2e-308) where
+    alpha < 1: the log density is finite wherever the draws land.
     """
 
     def __init__(self, alpha=None, *, key: str | None = None, concentration: float | None = None,
@@ -110,11 +116,21 @@ class Dirichlet(Prior):
         return self.concentration * weights / weights.sum()
 
     def rvs(self, size, random_state=None, z=None):
-        return as_generator(random_state).dirichlet(self.concentration_vector(z), size=size)
+        alpha = self.concentration_vector(z)
+        rng = as_generator(random_state)
+        if alpha.min() >= 1:
+            return rng.dirichlet(alpha, size=size)
+        shape = (size, alpha.size)
+        log_gamma = np.log(rng.standard_gamma(alpha + 1, size=shape)) + np.log1p(-rng.random(shape)) / alpha
+        gamma = np.exp(log_gamma - log_gamma.max(axis=-1, keepdims=True))
+        return gamma / gamma.sum(axis=-1, keepdims=True)
 
     def logpdf(self, theta, z=None):
         alpha = self.concentration_vector(z)
         theta = np.atleast_2d(theta)
         log_norm = special.gammaln(alpha.sum()) - special.gammaln(alpha).sum()
         with np.errstate(divide="ignore"):
-            return log_norm + ((alpha - 1) * np.log(theta)).sum(axis=-1)
+            terms = (alpha - 1) * np.log(theta)
+        # A 0 drawn with alpha < 1 stands for a value below the smallest float; alpha = 1 adds nothing.
+        at_zero = np.where(alpha < 1, (alpha - 1) * np.log(np.finfo(float).tiny), np.where(alpha == 1, 0.0, -np.inf))
+        return log_norm + np.where(theta == 0, at_zero, terms).sum(axis=-1)

@@ -71,6 +71,13 @@ def test_bad_public_information():
         Poisson(-1.0)
 
 
+def test_public_total_is_one_count():
+    with pytest.raises(ValueError, match=r"z\['total'\] must hold integers, got '10'"):
+        MultinomialTotal().check_z({"total": "10"})
+    with pytest.raises(ValueError, match=r"z\['total'\] must be a single count"):
+        MultinomialTotal().check_z({"total": [3, 4]})
+
+
 def test_dirichlet_centered_on_public_counts():
     prior = priors.Dirichlet.centered("previous", concentration=10.0)
     alpha = prior.concentration_vector({"previous": [4, 0, 1]})

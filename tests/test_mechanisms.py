@@ -156,6 +156,14 @@ def test_discrete_mechanism_rejects_non_integer_values():
         DiscreteGaussian(1.0).release([0.5])
 
 
+@pytest.mark.parametrize("mechanism", [DiscreteLaplace(1.0), DiscreteGaussian(1.0)])
+def test_count_release_names_a_bad_count(mechanism):
+    with pytest.raises(ValueError, match=r"x must be non-negative, got \[-1, 3\]"):
+        mechanism.release([-1, 3])
+    with pytest.raises(ValueError, match=r"x must hold integers, got \[1.5\]"):
+        mechanism.release([1.5])
+
+
 def test_repr_and_equality():
     assert repr(DiscreteLaplace(0.5)) == "DiscreteLaplace(epsilon=0.5, sensitivity=1.0)"
     assert DiscreteLaplace(0.5) == DiscreteLaplace(0.5) != DiscreteLaplace(0.6)

@@ -63,7 +63,7 @@ TWINS = {
     "beta_binomial_latent": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None, {"marginalize": False}),
     "county_counts": (county_counts.model(epsilon=1.0, concentration=20.0), [6, 2, 5],
                       county_counts.public_information([5, 3, 3], 12), {}),
-    "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.margins([10, 12], 9), {}),
+    "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.public_information([10, 12], 9), {}),
 }
 
 

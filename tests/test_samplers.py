@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import matches_exact, theta_draws, theta_mean_z_scores
+from conftest import matches_exact, theta_mean_z_scores
 from scipy import special, stats
 
 import ppdinfer as pp
@@ -16,7 +16,7 @@ GALLERY = {
     "beta_binomial": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None),
     "county_counts": (county_counts.model(epsilon=1.0, concentration=20.0), [6, 2, 5],
                       county_counts.public_information([5, 3, 3], 12)),
-    "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.margins([10, 12], 9)),
+    "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.public_information([10, 12], 9)),
 }
 
 
@@ -44,13 +44,16 @@ def test_importance_matches_exact(name, exact_results):
     result = pp.importance_sample(model, y, z, draws=40000, random_seed=5)
     ess = float(result["sample_stats"]["ess"])
     assert 100 < ess <= 40000
-    weights = np.exp(result["sample_stats"]["log_weight"].values.reshape(-1))
+    weights = np.exp(result["proposal"]["log_weight"].values.reshape(-1))
     assert np.isclose(weights.sum(), 1.0)
-    z_scores = theta_mean_z_scores(result, exact_results[name], model.names[0], ess, weights)
+    proposals = result["proposal"][model.names[0]].values.reshape(weights.size, -1)
+    exact = exact_results[name]["exact"]
+    z_scores = (weights @ proposals - exact["theta_mean"].values) / (exact["theta_sd"].values / np.sqrt(ess))
     assert np.all(np.abs(z_scores) < 4.5)
     means = pp.weighted_mean(result)
-    assert np.allclose(means[model.names[0]].values.reshape(-1),
-                       (weights[:, None] * theta_draws(result, model.names[0])).sum(axis=0))
+    assert np.allclose(means[model.names[0]].values.reshape(-1), weights @ proposals)
+    # the posterior group is an equal-weight resample: unweighted means match too
+    assert np.all(np.abs(theta_mean_z_scores(result, exact_results[name], model.names[0], ess)) < 4.5)
     resampled = pp.resample(result, draws=2000, random_seed=1)
     assert resampled["posterior"].sizes["draw"] == 2000 and "sample_stats" not in resampled.children
     assert np.all(np.abs(theta_mean_z_scores(resampled, exact_results[name], model.names[0], min(ess, 2000))) < 4.5)
@@ -275,9 +278,9 @@ def test_result_layout_is_arviz_ready(exact_results):
     result = pp.rejection_sample(model, y, z, draws=300, random_seed=1, progressbar=False)
     assert set(result.children) == {"posterior", "sample_stats", "observed_data", "constant_data"}
     posterior = result["posterior"]
-    assert posterior["share"].dims == ("chain", "draw", "share_dim_0")
-    assert posterior["cases"].dims == ("chain", "draw", "cases_dim_0")
-    assert np.all(posterior["cases"].sum("cases_dim_0") == 12)
+    assert posterior["share"].dims == ("chain", "draw", "county")
+    assert posterior["cases"].dims == ("chain", "draw", "county")
+    assert np.all(posterior["cases"].sum("county") == 12)
     assert list(result["observed_data"]["y"].values) == [6, 2, 5]
     assert result["constant_data"]["total"] == 12 and list(result["constant_data"]["previous"].values) == [5, 3, 3]
     assert float(result["constant_data"]["mechanism_epsilon"]) == 1.0
@@ -321,7 +324,7 @@ def test_bad_release_and_public_information(sampler):
         sampler(model, y, {"total": 12}, draws=10)
     table, ty, tz = GALLERY["table_2x2"]
     with pytest.raises(ValueError, match="col_total"):
-        sampler(table, ty, table_2x2.margins([3, 4], 9), draws=10)
+        sampler(table, ty, table_2x2.public_information([3, 4], 9), draws=10)
 
 
 def test_bad_model_parts():

@@ -16,7 +16,7 @@ from .._random import SeedLike, as_generator
 from .._validation import positive_int
 from .conjugate import BetaMixture, conjugate_pair
 from .model import PPDModel, theta_logpdf
-from .results import assemble, posterior_dataset
+from .results import _dims, assemble, posterior_dataset
 
 _MAX_CELLS = 50_000_000
 
@@ -48,6 +48,7 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
     grid_size = positive_int(grid_size, "grid_size")
     rng = as_generator(random_seed)
     y, z, theta_shape, x_shape = model.prepare(y, z)
+    model.check_memory(draws, theta_shape, x_shape)
     generator = model.simulate
     if not (hasattr(generator, "support") and hasattr(generator, "logpmf")):
         raise ValueError("exact_posterior needs a data model with support(z, theta_dim) and logpmf(x, theta, z)")
@@ -62,8 +63,7 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
             raise ValueError("exact_posterior sums over a grid for scalar theta only; this model has "
                              f"{theta_dim} components and no conjugate form")
         exact, theta, x = _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng)
-    exact["x_support"] = (["support", *[f"{model.x_name}_dim_{i}" for i in range(len(x_shape))]],
-                          support.reshape(-1, *x_shape))
+    exact["x_support"] = (["support", *_dims(model.x_name, len(x_shape), model.dims)], support.reshape(-1, *x_shape))
     posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
     return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, exact=exact)
 

@@ -1,9 +1,10 @@
 """Self-normalized importance sampling of theta | y, z: the corrected Algorithm 2.
 
 theta_j ~ g (the proposal, default the prior), x_j ~ pi(x | theta_j, z), and
-w_j = pi(y | x_j, z) pi(theta_j | z) / g(theta_j). The draws stay unweighted in the
-``posterior`` group; their normalized log weights are in ``sample_stats.log_weight``. Use
-:func:`weighted_mean` for posterior means and :func:`resample` for unweighted draws.
+w_j = pi(y | x_j, z) pi(theta_j | z) / g(theta_j). The weighted proposals and their normalized
+log weights are the ``proposal`` group; ``posterior`` is an equal-weight resample of them, so
+that every ArviZ function (which knows no weights) summarises the posterior.
+:func:`weighted_mean` and :func:`ppdinfer.summary` use all the weighted proposals.
 """
 
 from __future__ import annotations
@@ -16,20 +17,29 @@ from scipy import special
 
 from .._random import SeedLike, as_generator
 from .._validation import positive_int
-from .model import PPDModel, draw_theta, theta_logpdf
+from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
 from .results import assemble, posterior_dataset
 
 #: Pareto-k above this makes the importance estimate unreliable (Vehtari et al. 2024).
 PARETO_K_THRESHOLD = 0.7
+#: An ESS below this is too small to trust, whatever Pareto k says.
+MIN_ESS = 100
+#: PSIS fits the largest floor(draws / 5) weights and needs at least 5 of them.
+MIN_PSIS_DRAWS = 25
 
 
 class ImportanceWarning(UserWarning):
-    """The importance weights have a heavy tail (Pareto k > 0.7)."""
+    """The importance weights are unreliable: a heavy tail (Pareto k > 0.7) or a tiny ESS."""
 
 
 def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, proposal=None,
                       random_seed: SeedLike = None) -> xr.DataTree:
     """Weighted draws of theta and x given the release y and public information z.
+
+    Warns (:class:`ImportanceWarning`) when Pareto k > 0.7, or when the ESS is below 100
+    whatever k says: k is NaN when the largest weights are tied (common with a discrete
+    likelihood) or when ``draws`` < 25, too few for PSIS, which is then skipped (and the ESS
+    warning fires).
 
     Parameters
     ----------
@@ -37,7 +47,7 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     y, z
         The release and the public information, as for :func:`rejection_sample`.
     draws : int
-        Number of proposals (weighted draws).
+        Number of proposals (weighted draws), and of draws in the resampled ``posterior``.
     proposal : optional
         The distribution g of theta (``rvs`` and ``logpdf``, like a prior). Default: the prior,
         in which case w_j = pi(y | x_j, z).
@@ -46,16 +56,20 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     Returns
     -------
     xarray.DataTree
-        ``posterior``: the unweighted proposals; ``sample_stats``: ``log_weight`` (normalized,
-        dims (chain, draw)), ``psis_log_weight`` (Pareto-smoothed), ``ess`` = (sum w)^2 / sum w^2,
+        ``proposal``: the weighted proposals (theta and x) with ``log_weight`` (normalized, dims
+        (chain, draw)) and ``psis_log_weight`` (Pareto-smoothed); ``posterior``: ``draws``
+        equal-weight draws, a stratified resample of the proposals kept in proposal order (so
+        repeats sit side by side and ArviZ's ESS counts them as such), its attrs giving
+        ``proposals`` and ``ess``; ``sample_stats``: ``ess`` = (sum w)^2 / sum w^2 and
         ``pareto_k``; the other groups as for :func:`rejection_sample`.
     """
     draws = positive_int(draws, "draws")
     rng = as_generator(random_seed)
     y, z, theta_shape, x_shape = model.prepare(y, z)
+    model.check_memory(draws, theta_shape, x_shape)
     g = model.prior if proposal is None else proposal
-    if proposal is not None and not (hasattr(proposal, "rvs") and hasattr(proposal, "logpdf")):
-        raise ValueError("proposal must have rvs(size, random_state) and logpdf(theta) methods")
+    if proposal is not None:
+        check_distribution(proposal, "proposal")
     theta = draw_theta(g, draws, rng, z)
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
         raise ValueError(f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}")
@@ -71,34 +85,34 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     log_w = log_w - special.logsumexp(log_w)
     psis_log_w, pareto_k = pareto_smooth(log_w)
     ess = float(np.exp(-special.logsumexp(2 * log_w)))
-    if pareto_k > PARETO_K_THRESHOLD:
+    if pareto_k > PARETO_K_THRESHOLD or ess < MIN_ESS:
+        problem = (f"Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy tail"
+                   if pareto_k > PARETO_K_THRESHOLD else f"the effective sample size is below {MIN_ESS}")
         warnings.warn(
-            f"importance_sample: Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy "
-            f"tail and the estimates are unreliable (ESS {ess:.0f} of {draws}); use a proposal closer to the "
-            "posterior, more draws, or rejection_sample",
+            f"importance_sample: {problem} and the estimates are unreliable (ESS {ess:.0f} of {draws}); "
+            "use a proposal closer to the posterior, more draws, or rejection_sample",
             ImportanceWarning, stacklevel=2,
         )
-    stats = xr.Dataset(
-        {
-            "log_weight": (["chain", "draw"], log_w.reshape(1, -1)),
-            "psis_log_weight": (["chain", "draw"], psis_log_w.reshape(1, -1)),
-            "ess": ((), ess),
-            "pareto_k": ((), pareto_k),
-        }
-    )
-    return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
-                    attrs={"sampler": "importance", "weighted": 1})
+    proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
+    posterior = _take(proposals, _stratified(np.exp(log_w), draws, rng))
+    posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
+    proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
+                                 psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
+    stats = xr.Dataset({"ess": ((), ess), "pareto_k": ((), pareto_k)})
+    return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, proposal=proposals)
 
 
 def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     """Pareto-smoothed normalized log weights and the tail shape k (Vehtari et al. 2024).
 
-    With a discrete likelihood the largest weights are often tied; the tail fit is then
-    undefined, k is NaN (a flat tail: no heavy tail to worry about) and the raw weights are
-    returned. Read the ESS in that case.
+    k is NaN, and the raw weights are returned, when PSIS cannot fit a tail: fewer than
+    ``MIN_PSIS_DRAWS`` weights, or tied largest weights (common with a discrete likelihood).
+    Read the ESS in that case.
     """
     from arviz_stats.base import array_stats  # imported here: it takes seconds to import
 
+    if log_w.size < MIN_PSIS_DRAWS:
+        return log_w, float("nan")
     try:
         # arviz-stats smooths LOO ratios 1 / p(y_i | theta), so it takes a log likelihood: negate.
         smoothed, k = array_stats.psislw(-log_w)
@@ -107,36 +121,48 @@ def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     return smoothed - special.logsumexp(smoothed), float(k)
 
 
-def _weights(result: xr.DataTree, smoothed: bool) -> xr.DataArray:
-    stats = result["sample_stats"]
-    name = "psis_log_weight" if smoothed else "log_weight"
-    if name not in stats:
+def _stratified(weights: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of ``draws`` equal-weight draws: one uniform in each of ``draws`` equal strata of
+    the cumulative weights, so the indices come out sorted."""
+    cumulative = np.cumsum(weights)
+    u = (np.arange(draws) + rng.random(draws)) / draws * cumulative[-1]
+    return np.minimum(np.searchsorted(cumulative, u, side="right"), weights.size - 1)  # guard rounding
+
+
+def _take(proposals: xr.Dataset, index: np.ndarray) -> xr.Dataset:
+    """The proposals (one chain) at positions ``index``, as a chain of ``index.size`` draws."""
+    return proposals.isel(draw=index).assign_coords(draw=np.arange(index.size))
+
+
+def _weighted(result: xr.DataTree, smoothed: bool) -> tuple[xr.Dataset, xr.DataArray]:
+    """The posterior variables of the weighted proposals, and their normalized weights."""
+    if "proposal" not in result.children:
         raise ValueError("result has no importance weights: pass the output of importance_sample")
-    return np.exp(stats[name])
+    proposals = result["proposal"].to_dataset()
+    w = np.exp(proposals["psis_log_weight" if smoothed else "log_weight"])
+    return proposals[list(result["posterior"].data_vars)], w
 
 
 def weighted_mean(result: xr.DataTree, smoothed: bool = False) -> xr.Dataset:
-    """Self-normalized importance estimates of the posterior means of every posterior variable."""
-    w = _weights(result, smoothed)
-    posterior = result["posterior"].to_dataset()
-    return (posterior * w).sum(("chain", "draw")) / w.sum()
+    """Self-normalized importance estimates of the posterior means, from all the weighted proposals."""
+    proposals, w = _weighted(result, smoothed)
+    return (proposals * w).sum(("chain", "draw")) / w.sum()
 
 
 def resample(result: xr.DataTree, draws: int | None = None, random_seed: SeedLike = None,
              smoothed: bool = False) -> xr.DataTree:
-    """Unweighted posterior draws: multinomial resampling of an importance result by its weights.
+    """Equal-weight posterior draws: a stratified resample of an importance result's proposals.
 
-    The returned tree has the same groups except ``sample_stats``; ``arviz`` summaries apply.
-    Resampled draws repeat proposals, so their count overstates the information: see ``ess``.
+    As the ``posterior`` group of :func:`importance_sample`, but of any size (default: the number
+    of proposals), from another seed, or by the Pareto-smoothed weights. The returned tree has
+    the same groups except ``proposal`` and ``sample_stats``.
     """
-    w = _weights(result, smoothed).values.reshape(-1)
+    proposals, w = _weighted(result, smoothed)
+    w = w.values.reshape(-1)
     draws = w.size if draws is None else positive_int(draws, "draws")
-    index = as_generator(random_seed).choice(w.size, size=draws, p=w / w.sum())
-    posterior = result["posterior"].to_dataset().stack(sample=("chain", "draw")).isel(sample=index)
-    posterior = posterior.drop_vars(["sample", "chain", "draw"]).rename({"sample": "draw"})
-    posterior = posterior.expand_dims(chain=1).assign_coords(chain=[0], draw=np.arange(draws))
-    posterior = posterior.transpose("chain", "draw", ...)
-    groups = {name: result[name].to_dataset() for name in result.children if name not in ("posterior", "sample_stats")}
+    posterior = _take(proposals, _stratified(w, draws, as_generator(random_seed)))
+    groups = {name: result[name].to_dataset() for name in result.children
+              if name not in ("posterior", "proposal", "sample_stats")}
     tree = xr.DataTree.from_dict({"posterior": posterior, **groups})
-    tree.attrs.update(result.attrs, sampler="importance-resampled", weighted=0)
+    tree.attrs.update(result.attrs, sampler="importance-resampled")
     return tree

@@ -72,6 +72,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     max_proposals = math.inf if max_proposals is None else positive_int(max_proposals, "max_proposals")
     blocks_per_batch = None if batch_size == "auto" else -(-positive_int(batch_size, "batch_size") // BLOCK_SIZE)
     y, z, theta_shape, x_shape = model.prepare(y, z)
+    model.check_memory(draws, theta_shape, x_shape)
     log_bound = float(model.mechanism.log_bound(z, size=y.size))
     if not math.isfinite(log_bound):
         raise ValueError(

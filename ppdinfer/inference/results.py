@@ -1,7 +1,9 @@
 """Assembly of sampler output into an ArviZ-style ``xarray.DataTree``.
 
-Groups: ``posterior`` (theta and x with dims (chain, draw, ...)), ``sample_stats``,
-``observed_data`` (y), ``constant_data`` (z and the mechanism's parameters).
+Groups: ``posterior`` (theta and x with dims (chain, draw, ...), equal-weight draws that any
+ArviZ function may summarise), ``sample_stats``, ``observed_data`` (y), ``constant_data`` (z and
+the mechanism's parameters), and a sampler's own groups (``proposal``: the weighted draws of
+importance sampling; ``exact``: the exact posterior).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import xarray as xr
 from .model import PPDModel
 
 
-def _dims(name: str, ndim: int) -> list[str]:
+def _dims(name: str, ndim: int, dims: dict | None = None) -> list[str]:
+    """Dimension names of a variable: ``dims[name]`` (a model's ``dims``) if given, else ``{name}_dim_{i}``."""
+    if dims and name in dims:
+        return list(dims[name])
     return [f"{name}_dim_{i}" for i in range(ndim)]
 
 
@@ -24,16 +29,17 @@ def posterior_dataset(model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_s
     if len(model.names) == 1:
         name = model.names[0]
         values = theta.reshape(chains, n, *theta_shape)
-        data[name] = (["chain", "draw", *_dims(name, len(theta_shape))], values)
+        data[name] = (["chain", "draw", *_dims(name, len(theta_shape), model.dims)], values)
     else:
         for i, name in enumerate(model.names):
             data[name] = (["chain", "draw"], theta[:, i].reshape(chains, n))
-    data[model.x_name] = (["chain", "draw", *_dims(model.x_name, len(x_shape))], x.reshape(chains, n, *x_shape))
+    x_dims = _dims(model.x_name, len(x_shape), model.dims)
+    data[model.x_name] = (["chain", "draw", *x_dims], x.reshape(chains, n, *x_shape))
     return xr.Dataset(data, coords={"chain": np.arange(chains), "draw": np.arange(n)})
 
 
 def observed_dataset(model: PPDModel, y: np.ndarray) -> xr.Dataset:
-    return xr.Dataset({"y": (_dims(model.x_name, y.ndim), y)})
+    return xr.Dataset({"y": (_dims(model.x_name, y.ndim, model.dims), y)})
 
 
 def constant_dataset(model: PPDModel, z) -> xr.Dataset:

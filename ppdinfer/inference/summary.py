@@ -1,7 +1,8 @@
-"""One table of posterior means, sds and equal-tailed intervals for any result of the package.
+"""One table of posterior means, sds and central intervals for any result of the package.
 
-Rejection and MCMC draws count equally; importance draws by their weights; an exact result
-uses its exact moments and CDFs (theta) and its exact pmf (x).
+Rejection and MCMC draws count equally; an importance result counts all its proposals by
+their weights (not its resampled ``posterior``); an exact result uses its exact moments and
+CDFs (theta) and its exact pmf (x).
 """
 
 from __future__ import annotations
@@ -24,15 +25,23 @@ def _flatten(da: xr.DataArray) -> tuple[np.ndarray, list[str]]:
 
 
 def _weighted_rows(values, weights, labels, prob):
+    """Rows (mean, sd, lower, upper) of the weighted distribution of each column of ``values``."""
     weights = weights / weights.sum()
+    tail = (1 - prob) / 2
+    integer = values.dtype.kind in "iub"
     rows = {}
     for column, label in zip(values.T, labels):
         order = np.argsort(column, kind="stable")
         sorted_values, sorted_weights = column[order], weights[order]
-        mid = np.cumsum(sorted_weights) - sorted_weights / 2
+        cdf = np.cumsum(sorted_weights)
+        cdf /= cdf[-1]
         mean = np.sum(weights * column)
-        sd = np.sqrt(max(np.sum(weights * column**2) - mean**2, 0.0))
-        lower, upper = np.interp([(1 - prob) / 2, (1 + prob) / 2], mid, sorted_values)
+        sd = np.sqrt(np.sum(weights * (column - mean) ** 2))
+        if integer:  # discrete quantiles: see summary()
+            lower = sorted_values[np.searchsorted(cdf, tail, side="right")]
+            upper = sorted_values[np.searchsorted(cdf, 1 - tail, side="left")]
+        else:
+            lower, upper = np.interp([tail, 1 - tail], cdf - sorted_weights / 2, sorted_values)
         rows[label] = (mean, sd, lower, upper)
     return rows
 
@@ -40,23 +49,30 @@ def _weighted_rows(values, weights, labels, prob):
 def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> pd.DataFrame:
     """Posterior mean, sd and central ``prob`` interval of every parameter (and x).
 
-    Returns a DataFrame indexed like ``arviz.summary`` (``theta[0]``, ``x[3]``, ...), with
-    columns ``mean``, ``sd``, ``lower``, ``upper``.
+    Returns a DataFrame indexed like ``arviz.summary`` (``theta[0]``, ``x[3]``, ...), with float
+    columns ``mean``, ``sd``, ``lower``, ``upper``. For a real-valued variable the interval is
+    equal-tailed, interpolated between draws (or read off the exact CDF). For an integer-valued
+    variable (integer dtype, such as the counts x) ``lower`` and ``upper`` are integers (held as
+    floats, as the columns are shared with theta): ``lower`` is the smallest value v with
+    P(X <= v) > (1 - prob) / 2 and ``upper`` the largest with P(X >= v) > (1 - prob) / 2, so
+    each tail outside the interval has probability at most (1 - prob) / 2 and the interval
+    covers at least ``prob``.
     """
     prob = probability(prob, "prob")
     x_name = result.attrs.get("x_name", "x")
     exact = result["exact"] if "exact" in result.children else None
-    weights = None
-    if "sample_stats" in result.children and "log_weight" in result["sample_stats"]:
-        weights = np.exp(result["sample_stats"]["log_weight"].values.reshape(-1))
+    draws, weights = result["posterior"], None
+    if "proposal" in result.children:  # importance: the weighted proposals, not the resample
+        draws = result["proposal"]
+        weights = np.exp(draws["log_weight"].values.reshape(-1))
     rows = {}
     component = 0  # position of the next theta component in the exact group
-    for name, da in result["posterior"].data_vars.items():
+    for name in result["posterior"].data_vars:
         if name == x_name and not include_x:
             continue
-        values, labels = _flatten(da)
+        values, labels = _flatten(draws[name])
         if exact is not None and name == x_name:
-            support = exact["x_support"].values.reshape(exact.sizes["support"], -1).astype(float)
+            support = exact["x_support"].values.reshape(exact.sizes["support"], -1)
             rows.update(_weighted_rows(support, exact["x_pmf"].values, labels, prob))
         elif exact is not None:
             rows.update(_exact_theta_rows(exact, labels, prob, component))
@@ -64,7 +80,7 @@ def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> p
         else:
             w = np.ones(values.shape[0]) if weights is None else weights
             rows.update(_weighted_rows(values, w, labels, prob))
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=["mean", "sd", "lower", "upper"])
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=["mean", "sd", "lower", "upper"], dtype=float)
     table.attrs["prob"] = prob
     return table
 

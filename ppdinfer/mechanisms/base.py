@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._random import SeedLike, as_generator
-from .._validation import finite_array, integer_valued
+from .._validation import finite_array, integer_valued, nonnegative_counts
 from ..kernels import additive_noise_loglik
 
 
@@ -58,12 +58,12 @@ class AdditiveNoiseMechanism(Mechanism):
     power: int
 
     def release(self, x, z=None, random_seed: SeedLike = None, *, secure: bool = False) -> np.ndarray:
-        """The release ``x + noise``.
+        """The release ``x + noise``; a discrete mechanism releases counts, so x must hold integers >= 0.
 
         With ``secure=True`` the noise comes from the operating system's cryptographically
         secure generator (discrete mechanisms only) and ``random_seed`` is ignored.
         """
-        x = self._check_values(x, "x")
+        x = nonnegative_counts(x, "x") if self.discrete else finite_array(x, "x")
         if secure and not self.discrete:
             raise ValueError("secure=True is available for the discrete (integer) mechanisms only")
         noise = self._noise(x.shape, as_generator(random_seed), secure)

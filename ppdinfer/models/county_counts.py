@@ -39,7 +39,8 @@ class CountyCountsModel(PPDModel):
 
     def __init__(self, epsilon: float, concentration: float, sensitivity: float):
         super().__init__(Dirichlet.centered("previous", concentration=concentration), MultinomialTotal("total"),
-                         DiscreteLaplace(epsilon, sensitivity), names="share", x_name="cases")
+                         DiscreteLaplace(epsilon, sensitivity), names="share", x_name="cases",
+                         dims={"share": "county", "cases": "county"})
 
     def to_pymc(self, y, z=None, *, mutable: bool = False):
         """The PyMC twin; ``mutable=True`` holds y in ``pm.Data("y_release")`` so that one model
@@ -60,7 +61,10 @@ class CountyCountsModel(PPDModel):
 
 
 def model(epsilon: float = 1.0, concentration: float = 50.0, sensitivity: float = 1.0) -> CountyCountsModel:
-    """The county-count PPD model; z must hold ``previous`` (J counts) and ``total``."""
+    """The county-count PPD model; z must hold ``previous`` (J counts) and ``total``.
+
+    Results put ``share`` and ``cases`` (and y) on the dimension ``county``.
+    """
     return CountyCountsModel(epsilon, concentration, sensitivity)
 
 

@@ -62,6 +62,6 @@ def model(epsilon: float = 1.0, log_odds_sd: float = 1.0) -> Table2x2Model:
     return Table2x2Model(epsilon, log_odds_sd)
 
 
-def margins(row_totals, col_total) -> dict:
+def public_information(row_totals, col_total) -> dict:
     """z for the model: the public margins (validated by the data model when sampling)."""
     return {"row_totals": list(row_totals), "col_total": col_total}
