@@ -1,15 +1,44 @@
-"""The ``ppdinfer`` command line."""
+"""The ``ppdinfer`` command line.
+
+An error prints one line, ``ppdinfer: error: ...``, to stderr and exits with status 1 (130 on
+an interrupt); ``--debug`` shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 from pathlib import Path
 
 from .case_studies.covid_pa import cli as covid_cli
 
+#: Errors a user can meet in normal use (bad input, missing files or packages): their message suffices.
+EXPECTED_ERRORS = (ValueError, OSError, ImportError)
+
+
+def _number(kind, name: str, minimum: float, strict: bool):
+    """An argparse ``type``: ``kind(text)``, refused unless finite and above (or at, if not ``strict``) ``minimum``."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
+        return value
+    parse.__name__ = name
+    return parse
+
+
+positive_int = _number(int, "a positive integer", 0, strict=True)
+non_negative_int = _number(int, "a non-negative integer", 0, strict=False)
+positive_float = _number(float, "a positive number", 0.0, strict=True)
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ppdinfer", description="Bayesian inference from partially private data.")
+    parser.add_argument("--debug", action="store_true", help="on an error, show its traceback")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -19,9 +48,9 @@ def main(argv=None) -> int:
                     "write a figure.",
     )
     demo.add_argument("--output", type=Path, default=Path("demo_output"), help="folder for the figure")
-    demo.add_argument("--epsilon", type=float, default=1.0, help="privacy level of the release (default 1)")
-    demo.add_argument("--draws", type=int, default=2000, help="rejection draws (default 2000)")
-    demo.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    demo.add_argument("--epsilon", type=positive_float, default=1.0, help="privacy level of the release (default 1)")
+    demo.add_argument("--draws", type=positive_int, default=2000, help="rejection draws (default 2000)")
+    demo.add_argument("--seed", type=non_negative_int, default=2026, help="random seed (default 2026)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.set_defaults(handler=_demo)
     covid_cli.register(commands)
@@ -29,7 +58,19 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    args.handler(args)
+    try:
+        args.handler(args)
+    except (Exception, KeyboardInterrupt) as err:
+        if args.debug:
+            raise
+        if isinstance(err, KeyboardInterrupt):
+            print(f"ppdinfer: {err or 'interrupted'}", file=sys.stderr)
+            return 130
+        if isinstance(err, EXPECTED_ERRORS):
+            print(f"ppdinfer: error: {err}", file=sys.stderr)
+        else:
+            print(f"ppdinfer: error: {type(err).__name__}: {err} (--debug shows the traceback)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,10 +1,15 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from ppdinfer.case_studies.covid_pa import cli as covid_cli
 from ppdinfer.cli import main
 from ppdinfer.demo import run_demo
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
 
 
 def test_help_lists_the_commands():
@@ -28,19 +33,34 @@ def test_cli_demo_entry_point(tmp_path):
     assert (tmp_path / "demo_posteriors.png").exists()
 
 
-def test_covid_commands_end_to_end(tmp_path):
-    from pathlib import Path
+def test_covid_commands_end_to_end(tmp_path, monkeypatch):
+    if not DATA.exists():
+        pytest.skip(f"real data not found at {DATA}")
+    results = tmp_path / "results"
+    assert main(["covid", "synthesize", "--data", str(DATA), "--results", str(results), "--counties", "Allegheny",
+                 "Cameron", "Forest", "--months", "2020-12", "2021-01", "--replicates", "1", "--sweeps", "20",
+                 "--workers", "1", "--no-progress"]) == 0
+    assert len(list(results.glob("*.nc"))) == 8
+    # from another folder, without --data: the data are found from the repository; the table is the results'
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(covid_cli.DATA_ENV, raising=False)
+    assert main(["covid", "report", "--results", str(results)]) == 0
+    report = (results / "report" / "report.md").read_text()
+    assert "Claim 1" in report and "figure1" in report and "| counties | 3: Allegheny, Cameron, Forest |" in report
 
-    import pytest
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
-    if not data.exists():
-        pytest.skip(f"real data not found at {data}")
-    common = ["--data", str(data), "--results", str(tmp_path), "--counties", "Allegheny", "Cameron", "Forest"]
-    months = ["--months", "2020-12", "2021-01"]
-    assert main(["covid", "synthesize", *common, *months, "--replicates", "1", "--sweeps", "20", "--workers", "1",
-                 "--no-progress"]) == 0
-    assert len(list(tmp_path.glob("*.nc"))) == 8
-    assert main(["covid", "report", *common, *months]) == 0
-    report = (tmp_path / "report" / "report.md").read_text()
-    assert "Claim 1" in report and "figure1" in report
+def test_default_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(covid_cli.DATA_ENV, "/some/where")
+    assert covid_cli.default_data() == Path("/some/where")
+    monkeypatch.delenv(covid_cli.DATA_ENV)
+    (tmp_path / "shared" / "data" / "covid_pa").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert covid_cli.default_data() == tmp_path / "shared" / "data" / "covid_pa"  # before the repository's
+    monkeypatch.chdir(tmp_path / "shared" / "data")  # no ../shared/data/covid_pa from here
+    if DATA.exists():
+        assert covid_cli.default_data() == DATA  # the repository's
+    monkeypatch.setattr(covid_cli, "__file__", str(tmp_path / "installed" / "cli.py"))  # no repository
+    with pytest.raises(FileNotFoundError, match=r"pass --data DIR or set PPDINFER_COVID_DATA \(looked in "
+                                                r".*/data/\.\./shared/data/covid_pa\)"):
+        covid_cli.default_data()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from ppdinfer.case_studies.covid_pa.report import (
     size_groups,
     write_report,
 )
+from ppdinfer.case_studies.covid_pa.inference import coverage_summary
 from ppdinfer.case_studies.covid_pa.synthesis import EPSILONS, FLAGS, METHODS, load_results, run_synthesis
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
@@ -42,17 +44,22 @@ def table():
 
 
 @pytest.fixture(scope="module")
-def results(table, tmp_path_factory):
+def results_dir(table, tmp_path_factory):
     results_dir = tmp_path_factory.mktemp("covid_results")
     run_synthesis(table, results_dir, replicates=REPLICATES, seed=7, sweeps=50, progressbar=False,
                   executor=ThreadPoolExecutor(1))
+    return results_dir
+
+
+@pytest.fixture(scope="module")
+def results(results_dir):
     return load_results(results_dir)
 
 
 @pytest.fixture(scope="module")
 def report_dir(table, results, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("covid_report")
-    write_report(table, results, out_dir, seed=7, sweeps=50)
+    write_report(table, results, out_dir)
     return out_dir
 
 
@@ -163,7 +170,9 @@ def test_report_embeds_figures_and_states_claims(report_dir):
     for k in range(1, 5):
         assert f"### Claim {k}:" in text
     assert text.count("**Verdict: ") == 4
+    # the seed, sweeps and replicates are the results' own
     assert "JHU CSSE" in text and "| seed | 7 |" in text and "| WEM sweeps | 50 |" in text
+    assert f"| replicates | {REPLICATES} per method and ε |" in text and "Unequal replicates" not in text
     assert f"{REPLICATES} replicates, {len(MONTHS)} months, {len(COUNTIES)} counties" in text
 
 
@@ -175,3 +184,49 @@ def test_report_states_the_numbers(table, results, report_dir):
     post, prior = (float(value.replace(",", "")) for value in stated.groups())
     assert post == pytest.approx(worst["postprocess"], rel=5e-3, abs=0.5)
     assert prior == pytest.approx(worst["wem_prior"], rel=5e-3, abs=0.5)
+
+
+def test_report_says_when_some_method_has_fewer_replicates(table, results_dir, tmp_path):
+    unfinished = tmp_path / "results"
+    shutil.copytree(results_dir, unfinished)
+    (unfinished / "wem_prior_eps0.01_rep002.nc").unlink()
+    text = write_report(table, load_results(unfinished), tmp_path / "report", figures={}).read_text(encoding="utf-8")
+    assert f"| replicates | {REPLICATES} per method and ε, except WEM" in text
+    assert re.search(r"\*\*Unequal replicates\.\*\* .*ε = 0.01: 2, of 3\)", text)
+
+
+def test_report_refuses_results_of_another_table(table, results, tmp_path):
+    with pytest.raises(ValueError, match="another table \\(counties .* in the results, Allegheny, Erie given"):
+        write_report(table.subset(counties=["Allegheny", "Erie"]), results, tmp_path, figures={})
+
+
+def _study(covered: dict[str, int], replicates: int) -> "pd.DataFrame":
+    """A coverage study by hand: per county, the Bayes interval covers the truth in its first ``covered`` replicates."""
+    import pandas as pd
+
+    rows = []
+    for population, (county, hits) in enumerate(covered.items(), start=1):
+        for r in range(replicates):
+            inside = r < hits
+            rows.append({"release": "laplace", "epsilon": 1.0, "replicate": r, "county": county,
+                         "population": 1000 * population, "true_rate": 5.0, "bayes_mean": 5.0,
+                         "bayes_lower": 4.0 if inside else 6.0, "bayes_upper": 7.0, "plugin": 5.0,
+                         "plugin_lower": 4.0, "plugin_upper": 6.0})
+    return pd.DataFrame(rows)
+
+
+def test_report_gives_coverage_with_its_cases_interval_and_caveat(table, results, tmp_path):
+    import pandas as pd
+
+    summary = coverage_summary(_study({"Cameron": 2, "Adams": 6, "Allegheny": 6}, replicates=6))
+    check = pd.DataFrame({"true": [3], "release": [4], "exact": [3.1], "pymc": [3.2]},
+                         index=pd.Index(["Cameron"], name="county"))
+    config = {"month": "2021-01", "check_month": "2020-07", "seed": 11, "replicates": 6, "epsilons": [1.0],
+              "concentration": 1000.0, "counties": ["Adams", "Allegheny", "Cameron"], "version": "0.1.0"}
+    text = write_report(table, results, tmp_path, figures={}, inference=(summary, check, config)).read_text()
+    # Cameron is the small county: 2 of 6 covered, Wilson 95 % interval 0.097 to 0.700
+    assert "| laplace | 1 | small | bayes | 0.333 | 0.10 to 0.70 | 6 |" in text
+    assert "| laplace | 1 | large | plugin | 1.000 | 0.61 to 1.00 | 6 |" in text
+    assert "**Few cases.** Some coverages rest on only 6 cases" in text
+    assert ("Run: month 2021-01, seed 11, 6 replicates, ε = 1, prior concentration 1000, 3 counties "
+            "(Adams, Allegheny, Cameron); check month 2020-07") in text

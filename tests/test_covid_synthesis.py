@@ -53,7 +53,7 @@ def test_interrupted_run_resumes_to_identical_results(table, reference, tmp_path
 
     def interrupt_on_fifth(*args):
         calls["n"] += 1
-        if calls["n"] == 5:
+        if calls["n"] >= 5:  # and after: the pool's thread may start the sixth before the interrupt lands
             raise KeyboardInterrupt
         return original(*args)
 

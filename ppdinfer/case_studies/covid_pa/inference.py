@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from tqdm import tqdm
 
 from ...mechanisms import DiscreteLaplace
@@ -166,10 +167,13 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
     return pd.DataFrame(rows)
 
 
-def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.DataFrame:
+def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3, confidence: float = 0.95) -> pd.DataFrame:
     """Coverage and mean width of both intervals, for small and large counties, per release and epsilon.
 
     Small counties are the ``small_share`` least populous; large the same share of the most.
+    Columns: ``coverage`` (``covered`` of ``n`` cases, the county-replicates), its Wilson interval
+    at level ``confidence`` (``coverage_low``, ``coverage_high``; cases taken as independent) and
+    ``mean_width``.
     """
     populations = study.groupby("county")["population"].first().sort_values()
     n = max(1, int(round(small_share * populations.size)))
@@ -183,9 +187,13 @@ def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3) -> pd.Data
         covered = (frame[f"{method}_lower"] <= frame["true_rate"]) & (frame["true_rate"] <= frame[f"{method}_upper"])
         width = frame[f"{method}_upper"] - frame[f"{method}_lower"]
         summary = (frame.assign(covered=covered, width=width).groupby(["release", "epsilon", "size"])
-                   .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), n=("covered", "size")))
+                   .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), covered=("covered", "sum"),
+                        n=("covered", "size")))
         out.append(summary.assign(method=method).set_index("method", append=True))
-    return pd.concat(out).reorder_levels(["release", "epsilon", "size", "method"]).sort_index()
+    out = pd.concat(out).reorder_levels(["release", "epsilon", "size", "method"]).sort_index()
+    intervals = [stats.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+                 for k, n in zip(out["covered"], out["n"])]
+    return out.assign(coverage_low=[i.low for i in intervals], coverage_high=[i.high for i in intervals])
 
 
 def enumerable_counties(table: CovidTable, month: str, limit: int = 200_000, most: int = 5) -> list[str]:

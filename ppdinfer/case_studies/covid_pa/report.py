@@ -17,12 +17,13 @@ import xarray as xr
 
 from .figures import (FLAG_LABELS, METHOD_DIM, METHOD_LABELS, RATE_SCALE, case_rates, contraction_frequencies,
                       methods_of, relative_errors, save_all, synthetic_rates, true_rates)
+from .results_dir import differences, table_digest
 from .synthesis import DELTA_Z, EPSILONS, FLAGS, METHODS
 from .table import CovidTable
 
-__all__ = ["CONCENTRATION_LIMIT", "SIGNAL_LIMIT", "WORST_QUANTILE", "Claim", "assess", "claim_numbers",
-           "contraction_by_group", "error_quantiles", "previous_rates", "signal_correlations", "size_groups",
-           "write_report"]
+__all__ = ["CONCENTRATION_LIMIT", "SIGNAL_LIMIT", "SMALL_SAMPLE", "WORST_QUANTILE", "Claim", "assess",
+           "claim_numbers", "contraction_by_group", "error_quantiles", "previous_rates", "replicate_counts",
+           "signal_correlations", "size_groups", "write_report"]
 
 HIGH_PRIVACY, LOW_PRIVACY = EPSILONS
 #: Claim 1 holds for a method whose median absolute relative error at eps = 1 is at most this (%).
@@ -32,6 +33,8 @@ SIGNAL_LIMIT = 0.5
 #: Claim 3 compares this quantile of the absolute relative error over the small counties.
 WORST_QUANTILE = 0.95
 SMALL, LARGE = "small", "large"
+#: Coverage rows of the inference section resting on fewer cases than this get a caveat.
+SMALL_SAMPLE = 100
 
 CAPTIONS = {
     "figure1_case_rates": "Figure 1. Synthetic case rates per 100,000 of Allegheny, Erie and Cameron counties by "
@@ -233,17 +236,50 @@ def assess(numbers: dict) -> list[Claim]:
     return [judge(numbers) for judge in (_claim1, _claim2, _claim3, _claim4)]
 
 
-def _inputs(table: CovidTable, results: xr.Dataset, seed: int | None, sweeps: int | None) -> str:
+def _check_table(table: CovidTable, results: xr.Dataset) -> None:
+    """ValueError unless ``results`` (from :func:`~.synthesis.load_results`) were made on ``table``."""
+    if "seed" not in results.attrs:
+        raise ValueError("results carry no run configuration: load them with load_results")
+    made_on = {key: results.attrs[key] for key in ("counties", "months", "data")}
+    given = {"counties": list(table.counties), "months": list(table.months), "data": table_digest(table)}
+    if made_on != given:
+        raise ValueError(f"the results were made on another table "
+                         f"({differences(made_on, given, ('in the results', 'given'))})")
+
+
+def replicate_counts(results: xr.Dataset) -> dict[tuple[str, float], int]:
+    """The number of replicates with results, per (method, epsilon)."""
+    present = results["y"].notnull().any(["month", "series", "county"]).sum("replicate")
+    return {(str(m), float(e)): int(present.sel({METHOD_DIM: m, "epsilon": e}))
+            for m in results[METHOD_DIM].values for e in results["epsilon"].values}
+
+
+def _replicates(results: xr.Dataset) -> tuple[str, str]:
+    """The replicates row of the inputs table, and a note when some (method, epsilon) have fewer."""
+    counts = replicate_counts(results)
+    most = max(counts.values())
+    fewer = [f"{METHOD_LABELS[m]} at ε = {e:g}: {n}" for (m, e), n in counts.items() if n < most]
+    if not fewer:
+        return f"{most} per method and ε", ""
+    return (f"{most} per method and ε, except {'; '.join(fewer)}",
+            f"**Unequal replicates.** Some method and ε have fewer replicates than the others ({'; '.join(fewer)}, "
+            f"of {most}): their numbers rest on fewer releases. `ppdinfer covid synthesize` with the run's "
+            "arguments completes the run.")
+
+
+def _inputs(table: CovidTable, results: xr.Dataset) -> str:
+    replicates, note = _replicates(results)
     rows = [["months", f"{table.months[0]} .. {table.months[-1]} ({table.n_months})"],
             ["counties", f"{table.n_counties}: {', '.join(table.counties)}" if table.n_counties <= 10
              else str(table.n_counties)],
             ["methods", ", ".join(METHOD_LABELS[m] for m in methods_of(results))],
             ["ε", ", ".join(f"{e:g}" for e in results["epsilon"].values)],
-            ["replicates", str(results.sizes["replicate"])],
-            ["seed", "not given" if seed is None else str(seed)],
-            ["WEM sweeps", "not given" if sweeps is None else str(sweeps)],
-            ["Δ_Z", f"{DELTA_Z:g}"]]
-    return _table(["input", "value"], rows)
+            ["replicates", replicates],
+            ["seed", str(results.attrs["seed"])],
+            ["WEM sweeps", str(results.attrs["sweeps"])],
+            ["Δ_Z", f"{DELTA_Z:g}"],
+            ["ppdinfer", results.attrs["version"]]]
+    return "\n\n".join(filter(None, [_table(["input", "value"], rows), note]))
 
 
 def _definitions(table: CovidTable, numbers: dict) -> str:
@@ -268,43 +304,62 @@ def _figures_section(figures: Mapping[str, Path], out_dir: Path) -> str:
                        for name, path in figures.items())
 
 
-def _inference_section(summary, check) -> str:
-    """Coverage of Bayes vs plug-in intervals, and the few-county agreement check."""
-    rows = [[release, f"{eps:g}", size, method, f"{row.coverage:.3f}", _number(row.mean_width), f"{int(row.n)}"]
+def _inference_run(config: Mapping) -> str:
+    counties = config["counties"]
+    return (f"Run: month {config['month']}, seed {config['seed']}, {config['replicates']} replicates, "
+            f"ε = {', '.join(f'{e:g}' for e in config['epsilons'])}, prior concentration {config['concentration']:g}, "
+            f"{len(counties)} counties" + (f" ({', '.join(counties)})" if len(counties) <= 10 else "")
+            + f"; check month {config['check_month']}; ppdinfer {config['version']}.")
+
+
+def _inference_section(summary, check, config: Mapping) -> str:
+    """Coverage of Bayes vs plug-in intervals, with binomial intervals, and the few-county agreement check."""
+    rows = [[release, f"{eps:g}", size, method, f"{row.coverage:.3f}",
+             f"{row.coverage_low:.2f} to {row.coverage_high:.2f}", f"{int(row.n)}", _number(row.mean_width)]
             for (release, eps, size, method), row in summary.iterrows()]
+    fewest = int(summary["n"].min())
+    caveat = (f"**Few cases.** Some coverages rest on only {fewest} cases (fewer than {SMALL_SAMPLE}): their "
+              "intervals are wide, and a coverage that differs from 0.9, or from another, by less than they allow "
+              "is not evidence of a difference. Run `ppdinfer covid infer` with more replicates to narrow them."
+              if fewest < SMALL_SAMPLE else "")
     methods = [c for c in check.columns if c not in ("true", "release")]
     check_rows = [[county, *(f"{check.loc[county, c]:.3g}" for c in ["true", "release", *methods])]
                   for county in check.index]
-    return "\n\n".join([
+    return "\n\n".join(filter(None, [
         "Posterior of the county case counts of one month given the public z (last month's counts, this month's "
         "total) and either the raw discrete Laplace release (Delta_Z = 2; release `laplace`) or the naive-base "
         "L2 Wasserstein exponential mechanism on the case counts (release `wem_naive`), with the county-count "
         "model's PyMC twin (interval `bayes`), versus the plug-in interval: the post-processed Y* (laplace) or y "
         "itself (wem_naive) +- the noise's 90% quantile (interval `plugin`). Coverage of the true case rate by "
-        "nominal 90% intervals over replicates, and mean width in cases per 100,000:",
-        _table(["release", "epsilon", "counties", "interval", "coverage", "mean width", "n"], rows),
+        "nominal 90% intervals over n cases (county-replicates of the group), its 95 % Wilson interval (which "
+        "treats the cases as independent; the counties of a replicate share a release, so it is if anything too "
+        "narrow), and mean width in cases per 100,000.",
+        _inference_run(config),
+        _table(["release", "epsilon", "counties", "interval", "coverage", "95 % interval", "n", "mean width"], rows),
+        caveat,
         "Check on the least populous counties of an early month (small enough to enumerate): posterior means of "
         "the counts by "
         "the exact posterior, the rejection and importance samplers and the PyMC fit, for one release:",
         _table(["county", "true", "release", *methods], check_rows),
-    ])
+    ]))
 
 
 def write_report(table: CovidTable, results: xr.Dataset, out_dir: str | Path,
-                 figures: Mapping[str, Path] | None = None, *, seed: int | None = None,
-                 sweeps: int | None = None, inference=None) -> Path:
+                 figures: Mapping[str, Path] | None = None, *, inference=None) -> Path:
     """Write ``out_dir/report.md``: inputs, definitions, the four claims with numbers, the figures.
 
     Parameters
     ----------
     table, results : the synthesized table and :func:`~.synthesis.load_results` of its run, with
-        every method and both epsilons.
+        every method and both epsilons; the seed, sweeps and replicates reported are the results'.
     figures : figure name (a key of :data:`~.figures.FIGURES`) -> PNG path, embedded by paths
         relative to ``out_dir``; default: :func:`~.figures.save_all` into ``out_dir``.
-    seed, sweeps : the run's seed and WEM sweeps, for the inputs table (the results do not record them).
-    inference : optional (coverage summary, subproblem check) from :mod:`~.inference`, reported in
-        a section on posterior inference.
+    inference : optional (coverage summary, subproblem check, configuration) from
+        :mod:`~.inference`, reported in a section on posterior inference.
+
+    Raises ValueError when ``results`` were made on another table or lack a method or epsilon.
     """
+    _check_table(table, results)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     numbers = claim_numbers(table, results)
@@ -314,7 +369,7 @@ def write_report(table: CovidTable, results: xr.Dataset, out_dir: str | Path,
         "The data are public JHU CSSE county counts for Pennsylvania, aggregated to months "
         f"(`{table.source}`), with Census population estimates; they are not the Pennsylvania Department of "
         "Health table the paper used, so the numbers differ from the paper's.",
-        "## Inputs", _inputs(table, results, seed, sweeps),
+        "## Inputs", _inputs(table, results),
         "## Definitions", _definitions(table, numbers),
         "## The paper's claims on this run", _claims_section(assess(numbers)),
         "## Figures", _figures_section(figures, out_dir),

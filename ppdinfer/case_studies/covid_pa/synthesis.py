@@ -2,10 +2,10 @@
 
 A *task* is one (method, epsilon, replicate): it releases every month of the table and writes
 one netCDF file to the results directory (atomically: written to a temporary name, then
-renamed). Its random stream depends only on (seed, method, epsilon, replicate), so results do
-not depend on the order tasks run in, the executor, or whether the run was interrupted:
-:func:`run_synthesis` skips the tasks whose files exist and gives the same final results as an
-uninterrupted run.
+renamed), with the run's configuration and a checksum (:mod:`.results_dir`). Its random stream
+depends only on (seed, method, epsilon, replicate), so results do not depend on the order tasks
+run in, the executor, or whether the run was interrupted: :func:`run_synthesis` skips the tasks
+whose files are sound and gives the same final results as an uninterrupted run.
 
 Methods (Delta_Z = 2 throughout, as in the paper):
 
@@ -17,9 +17,14 @@ Methods (Delta_Z = 2 throughout, as in the paper):
 
 from __future__ import annotations
 
+import ctypes
+import json
 import multiprocessing
 import os
+import signal
+import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -32,6 +37,7 @@ from tqdm import tqdm
 from ...mechanisms import DiscreteLaplace
 from ...mechanisms.wem import PriorCongenial, WassersteinExponential
 from ...postprocessing import postprocess
+from . import results_dir as rundir
 from .table import CovidTable
 
 DELTA_Z = 2.0
@@ -82,22 +88,24 @@ class Task:
 
 
 def synthesize(table: CovidTable, task: Task, seed: int, sweeps: int | None = None) -> xr.Dataset:
-    """Every month of ``table`` released by ``task.method`` at ``task.epsilon``."""
+    """Every month of ``table`` released by ``task.method`` at ``task.epsilon``, stamped with the
+    run's configuration and checksum (:func:`.results_dir.stamp`)."""
+    config = rundir.run_config(table, seed, sweeps)
     rng = np.random.default_rng(task.seed(seed))
     release = RELEASES[task.method]
     months, flags = [], {name: [] for name in FLAGS}
     for t in range(table.n_months):
-        y, month_flags = release(table.x(t), table.z(t), task.epsilon, rng, sweeps)
+        y, month_flags = release(table.x(t), table.z(t), task.epsilon, rng, config["sweeps"])
         months.append(y)
         for name, values in month_flags.items():
             flags[name].append(values)
     data = {"y": (("month", "series", "county"), np.asarray(months, dtype=np.int32))}
     data.update({name: (("month", "county"), np.asarray(values, dtype=np.int8))
                  for name, values in flags.items() if values})
-    return xr.Dataset(data, coords={"month": list(table.months), "series": ["cases", "deaths"],
-                                    "county": list(table.counties)},
-                      attrs={"method": task.method, "epsilon": task.epsilon, "replicate": task.replicate,
-                             "seed": seed})
+    dataset = xr.Dataset(data, coords={"month": list(table.months), "series": ["cases", "deaths"],
+                                       "county": list(table.counties)},
+                         attrs={"method": task.method, "epsilon": task.epsilon, "replicate": task.replicate})
+    return rundir.stamp(dataset, config)
 
 
 def _run_task(table: CovidTable, task: Task, seed: int, results_dir: Path, sweeps: int | None) -> Task:
@@ -121,17 +129,53 @@ def tasks(methods: Sequence[str] = METHODS, epsilons: Sequence[float] = EPSILONS
     return [Task(m, float(e), r) for m in methods for e in epsilons for r in range(replicates)]
 
 
-def local_executor(workers: int | None = None) -> ProcessPoolExecutor:
-    """A pool of fresh ("spawn") processes: forking a process that runs numba and PyTensor
-    threads can deadlock."""
-    return ProcessPoolExecutor(max_workers=workers or os.cpu_count(), mp_context=multiprocessing.get_context("spawn"))
+def _die_with_parent(parent: int, stop) -> None:
+    """Pool worker initializer: end this worker as soon as the process that started it is gone,
+    or ``stop`` (a multiprocessing Event) is set.
+
+    On Linux the kernel kills the worker when its parent dies (``PR_SET_PDEATHSIG``: strictly,
+    when the parent *thread* that started it ends, hence a pool is used from the thread that
+    made it); elsewhere, and for a parent gone before this ran, a daemon thread watches the
+    parent pid every second (the compiled kernels release the GIL).
+    """
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+    def watch():
+        while os.getppid() == parent and not stop.wait(1):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ppdinfer-parent-watch", daemon=True).start()
+
+
+class LocalPool(ProcessPoolExecutor):
+    """A pool of fresh ("spawn") processes, which never outlive this process (forking a process
+    that runs numba and PyTensor threads can deadlock). ``workers`` defaults to all cores."""
+
+    def __init__(self, workers: int | None = None):
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers must be a positive integer, got {workers}")
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        super().__init__(max_workers=workers or os.cpu_count(), mp_context=context, initializer=_die_with_parent,
+                         initargs=(os.getpid(), self._stop))
+
+    def stop(self) -> None:
+        """Cancel the tasks not started and end the workers now, abandoning the running tasks
+        (which :meth:`shutdown`, even with ``wait=False``, lets finish before this process exits)."""
+        self._stop.set()
+        self.shutdown(wait=False, cancel_futures=True)
 
 
 def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequence[str] = METHODS,
                   epsilons: Sequence[float] = EPSILONS, replicates: int = 100, seed: int = 2024,
                   executor: Executor | None = None, sweeps: int | None = None,
-                  progressbar: bool = True) -> list[Task]:
+                  progressbar: bool = True, fresh: bool = False) -> list[Task]:
     """Run every missing task and return the tasks completed in this call.
+
+    The directory's configuration must be this run's (more replicates, methods or epsilons
+    extend a run); a damaged result file is redone. See :mod:`.results_dir`.
 
     Parameters
     ----------
@@ -140,28 +184,41 @@ def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequen
         ``distributed.Client(address).get_executor()`` for a dask cluster.
     sweeps
         MCMC sweeps per WEM release (default: the mechanism's).
+    fresh
+        Delete the directory's results first, whatever their configuration.
+
+    Raises
+    ------
+    ResultsError
+        The directory holds a run of another configuration, or another run is using it.
     """
     results_dir = Path(results_dir)
+    planned = tasks(methods, epsilons, replicates)
+    config = rundir.run_config(table, seed, sweeps)
     results_dir.mkdir(parents=True, exist_ok=True)
-    todo = [task for task in tasks(methods, epsilons, replicates) if not (results_dir / task.filename).exists()]
-    if not todo:
-        return []
-    own = executor is None
-    executor = executor or local_executor()
-    done = []
-    try:
-        futures = [executor.submit(_run_task, table, task, seed, results_dir, sweeps) for task in todo]
-        with tqdm(total=len(futures), desc="synthesis", unit="task", disable=not progressbar) as bar:
-            for future in as_completed(futures):
-                done.append(future.result())
-                bar.update()
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        raise
-    finally:
-        if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+    with rundir.locked(results_dir):
+        rundir.prepare(results_dir, config, fresh)
+        todo = [task for task in planned if not rundir.usable(results_dir / task.filename, config)]
+        if not todo:
+            return []
+        own = executor is None
+        executor = executor or LocalPool()
+        done, futures = [], []
+        try:
+            futures = [executor.submit(_run_task, table, task, seed, results_dir, sweeps) for task in todo]
+            with tqdm(total=len(futures), desc="synthesis", unit="task", disable=not progressbar) as bar:
+                for future in as_completed(futures):
+                    done.append(future.result())
+                    bar.update()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            if own:
+                executor.stop()
+            raise
+        finally:
+            if own:
+                executor.shutdown(wait=True, cancel_futures=True)
     return done
 
 
@@ -171,16 +228,37 @@ def load_results(results_dir: str | Path) -> xr.Dataset:
     The ``synthesis`` dimension holds the method names, in the order of :data:`METHODS` (it is not
     called "method" because ``Dataset.sel`` reserves that keyword). A (method, epsilon,
     replicate) without a file (an unfinished run) is NaN; the flags are NaN for the methods that
-    have none.
+    have none. The attributes are the run's configuration (:func:`.results_dir.run_config`).
+
+    Raises
+    ------
+    FileNotFoundError
+        No result file.
+    ResultsError
+        A file is damaged (the message names it), or the files (or ``run.json``) are of more
+        than one configuration.
     """
     results_dir = Path(results_dir)
     files = sorted(results_dir.glob("*.nc"))
     if not files:
         raise FileNotFoundError(f"no synthesis results in {results_dir}")
-    found = {}
+    found, configs = {}, {}
     for path in files:
-        with xr.open_dataset(path, engine="scipy") as ds:
-            found[(ds.attrs["method"], float(ds.attrs["epsilon"]), int(ds.attrs["replicate"]))] = ds.load()
+        ds, config = rundir.read_result(path)
+        configs.setdefault(json.dumps(config, sort_keys=True), []).append(path.name)
+        found[(ds.attrs["method"], float(ds.attrs["epsilon"]), int(ds.attrs["replicate"]))] = ds
+    config = json.loads(next(iter(configs)))
+    if len(configs) > 1:
+        other = json.loads(list(configs)[1])
+        raise rundir.ResultsError(
+            f"{results_dir} mixes results of {len(configs)} configurations "
+            f"({', '.join(f'{len(names)} files like {names[0]}' for names in configs.values())}): "
+            f"{rundir.differences(config, other, ('in the first', 'in the second'))}")
+    manifest = results_dir / rundir.MANIFEST
+    recorded = rundir.read_json(manifest) if manifest.exists() else config
+    if recorded != config:
+        raise rundir.ResultsError(f"{results_dir}: its files are of another configuration than {manifest.name} "
+                                  f"({rundir.differences(recorded, config, ('in ' + manifest.name, 'in the files'))})")
     methods = [m for m in METHODS if any(key[0] == m for key in found)]
     epsilons = sorted({key[1] for key in found})
     replicates = sorted({key[2] for key in found})
@@ -196,4 +274,4 @@ def load_results(results_dir: str | Path) -> xr.Dataset:
         data[name] = (("synthesis", "epsilon", "replicate", *dims), values)
     coords = {"synthesis": methods, "epsilon": epsilons, "replicate": replicates,
               **{d: template[d].values for d in ("month", "series", "county")}}
-    return xr.Dataset(data, coords=coords)
+    return xr.Dataset(data, coords=coords, attrs=config)
