@@ -53,6 +53,9 @@ def test_coverage_study_bookkeeping(table):
     study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False)
     assert len(study) == 2 * 2 * 2 * 4  # releases x epsilons x replicates x counties
     assert (study["bayes_lower"] <= study["bayes_mean"]).all() and (study["bayes_mean"] <= study["bayes_upper"]).all()
+    for end in ("bayes_lower", "bayes_upper"):  # intervals of counts are counts (discrete quantiles)
+        counts = study[end] * study["population"] / 1e5
+        assert np.allclose(counts, np.round(counts), rtol=0, atol=1e-6)
     t = small.month_index("2021-01")
     allegheny = study[study["county"] == "Allegheny"].iloc[0]
     j = small.counties.index("Allegheny")

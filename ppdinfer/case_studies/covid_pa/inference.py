@@ -151,7 +151,8 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
                     idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
                                        progressbar=False, compute_convergence_checks=False)
                 cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
-                lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0)
+                # discrete quantiles: integer counts, each tail outside the interval at most (1 - prob) / 2
+                lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf")
                 for j, county in enumerate(table.counties):
                     rows.append({
                         "release": release, "epsilon": epsilon, "replicate": r, "county": county,
