@@ -11,7 +11,7 @@ PYTHON_CANDIDATES := python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.
 BASE_PYTHON := $(shell for p in $(PYTHON_CANDIDATES); do \
 	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
 
-.PHONY: demo test bench covid covid-quick clean venv
+.PHONY: demo test bench reproduce covid covid-quick clean venv
 
 venv: $(STAMP)
 
@@ -39,22 +39,19 @@ bench: $(STAMP)
 	$(PY) benchmarks/county_pymc.py
 	$(PY) benchmarks/wem_release.py
 
-# The COVID-19 case study in full: 4 methods x 2 epsilons x 100 replicates of the 67 x 24 table,
-# the coverage study, then figures and report in covid_results/report/. Resumes if interrupted.
-COVID_DATA ?= ../shared/data/covid_pa
-covid: $(STAMP)
-	$(VENV)/bin/ppdinfer covid synthesize --data $(COVID_DATA) --results covid_results --replicates 100
-	$(VENV)/bin/ppdinfer covid infer --data $(COVID_DATA) --results covid_results --replicates 50
-	$(VENV)/bin/ppdinfer covid report --data $(COVID_DATA) --results covid_results
+# The case studies (case_studies/<name>/, listed by `ppdinfer reproduce --list`): each writes
+# its figures and report.md with the paper's claims checked in numbers. Resumes if interrupted.
+reproduce: $(STAMP)
+	$(VENV)/bin/ppdinfer reproduce --all
 
-# A few counties, months and replicates: the whole pipeline in about a minute.
+# The COVID-19 case study in full: 4 methods x 2 epsilons x 100 replicates of the 67 x 24 table,
+# the coverage study, then figures and report in covid_results/report/.
+covid: $(STAMP)
+	$(VENV)/bin/ppdinfer reproduce covid_pa --results covid_results
+
+# The same pipeline on 6 counties, 3 months and 3 replicates, in a few minutes.
 covid-quick: $(STAMP)
-	$(VENV)/bin/ppdinfer covid synthesize --data $(COVID_DATA) --results covid_quick --replicates 3 --sweeps 200 \
-		--counties Allegheny Erie Cameron Forest Potter Sullivan --months 2020-11 2020-12 2021-01
-	$(VENV)/bin/ppdinfer covid infer --data $(COVID_DATA) --results covid_quick --replicates 3 \
-		--counties Allegheny Erie Cameron Forest Potter Sullivan --month 2021-01
-	$(VENV)/bin/ppdinfer covid report --data $(COVID_DATA) --results covid_quick \
-		--counties Allegheny Erie Cameron Forest Potter Sullivan --months 2020-11 2020-12 2021-01
+	$(VENV)/bin/ppdinfer reproduce covid_pa --quick --results covid_quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
-from .case_studies.covid_pa import cli as covid_cli
+from . import reproduce
 
 #: Errors a user can meet in normal use (bad input, missing files or packages): their message suffices.
 EXPECTED_ERRORS = (ValueError, OSError, ImportError)
@@ -53,7 +54,10 @@ def main(argv=None) -> int:
     demo.add_argument("--seed", type=non_negative_int, default=2026, help="random seed (default 2026)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.set_defaults(handler=_demo)
-    covid_cli.register(commands)
+    _add_reproduce(commands)
+    for module in reproduce.modules().values():  # a case study's own commands, e.g. ``ppdinfer covid ...``
+        if hasattr(module, "register"):
+            module.register(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -72,6 +76,40 @@ def main(argv=None) -> int:
             print(f"ppdinfer: error: {type(err).__name__}: {err} (--debug shows the traceback)", file=sys.stderr)
         return 1
     return 0
+
+
+def _add_reproduce(commands) -> None:
+    command = commands.add_parser(
+        "reproduce", help="run a case study (a seed paper's reproduction) and write its report.md",
+        description="Run a case study end to end and write its report.md, whose claims table checks the paper's "
+                    "statements in numbers. --list shows them all.")
+    command.add_argument("names", nargs="*", metavar="NAME", help="case studies to run (see --list)")
+    command.add_argument("--list", action="store_true", help="list the case studies with their papers and commands")
+    command.add_argument("--all", action="store_true", help="run every case study")
+    command.add_argument("--quick", action="store_true", help="the quick variant (minutes; what the tests run)")
+    command.add_argument("--results", type=Path, default=None,
+                         help="results folder (one name only; default results/NAME or results/NAME_quick)")
+    command.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    command.set_defaults(handler=_reproduce)
+
+
+def _reproduce(args) -> None:
+    studies = reproduce.case_studies()
+    if args.list:
+        print(reproduce.listing())
+        return
+    names = list(studies) if args.all else args.names
+    unknown = [name for name in names if name not in studies]
+    if not names or unknown:
+        problem = f"unknown case study {unknown[0]!r}" if unknown else "name a case study or pass --all"
+        raise ValueError(f"{problem}; choose from {sorted(studies)} (ppdinfer reproduce --list)")
+    if args.results is not None and len(names) > 1:
+        raise ValueError("--results takes one case study; leave it out to use results/NAME for each")
+    for name in names:
+        results = args.results or reproduce.default_results(name, args.quick)
+        start = time.perf_counter()
+        report = studies[name].run(results, args.quick, not args.no_progress)
+        print(f"{name}: {report} ({time.perf_counter() - start:.0f} s)")
 
 
 def _demo(args) -> None:

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 
 from .inference import exact_posterior, importance_sample, rejection_sample, summary
-from .models import county_counts
 
 
 def run_demo(output: Path, epsilon: float = 1.0, total: int = 30, draws: int = 2000, seed: int = 2026,
@@ -18,6 +17,8 @@ def run_demo(output: Path, epsilon: float = 1.0, total: int = 30, draws: int = 2
 
     Returns the comparison table (posterior mean and 90% interval of each county's share).
     """
+    from .models import county_counts  # the gallery's model: the command line may use the gallery, the library not
+
     previous, current = county_counts.synthetic_month(5, total, random_seed=seed)
     z = county_counts.public_information(previous, total)
     model = county_counts.model(epsilon=epsilon, concentration=50.0)

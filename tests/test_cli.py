@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ppdinfer.case_studies.covid_pa import cli as covid_cli
+from ppdinfer.case_studies.covid_pa import data as covid_data
 from ppdinfer.cli import main
 from ppdinfer.demo import run_demo
 
@@ -43,24 +43,24 @@ def test_covid_commands_end_to_end(tmp_path, monkeypatch):
     assert len(list(results.glob("*.nc"))) == 8
     # from another folder, without --data: the data are found from the repository; the table is the results'
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(covid_cli.DATA_ENV, raising=False)
+    monkeypatch.delenv(covid_data.DATA_ENV, raising=False)
     assert main(["covid", "report", "--results", str(results)]) == 0
     report = (results / "report" / "report.md").read_text()
     assert "Claim 1" in report and "figure1" in report and "| counties | 3: Allegheny, Cameron, Forest |" in report
 
 
 def test_default_data_folder(tmp_path, monkeypatch):
-    monkeypatch.setenv(covid_cli.DATA_ENV, "/some/where")
-    assert covid_cli.default_data() == Path("/some/where")
-    monkeypatch.delenv(covid_cli.DATA_ENV)
+    monkeypatch.setenv(covid_data.DATA_ENV, "/some/where")
+    assert covid_data.default_data() == Path("/some/where")
+    monkeypatch.delenv(covid_data.DATA_ENV)
     (tmp_path / "shared" / "data" / "covid_pa").mkdir(parents=True)
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    assert covid_cli.default_data() == tmp_path / "shared" / "data" / "covid_pa"  # before the repository's
+    assert covid_data.default_data() == tmp_path / "shared" / "data" / "covid_pa"  # before the repository's
     monkeypatch.chdir(tmp_path / "shared" / "data")  # no ../shared/data/covid_pa from here
     if DATA.exists():
-        assert covid_cli.default_data() == DATA  # the repository's
-    monkeypatch.setattr(covid_cli, "__file__", str(tmp_path / "installed" / "cli.py"))  # no repository
+        assert covid_data.default_data() == DATA  # the repository's
+    monkeypatch.setattr(covid_data, "__file__", str(tmp_path / "installed" / "data.py"))  # no repository
     with pytest.raises(FileNotFoundError, match=r"pass --data DIR or set PPDINFER_COVID_DATA \(looked in "
                                                 r".*/data/\.\./shared/data/covid_pa\)"):
-        covid_cli.default_data()
+        covid_data.default_data()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from ppdinfer.case_studies.covid_pa import cli as covid_cli
+from ppdinfer.case_studies.covid_pa import data as covid_data
 from ppdinfer.case_studies.covid_pa import synthesis
 from ppdinfer.cli import main
 
@@ -38,9 +38,9 @@ def test_debug_shows_the_traceback(tmp_path):
 
 
 def test_no_data_folder_is_one_line_naming_data(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv(covid_cli.DATA_ENV, raising=False)
+    monkeypatch.delenv(covid_data.DATA_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(covid_cli, "__file__", str(tmp_path / "installed" / "cli.py"))
+    monkeypatch.setattr(covid_data, "__file__", str(tmp_path / "installed" / "data.py"))
     assert main(["covid", "synthesize", "--results", str(tmp_path / "results")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("ppdinfer: error: no data folder: pass --data DIR") and err.count("\n") == 1

@@ -18,6 +18,7 @@ negative count is an error.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -27,8 +28,8 @@ import pandas as pd
 
 from .table import Adjustment, CovidTable, month_labels
 
-__all__ = ["DOCUMENTED_DEATH_CORRECTIONS", "DataError", "integers", "load_monthly", "net_negative", "no_duplicates",
-           "read_csv"]
+__all__ = ["DATA_ENV", "DOCUMENTED_DEATH_CORRECTIONS", "DataError", "default_data", "integers", "load_monthly",
+           "net_negative", "no_duplicates", "read_csv"]
 
 MONTHLY_FILE = "pa_monthly_new_by_county.csv"
 POPULATION_FILE = "pa_county_population.csv"
@@ -43,6 +44,28 @@ DOCUMENTED_DEATH_CORRECTIONS = frozenset({
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+
+
+#: Environment variable naming the data folder when --data is not given.
+DATA_ENV = "PPDINFER_COVID_DATA"
+#: Where the data folder is looked for, from the current folder and from the repository root.
+DATA_RELATIVE = Path("..", "shared", "data", "covid_pa")
+
+
+def default_data() -> Path:
+    """$PPDINFER_COVID_DATA if set, else the first existing ../shared/data/covid_pa from the current
+    folder or from the repository root (the folder above this module holding pyproject.toml)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    places = [Path.cwd() / DATA_RELATIVE]
+    root = next((folder for folder in Path(__file__).resolve().parents if (folder / "pyproject.toml").is_file()), None)
+    if root is not None:
+        places.append(root / DATA_RELATIVE)
+    for place in places:
+        if place.is_dir():
+            return place.resolve()
+    raise FileNotFoundError(f"no data folder: pass --data DIR or set {DATA_ENV} "
+                            f"(looked in {' and '.join(str(place) for place in places)})")
 
 
 class DataError(ValueError):

@@ -1,4 +1,6 @@
-"""Pennsylvania county COVID-19 counts (JHU CSSE), the data of the COVID-19 case study.
+"""The COVID-19 case study (Seeman, Reimherr & Slavkovic, section 4) on Pennsylvania county counts.
+
+See README.md in this folder. The data (JHU CSSE):
 
 - :func:`load_monthly` reads the prepared monthly table (``pa_monthly_new_by_county.csv`` and
   ``pa_county_population.csv``, see ``shared/data/README.md``);
@@ -8,11 +10,24 @@
   and public data for month t.
 """
 
+from ...reproduce import CaseStudy
+from .cli import register
 from .data import DOCUMENTED_DEATH_CORRECTIONS, DataError, load_monthly
 from .jhu import DownloadError, download, load_jhu_timeseries
+from .pipeline import reproduce
 from .table import Adjustment, CovidTable
 
+CASE_STUDY = CaseStudy(
+    name="covid_pa",
+    title="COVID-19 county case rates released under DP with public totals: synthesis by four methods, "
+          "the paper's four claims, and posterior interval coverage",
+    paper="J. Seeman, M. Reimherr, A. Slavkovic, Formal Privacy for Partially Private Data, section 4",
+    minutes=(14, 3),
+    run=reproduce,
+)
+
 __all__ = [
+    "CASE_STUDY",
     "DOCUMENTED_DEATH_CORRECTIONS",
     "Adjustment",
     "CovidTable",
@@ -21,4 +36,6 @@ __all__ = [
     "download",
     "load_jhu_timeseries",
     "load_monthly",
+    "register",
+    "reproduce",
 ]

@@ -1,0 +1,123 @@
+"""The case study's steps as functions: synthesis, coverage study, report, and the whole reproduction.
+
+``ppdinfer covid synthesize | infer | report`` call the steps one at a time;
+``ppdinfer reproduce covid_pa [--quick]`` (:func:`reproduce`) runs all three into one folder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+
+from .data import default_data, load_monthly
+from .table import CovidTable
+
+#: The quick variant: six counties (the three of Figure 1 and three of the smallest), three months,
+#: three replicates and short WEM chains; the whole pipeline in a few minutes.
+QUICK = {"counties": ["Allegheny", "Erie", "Cameron", "Forest", "Potter", "Sullivan"],
+         "months": ["2020-11", "2020-12", "2021-01"], "replicates": 3, "sweeps": 200, "infer_replicates": 3}
+#: The full run: every county and month, 100 replicates, the mechanism's chain length, 50 coverage replicates.
+FULL = {"counties": None, "months": None, "replicates": 100, "sweeps": None, "infer_replicates": 50}
+
+
+def load_table(data: Path | None = None, counties: Sequence[str] | None = None,
+               months: Sequence[str] | None = None) -> CovidTable:
+    """The monthly table from ``data`` (default :func:`.data.default_data`), restricted if asked."""
+    table = load_monthly(data or default_data())
+    return table.subset(counties=counties, months=months) if counties or months else table
+
+
+def synthesize_step(table: CovidTable, results: Path, *, replicates: int, seed: int = 2024, sweeps: int | None = None,
+                    methods: Sequence[str] | None = None, epsilons: Sequence[float] | None = None,
+                    workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
+                    progressbar: bool = True) -> list:
+    """:func:`.synthesis.run_synthesis` on a local pool of ``workers`` processes (or ``executor``),
+    ending the pool at once on Ctrl-C; prints what it wrote."""
+    from .synthesis import EPSILONS, METHODS, LocalPool, run_synthesis
+
+    own = executor is None
+    executor = LocalPool(workers) if own else executor
+    start = time.perf_counter()
+    try:
+        done = run_synthesis(table, results, methods=methods or METHODS, epsilons=epsilons or EPSILONS,
+                             replicates=replicates, seed=seed, executor=executor, sweeps=sweeps,
+                             progressbar=progressbar, fresh=fresh)
+    except KeyboardInterrupt as err:
+        if own:
+            executor.stop()
+        raise KeyboardInterrupt(f"interrupted: finished tasks are kept in {results}; "
+                                "run the same command to resume") from err
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+    print(f"{len(done)} tasks written to {results} in {time.perf_counter() - start:.0f} s "
+          f"({table.n_counties} counties x {table.n_months} months)")
+    return done
+
+
+def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", check_month: str = "2020-07",
+               replicates: int = 50, epsilons: Sequence[float] = (0.01, 1.0), concentration: float = 1000.0,
+               seed: int = 2024, progressbar: bool = True) -> Path:
+    """The coverage study and the few-county check into ``results/inference`` (``run.json`` last)."""
+    from ... import __version__
+    from .inference import coverage_study, coverage_summary, enumerable_counties, subproblem_check
+    from .results_dir import locked, write_json
+
+    out = Path(results) / "inference"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with locked(out):
+        (out / "run.json").unlink(missing_ok=True)  # written last: its presence marks a finished study
+        study = coverage_study(table, month, epsilons=epsilons, replicates=replicates, concentration=concentration,
+                               seed=seed, progressbar=progressbar)
+        study.to_csv(out / "coverage_study.csv", index=False)
+        summary = coverage_summary(study)
+        summary.to_csv(out / "coverage_summary.csv")
+        print(summary.round(3).to_string())
+        counties = enumerable_counties(table, check_month)
+        check = subproblem_check(table, check_month, counties, concentration=concentration, seed=seed)
+        check.to_csv(out / "subproblem_check.csv")
+        print(check.round(3).to_string())
+        write_json(out / "run.json", {
+            "month": month, "check_month": check_month, "seed": seed, "replicates": replicates,
+            "epsilons": list(epsilons), "concentration": concentration, "counties": list(table.counties),
+            "version": __version__})
+    print(f"written to {out} in {time.perf_counter() - start:.0f} s")
+    return out
+
+
+def report_step(results: Path, *, data: Path | None = None, counties: Sequence[str] | None = None,
+                months: Sequence[str] | None = None) -> Path:
+    """Figures 1-4 and ``results/report/report.md`` from the synthesis (and inference, if finished)."""
+    import pandas as pd
+
+    from .report import write_report
+    from .results_dir import read_json
+    from .synthesis import load_results
+
+    results = Path(results)
+    synthesis = load_results(results)
+    table = load_table(data, counties or synthesis.attrs["counties"], months or synthesis.attrs["months"])
+    inference = None
+    folder = results / "inference"
+    if (folder / "run.json").exists():
+        summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2, 3])
+        check = pd.read_csv(folder / "subproblem_check.csv", index_col=0)
+        inference = (summary, check, read_json(folder / "run.json"))
+    elif folder.exists():
+        print(f"left out {folder}: no run.json (an unfinished or older `ppdinfer covid infer`; run it again)")
+    path = write_report(table, synthesis, results / "report", inference=inference)
+    print(f"report: {path}")
+    return path
+
+
+def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None) -> Path:
+    """The whole case study (:data:`FULL`, or :data:`QUICK`) into ``results``; resumes an interrupted run."""
+    plan = QUICK if quick else FULL
+    synthesize_step(load_table(data, plan["counties"], plan["months"]), results, replicates=plan["replicates"],
+                    sweeps=plan["sweeps"], progressbar=progressbar)
+    # every month: the coverage study's month and the earlier one of the few-county check
+    infer_step(load_table(data, plan["counties"]), results, replicates=plan["infer_replicates"],
+               progressbar=progressbar)
+    return report_step(results, data=data)

@@ -1,0 +1,79 @@
+"""Case studies as first-class citizens: the registry behind ``ppdinfer reproduce``.
+
+A case study is a package ``case_studies/<name>/`` (installed as ``ppdinfer.case_studies.<name>``)
+whose ``__init__`` defines ``CASE_STUDY``, a :class:`CaseStudy`: what it reproduces, from which
+paper, how long it takes, and ``run(results, quick, progressbar) -> report.md``. It may also
+define ``register(commands)`` to add its own subcommands to ``ppdinfer``. The library never
+imports a case study; this module finds them when the command line asks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class CaseStudy:
+    """One reproduction.
+
+    Attributes
+    ----------
+    name : the folder name, e.g. ``covid_pa``.
+    title : what it reproduces, in a line.
+    paper : the seed paper (authors, title, section).
+    minutes : rough run time on 2 cores, (full, quick).
+    run : ``run(results, quick, progressbar)`` runs the whole reproduction into the folder
+        ``results`` and returns the path of its ``report.md``, whose claims table checks the
+        paper's statements in numbers.
+    """
+
+    name: str
+    title: str
+    paper: str
+    minutes: tuple[float, float]
+    run: Callable[[Path, bool, bool], Path]
+
+    def command(self, quick: bool = False) -> str:
+        """The command line that runs it."""
+        return f"ppdinfer reproduce {self.name}" + (" --quick" if quick else "")
+
+
+def modules() -> dict[str, object]:
+    """Every case study package, by name (imported now: the packages import little at the top)."""
+    from . import case_studies
+
+    return {info.name: importlib.import_module(f"{case_studies.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(case_studies.__path__) if info.ispkg}
+
+
+def case_studies() -> dict[str, CaseStudy]:
+    """Every registered case study, by name; a package without ``CASE_STUDY`` is an error."""
+    found = {}
+    for name, module in modules().items():
+        study = getattr(module, "CASE_STUDY", None)
+        if not isinstance(study, CaseStudy) or study.name != name:
+            raise RuntimeError(f"case_studies/{name}/__init__.py must define CASE_STUDY = CaseStudy(name={name!r}, ...)")
+        found[name] = study
+    return found
+
+
+def default_results(name: str, quick: bool) -> Path:
+    """Where a reproduction writes when no folder is given: ``results/<name>`` (``_quick`` for quick runs)."""
+    return Path("results") / (f"{name}_quick" if quick else name)
+
+
+def listing() -> str:
+    """The table printed by ``ppdinfer reproduce --list``."""
+    lines = []
+    for study in case_studies().values():
+        full, quick = study.minutes
+        lines += [f"{study.name}: {study.title}",
+                  f"    paper: {study.paper}",
+                  f"    run:   {study.command()}  (about {full:g} min on 2 cores; results in "
+                  f"{default_results(study.name, False)}/)",
+                  f"    quick: {study.command(quick=True)}  (about {quick:g} min)"]
+    return "\n".join(lines)

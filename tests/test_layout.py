@@ -1,0 +1,104 @@
+"""The design card's layout: the library in ppdinfer/, the gallery in models/, one folder per
+reproduction in case_studies/, all installed under ``ppdinfer``; case studies registered."""
+
+import ast
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import ppdinfer
+from ppdinfer import reproduce
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "covid_pa"
+#: Modules of the command line: the only library modules that may reach the gallery or the case studies.
+COMMAND_LINE = {"cli.py", "demo.py", "reproduce.py"}
+
+
+def packages_on_disk() -> set[str]:
+    """Every package folder of the three trees, by the name it installs under."""
+    found = set()
+    for folder, prefix in [("ppdinfer", "ppdinfer"), ("models", "ppdinfer.models"),
+                           ("case_studies", "ppdinfer.case_studies")]:
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join([prefix, *parts]))
+    return found
+
+
+def test_top_level_is_the_design_card():
+    for name in ["pyproject.toml", "ppdinfer", "models", "tests", "case_studies", "README.md"]:
+        assert (ROOT / name).exists(), name
+    assert not (ROOT / "ppdinfer" / "models").exists() and not (ROOT / "ppdinfer" / "case_studies").exists()
+
+
+def test_every_package_folder_is_installed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    missing = packages_on_disk() - set(config["packages"])
+    assert not missing, f"add {sorted(missing)} to [tool.setuptools] packages in pyproject.toml"
+    assert config["package-dir"] == {"ppdinfer.models": "models", "ppdinfer.case_studies": "case_studies"}
+
+
+def test_the_library_never_imports_the_gallery_or_the_case_studies():
+    for path in (ROOT / "ppdinfer").rglob("*.py"):
+        if path.name in COMMAND_LINE and path.parent.name == "ppdinfer":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                name = "." * node.level + (node.module or "")
+                names = [name] + [f"{name}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            assert not any("models" in n.split(".") or "case_studies" in n.split(".") for n in names), \
+                f"{path.relative_to(ROOT)} imports {names[0]}"
+    loaded = subprocess.run([sys.executable, "-c", "import sys, ppdinfer, ppdinfer.pymc, ppdinfer.privacy; "
+                             "print(sorted(m for m in sys.modules if m.startswith(('ppdinfer.models', "
+                             "'ppdinfer.case_studies'))))"], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_every_case_study_is_registered_with_a_readme():
+    studies = reproduce.case_studies()
+    assert set(studies) == {p.name for p in (ROOT / "case_studies").iterdir() if (p / "__init__.py").exists()}
+    for name, study in studies.items():
+        readme = (ROOT / "case_studies" / name / "README.md").read_text()
+        assert study.command(quick=True) in readme and "Reproduces" in readme and "Results" in readme
+        assert study.paper and study.title and study.minutes[1] <= study.minutes[0]
+    listing = subprocess.run([sys.executable, "-m", "ppdinfer.cli", "reproduce", "--list"], capture_output=True,
+                             text=True, check=True).stdout
+    assert all(f"ppdinfer reproduce {name}" in listing for name in studies)
+
+
+def test_non_editable_install_runs_the_demo_outside_the_repository(tmp_path):
+    # A regular (non-editable) build of the package into its own folder, dependencies from this environment.
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(ROOT)], check=True, capture_output=True)
+    assert (target / "ppdinfer" / "models" / "county_counts.py").exists()
+    assert (target / "ppdinfer" / "case_studies" / "covid_pa" / "synthesis.py").exists()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    where = subprocess.run([sys.executable, "-c", "import ppdinfer.models, ppdinfer.case_studies.covid_pa as c; "
+                            "print(ppdinfer.models.__file__); print(c.__file__)"], cwd=outside, env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert all(path.startswith(str(target)) for path in where)
+    demo = subprocess.run([sys.executable, "-m", "ppdinfer.cli", "demo", "--draws", "200", "--no-progress",
+                           "--output", str(outside / "demo")], cwd=outside, env=env, capture_output=True, text=True)
+    assert demo.returncode == 0, demo.stderr
+    assert "exact" in demo.stdout and (outside / "demo" / "demo_posteriors.png").exists()
+
+
+@pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}")
+def test_quick_reproduction_writes_its_report(tmp_path):
+    report = reproduce.case_studies()["covid_pa"].run(tmp_path / "covid", True, False)
+    text = report.read_text()
+    assert report == tmp_path / "covid" / "report" / "report.md"
+    assert text.count("**Verdict:") == 4 and "Inference the paper could not do" in text
+    assert ppdinfer.__version__ in text
