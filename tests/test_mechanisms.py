@@ -1,5 +1,4 @@
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -15,7 +14,6 @@ from ppdinfer.mechanisms import (
     classical_gaussian_sigma,
     gaussian_delta,
 )
-from ppdinfer.mechanisms._exact_integer import IntegerSource, bernoulli_exp_minus
 
 K = np.arange(-3000, 3001)
 
@@ -100,21 +98,6 @@ def test_secure_release():
     assert y.dtype == np.int64 and abs(np.mean(y) - 5) < 0.2
     with pytest.raises(ValueError, match="secure"):
         Laplace(1.0).release([1.0], secure=True)
-
-
-@pytest.mark.parametrize("gamma", [Fraction(3, 10), Fraction(5, 2)])
-def test_bernoulli_exp_minus_frequency(gamma):
-    source = IntegerSource(np.random.default_rng(1))
-    hits = sum(bernoulli_exp_minus(gamma, source) for _ in range(20000))
-    p = math.exp(-float(gamma))
-    assert abs(hits / 20000 - p) < 4.5 * math.sqrt(p * (1 - p) / 20000)
-
-
-def test_integer_source_beyond_64_bits_is_uniform():
-    n = 3 * 2**70 + 1
-    source = IntegerSource(np.random.default_rng(2))
-    draws = np.array([source.randbelow(n) / n for _ in range(4000)])
-    assert draws.max() < 1 and stats.kstest(draws, "uniform").pvalue > 1e-3
 
 
 def test_gaussian_calibrations():

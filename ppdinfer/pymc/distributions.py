@@ -22,29 +22,32 @@ _DIRECT_TERMS = np.arange(1, 41, dtype="float64")  # enough for sigma < 1: exp(-
 _DUAL_TERMS = np.arange(1, 4, dtype="float64")
 
 
-def _broadcast_draws(draw_one, parameters, size, rng):
-    """Exact integer draws, one per element of the broadcast parameters (and ``size``)."""
-    arrays = np.broadcast_arrays(*parameters)
+def _broadcast_draws(draw, noise_parameter, mu, parameters, size, rng):
+    """Exact integer draws round(mu) + noise, one per element of the broadcast arguments (and ``size``).
+
+    Elements that share parameters are drawn together, with noise parameter ``noise_parameter(*values)``.
+    """
+    arrays = np.broadcast_arrays(mu, *parameters)
     shape = arrays[0].shape if size is None else tuple(np.atleast_1d(size))
-    arrays = [np.broadcast_to(a, shape) for a in arrays]
-    source = _exact_integer.IntegerSource(rng)
-    out = np.empty(shape, dtype=np.int64)
-    for index in np.ndindex(*shape):
-        out[index] = draw_one(*(a[index] for a in arrays), source)
-    return out
+    mu, *parameters = (np.broadcast_to(a, shape).reshape(-1) for a in arrays)
+    groups, inverse = np.unique(np.stack(parameters, axis=1), axis=0, return_inverse=True)
+    noise = np.empty(mu.size, dtype=np.int64)
+    for group, values in enumerate(groups):
+        members = inverse.reshape(-1) == group
+        noise[members] = _exact_integer.sample_array(draw, noise_parameter(*values), (int(members.sum()),), rng)
+    return (np.round(mu).astype(np.int64) + noise).reshape(shape)
 
 
-def _discrete_laplace_draw(mu, epsilon, sensitivity, source):
+def _laplace_scale(epsilon, sensitivity):
     if not (epsilon > 0 and sensitivity > 0):
         raise ValueError("DiscreteLaplace needs epsilon > 0 and sensitivity > 0")
-    scale = Fraction(float(sensitivity)) / Fraction(float(epsilon))
-    return int(round(mu)) + _exact_integer.discrete_laplace(scale, source)
+    return Fraction(float(sensitivity)) / Fraction(float(epsilon))
 
 
-def _discrete_gaussian_draw(mu, sigma, source):
+def _gaussian_variance(sigma):
     if not sigma > 0:
         raise ValueError("DiscreteGaussian needs sigma > 0")
-    return int(round(mu)) + _exact_integer.discrete_gaussian(Fraction(float(sigma)) ** 2, source)
+    return Fraction(float(sigma)) ** 2
 
 
 def _rounded_centre(size, mu):
@@ -66,7 +69,7 @@ class DiscreteLaplaceRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, mu, epsilon, sensitivity, size):
-        return _broadcast_draws(_discrete_laplace_draw, (mu, epsilon, sensitivity), size, rng)
+        return _broadcast_draws(_exact_integer.discrete_laplace, _laplace_scale, mu, (epsilon, sensitivity), size, rng)
 
 
 class DiscreteGaussianRV(RandomVariable):
@@ -77,7 +80,7 @@ class DiscreteGaussianRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, mu, sigma, size):
-        return _broadcast_draws(_discrete_gaussian_draw, (mu, sigma), size, rng)
+        return _broadcast_draws(_exact_integer.discrete_gaussian, _gaussian_variance, mu, (sigma,), size, rng)
 
 
 class LatticeL2RV(RandomVariable):
