@@ -28,12 +28,23 @@ from ..priors import Beta
 
 
 class BetaBinomialModel(PPDModel):
-    """The beta-binomial PPD model, with its PyMC twin."""
+    """The beta-binomial PPD model, with its PyMC twin (see the module docstring for the math).
+
+    Examples
+    --------
+    >>> from ppdinfer.models import beta_binomial
+    >>> model = beta_binomial.model(n=100, epsilon=0.5)
+    >>> [v.name for v in model.to_pymc(40).free_RVs]                     # x summed out
+    ['p']
+    >>> [v.name for v in model.to_pymc(40, marginalize=False).free_RVs]  # x kept as a latent
+    ['p', 'x']
+    """
 
     def __init__(self, n: int, epsilon: float, a: float, b: float):
         super().__init__(Beta(a, b), Binomial(n), DiscreteLaplace(epsilon), names="p")
 
     def to_pymc(self, y, z=None, *, marginalize: bool = True):
+        """The PyMC twin: x summed out (``marginalize=True``) or an integer latent for ppdinfer.pymc.sample."""
         import pymc as pm
 
         from ._pymc_helpers import marginal_release, noise_likelihood
@@ -53,5 +64,18 @@ class BetaBinomialModel(PPDModel):
 
 
 def model(n: int = 100, epsilon: float = 1.0, a: float = 1.0, b: float = 1.0) -> BetaBinomialModel:
-    """The beta-binomial PPD model for ``n`` records released at privacy level ``epsilon``."""
+    """The beta-binomial PPD model for ``n`` records released at privacy level ``epsilon``.
+
+    p ~ Beta(a, b), x | p ~ Binomial(n, p), y = x + DLap(epsilon); no public information.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer.models import beta_binomial
+    >>> model = beta_binomial.model(n=100, epsilon=0.5)
+    >>> y = model.mechanism.release(37, random_seed=1)
+    >>> exact = pp.exact_posterior(model, y)
+    >>> bool(0.25 < float(exact["exact"]["theta_mean"][0]) < 0.5)
+    True
+    """
     return BetaBinomialModel(n, epsilon, a, b)

@@ -35,7 +35,17 @@ from ..priors import Dirichlet
 
 
 class CountyCountsModel(PPDModel):
-    """The county-count PPD model, with its PyMC twin."""
+    """The county-count PPD model, with its PyMC twin (see the module docstring for the math).
+
+    Examples
+    --------
+    >>> from ppdinfer.models import county_counts
+    >>> model = county_counts.model(epsilon=1.0)
+    >>> z = county_counts.public_information(previous=[6, 1, 4, 1], total=12)
+    >>> twin = model.to_pymc([8, 3, 0, 0], z)
+    >>> [v.name for v in twin.free_RVs]          # cases stays an integer latent
+    ['share', 'cases']
+    """
 
     def __init__(self, epsilon: float, concentration: float, sensitivity: float):
         super().__init__(Dirichlet.centered("previous", concentration=concentration), MultinomialTotal("total"),
@@ -64,12 +74,31 @@ def model(epsilon: float = 1.0, concentration: float = 50.0, sensitivity: float 
     """The county-count PPD model; z must hold ``previous`` (J counts) and ``total``.
 
     Results put ``share`` and ``cases`` (and y) on the dimension ``county``.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer.models import county_counts
+    >>> model = county_counts.model(epsilon=1.0, concentration=50.0)
+    >>> z = county_counts.public_information(previous=[6, 1, 4, 1], total=12)
+    >>> exact = pp.exact_posterior(model, [8, 3, 0, 0], z)
+    >>> exact["posterior"]["cases"].dims
+    ('chain', 'draw', 'county')
+    >>> print(pp.summary(exact).loc["cases[0]"].round(2).to_dict())
+    {'mean': 7.76, 'sd': 0.86, 'lower': 6.0, 'upper': 9.0}
     """
     return CountyCountsModel(epsilon, concentration, sensitivity)
 
 
 def public_information(previous, total) -> dict:
-    """z for the model: last month's counts and this month's total, validated."""
+    """z for the model: last month's counts and this month's total, validated.
+
+    Examples
+    --------
+    >>> from ppdinfer.models import county_counts
+    >>> county_counts.public_information(previous=[6, 1, 4, 1], total=12)
+    {'previous': array([6, 1, 4, 1]), 'total': 12}
+    """
     previous = nonnegative_counts(previous, "previous")
     if previous.ndim != 1 or previous.size < 2:
         raise ValueError(f"previous must list at least 2 county counts, got {previous!r}")
@@ -84,6 +113,13 @@ def synthetic_month(n_counties: int = 5, total: int = 30, random_seed=None):
 
     County sizes decrease geometrically; last month's counts and this month's are both
     multinomial splits of their totals over the same shares.
+
+    Examples
+    --------
+    >>> from ppdinfer.models import county_counts
+    >>> previous, current = county_counts.synthetic_month(n_counties=4, total=12, random_seed=1)
+    >>> previous.shape, int(previous.sum()), int(current.sum())
+    ((4,), 12, 12)
     """
     rng = as_generator(random_seed)
     shares = 0.6 ** np.arange(n_counties)

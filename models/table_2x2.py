@@ -32,7 +32,16 @@ from ..mechanisms import DiscreteLaplace
 
 
 class Table2x2Model(PPDModel):
-    """The 2 x 2 table PPD model, with its PyMC twin."""
+    """The 2 x 2 table PPD model, with its PyMC twin (see the module docstring for the math).
+
+    Examples
+    --------
+    >>> from ppdinfer.models import table_2x2
+    >>> model = table_2x2.model(epsilon=1.0)
+    >>> twin = model.to_pymc(14, table_2x2.public_information(row_totals=[20, 30], col_total=25))
+    >>> [v.name for v in twin.free_RVs], [v.name for v in twin.deterministics]
+    (['log_odds_ratio'], ['odds_ratio'])
+    """
 
     def __init__(self, epsilon: float, log_odds_sd: float):
         self.log_odds_sd = positive_finite(log_odds_sd, "log_odds_sd")
@@ -40,6 +49,7 @@ class Table2x2Model(PPDModel):
                          names="odds_ratio", x_name="n11")
 
     def to_pymc(self, y, z=None):
+        """The PyMC twin: n11 summed out over its support, NUTS on the log odds ratio."""
         import pymc as pm
 
         from ._pymc_helpers import marginal_release
@@ -58,10 +68,27 @@ def model(epsilon: float = 1.0, log_odds_sd: float = 1.0) -> Table2x2Model:
     """The 2 x 2 table PPD model; z must hold ``row_totals`` (2 counts) and ``col_total``.
 
     The prior is a scipy.stats frozen log-normal, which PPDModel accepts as it is.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer.models import table_2x2
+    >>> model = table_2x2.model(epsilon=1.0, log_odds_sd=1.0)
+    >>> z = table_2x2.public_information(row_totals=[20, 30], col_total=25)
+    >>> exact = pp.exact_posterior(model, 14, z)
+    >>> round(float(exact["exact"]["theta_mean"][0]), 1)        # the posterior mean odds ratio
+    3.0
     """
     return Table2x2Model(epsilon, log_odds_sd)
 
 
 def public_information(row_totals, col_total) -> dict:
-    """z for the model: the public margins (validated by the data model when sampling)."""
+    """z for the model: the public margins (validated by the data model when sampling).
+
+    Examples
+    --------
+    >>> from ppdinfer.models import table_2x2
+    >>> table_2x2.public_information(row_totals=[20, 30], col_total=25)
+    {'row_totals': [20, 30], 'col_total': 25}
+    """
     return {"row_totals": list(row_totals), "col_total": col_total}

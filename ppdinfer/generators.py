@@ -18,7 +18,20 @@ from ._validation import nonnegative_counts, positive_int
 
 
 class DataModel:
-    """Base class: ``__call__(theta, z, rng)`` draws x; ``logpmf`` and ``support`` serve enumeration."""
+    """Base class of the data models pi(x | theta, z): ``__call__(theta, z, rng)`` draws x;
+    ``logpmf`` and ``support`` serve enumeration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import Binomial, DataModel
+    >>> model = Binomial(10)
+    >>> isinstance(model, DataModel)
+    True
+    >>> x = model(np.array([0.2, 0.9, 1.0]), None, np.random.default_rng(0))   # one x per theta
+    >>> x.shape, int(x[2])
+    ((3,), 10)
+    """
 
     def __call__(self, theta, z, rng) -> np.ndarray:
         raise NotImplementedError
@@ -45,7 +58,22 @@ def _column(theta) -> np.ndarray:
 
 
 class Binomial(DataModel):
-    """x ~ Binomial(n, theta): a count of successes among n confidential records."""
+    r"""x ~ Binomial(n, theta): a count of successes among n confidential records.
+
+    .. math::
+
+        \pi(x \mid \theta) = \binom{n}{x} \theta^x (1 - \theta)^{n - x}, \qquad x = 0, \dots, n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import Binomial
+    >>> model = Binomial(10)
+    >>> model.logpmf([2, 3], [0.2]).round(3)     # rows: theta, columns: x
+    array([[-1.197, -1.603]])
+    >>> model.support()
+    array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10])
+    """
 
     def __init__(self, n: int):
         self.n = positive_int(n, "n")
@@ -64,7 +92,24 @@ class Binomial(DataModel):
 
 
 class Poisson(DataModel):
-    """x_k ~ Poisson(exposure_k * theta) independently; ``exposure`` is a scalar or a vector."""
+    r"""x_k ~ Poisson(exposure_k * theta) independently; ``exposure`` is a scalar or a vector.
+
+    .. math::
+
+        \pi(x \mid \theta) = \prod_k \frac{(e_k \theta)^{x_k} e^{-e_k \theta}}{x_k!}.
+
+    Its support is unbounded, so :func:`ppdinfer.exact_posterior` refuses it; the samplers take it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import Poisson
+    >>> model = Poisson(exposure=[100.0, 200.0])     # e.g. person-years of two regions
+    >>> model(np.array([0.01, 0.02]), None, np.random.default_rng(0)).shape
+    (2, 2)
+    >>> model.logpmf(np.array([[1, 2]]), [0.01]).round(3)
+    array([[-2.307]])
+    """
 
     def __init__(self, exposure=1.0):
         exposure = np.asarray(exposure, dtype=float)
@@ -90,15 +135,32 @@ class Poisson(DataModel):
 
 
 class MultinomialTotal(DataModel):
-    """x ~ Multinomial(z[key], theta): cell counts given their public total.
+    r"""x ~ Multinomial(z[key], theta): cell counts given their public total.
 
-    theta is a probability vector per row (shape (B, K)); the total comes from z.
+    theta is a probability vector per row (shape (B, K)); the total s comes from z.
+
+    .. math::
+
+        \pi(x \mid \theta, z) = \frac{s!}{\prod_k x_k!} \prod_k \theta_k^{x_k}, \qquad \sum_k x_k = s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import MultinomialTotal
+    >>> model = MultinomialTotal("total")
+    >>> z = {"total": 5}
+    >>> x = model(np.array([[0.5, 0.3, 0.2]]), z, np.random.default_rng(0))
+    >>> int(x.sum())                                 # the public total holds
+    5
+    >>> model.support(z, 3).shape                    # every split of 5 over 3 cells
+    (21, 3)
     """
 
     def __init__(self, key: str = "total"):
         self.key = key
 
     def total(self, z) -> int:
+        """The public total z[key], checked to be one count."""
         if z is None or self.key not in z:
             raise ValueError(f"z must contain the public total z[{self.key!r}]")
         total = nonnegative_counts(z[self.key], f"z[{self.key!r}]")
@@ -127,7 +189,18 @@ def compositions(total: int, parts: int, limit: int = 5_000_000) -> np.ndarray:
     """All vectors of ``parts`` non-negative integers summing to ``total``, shape (S, parts).
 
     Stars and bars: each choice of ``parts - 1`` bar positions among ``total + parts - 1``
-    slots is one composition.
+    slots is one composition, so S = C(total + parts - 1, parts - 1).
+
+    Examples
+    --------
+    >>> from ppdinfer.generators import compositions
+    >>> compositions(2, 3)
+    array([[0, 0, 2],
+           [0, 1, 1],
+           [0, 2, 0],
+           [1, 0, 1],
+           [1, 1, 0],
+           [2, 0, 0]])
     """
     count = math.comb(total + parts - 1, parts - 1)
     if count > limit:
@@ -149,9 +222,21 @@ class FisherTable2x2(DataModel):
     Fisher's noncentral hypergeometric distribution:
     P(n11 = k) proportional to C(n1., k) C(n2., n.1 - k) theta^k on
     max(0, n.1 - n2.) <= k <= min(n1., n.1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import FisherTable2x2
+    >>> model = FisherTable2x2()
+    >>> z = {"row_totals": [5, 7], "col_total": 6}
+    >>> model.support(z)
+    array([0, 1, 2, 3, 4, 5])
+    >>> np.exp(model.logpmf(model.support(z), [1.0], z)).round(3)   # odds ratio 1: hypergeometric
+    array([[0.008, 0.114, 0.379, 0.379, 0.114, 0.008]])
     """
 
     def margins(self, z) -> tuple[int, int, int]:
+        """The public margins (n1., n2., n.1) from z, checked to admit a table."""
         if z is None or "row_totals" not in z or "col_total" not in z:
             raise ValueError("z must contain the public margins 'row_totals' (n1., n2.) and 'col_total' (n.1)")
         rows = nonnegative_counts(z["row_totals"], "z['row_totals']")

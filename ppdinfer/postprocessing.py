@@ -54,6 +54,13 @@ class PostProcessed:
         ContractedRates: the projection lands on the face cases = deaths > 0 (c~_j = d~_j > 0),
         so a range of noisy (case, death) pairs collapses onto survival rate
         1 - d~_j / c~_j = 0.
+
+    Examples
+    --------
+    >>> from ppdinfer.postprocessing import postprocess
+    >>> result = postprocess(y_cases=[12, -3, 7], y_deaths=[1, 2, 0], total=15)
+    >>> result.projection_cases, result.contracted_death_zeros
+    (array([10.,  0.,  5.]), array([False,  True,  True]))
     """
 
     cases: np.ndarray
@@ -95,6 +102,15 @@ def postprocess(y_cases, y_deaths, total) -> PostProcessed:
     the fractional parts of c~, an integer in [0, J). The L1 minimizer of (b) need not be
     unique: ties go to the county with the lower index, and a death projection with
     fractional part exactly 1/2 is rounded down.
+
+    Examples
+    --------
+    >>> from ppdinfer.postprocessing import postprocess
+    >>> result = postprocess(y_cases=[12, -3, 7], y_deaths=[1, 2, 0], total=15)
+    >>> result.cases, result.deaths               # cases sum to 15, cases >= deaths >= 0
+    (array([10,  0,  5]), array([1, 0, 0]))
+    >>> result.contracted_case_zeros              # the noisy -3 collapsed onto 0
+    array([False,  True, False])
     """
     y_c, y_d, s = _validated(y_cases, y_deaths, total)
     num_c, num_d, denom = _project(y_c, y_d, s)

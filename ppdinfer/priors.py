@@ -16,14 +16,26 @@ from ._validation import positive_finite
 
 
 class Prior:
-    """Base class for priors that may use z. ``dim`` is the length of theta (1 for a scalar)."""
+    """Base class for priors pi(theta | z) that may use z. ``dim`` is the length of theta (1 for a scalar).
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Beta, Prior
+    >>> prior = Beta(2, 3)
+    >>> isinstance(prior, Prior), prior.dim
+    (True, 1)
+    >>> prior.rvs(4, random_state=0).shape     # a batch of theta
+    (4,)
+    """
 
     dim: int = 1
 
     def rvs(self, size: int, random_state=None, z=None) -> np.ndarray:
+        """``size`` draws of theta given z: shape (size,) for a scalar theta, (size, dim) otherwise."""
         raise NotImplementedError
 
     def logpdf(self, theta, z=None) -> np.ndarray:
+        """log pi(theta | z) for each theta of a batch."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -32,7 +44,22 @@ class Prior:
 
 
 class Beta(Prior):
-    """theta ~ Beta(alpha, beta) on (0, 1)."""
+    r"""theta ~ Beta(alpha, beta) on (0, 1).
+
+    .. math::
+
+        \pi(\theta) = \frac{\theta^{\alpha - 1} (1 - \theta)^{\beta - 1}}{B(\alpha, \beta)}.
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Beta
+    >>> prior = Beta(2, 3)
+    >>> theta = prior.rvs(1000, random_state=0)
+    >>> theta.shape, bool(abs(theta.mean() - 0.4) < 0.02)    # mean alpha / (alpha + beta)
+    ((1000,), True)
+    >>> prior.logpdf([0.5]).round(4)             # log(12 * 0.5 * 0.25)
+    array([0.4055])
+    """
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0):
         self.alpha = positive_finite(alpha, "alpha")
@@ -46,11 +73,27 @@ class Beta(Prior):
         return self._dist.logpdf(theta)
 
     def ppf(self, q):
+        """The prior's quantile function (used by exact_posterior's grid of equal prior mass)."""
         return self._dist.ppf(q)
 
 
 class Gamma(Prior):
-    """theta ~ Gamma(shape, rate) on (0, inf), mean shape / rate."""
+    r"""theta ~ Gamma(shape, rate) on (0, inf), mean shape / rate.
+
+    .. math::
+
+        \pi(\theta) = \frac{\mathrm{rate}^{\mathrm{shape}}}{\Gamma(\mathrm{shape})}
+        \theta^{\mathrm{shape} - 1} e^{-\mathrm{rate} \, \theta}.
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Gamma
+    >>> prior = Gamma(shape=2.0, rate=4.0)       # e.g. a Poisson rate with prior mean 0.5
+    >>> prior.rvs(2, random_state=0).shape
+    (2,)
+    >>> round(float(prior.ppf(0.5)), 4)          # the prior median
+    0.4196
+    """
 
     def __init__(self, shape: float = 1.0, rate: float = 1.0):
         self.shape = positive_finite(shape, "shape")
@@ -64,11 +107,16 @@ class Gamma(Prior):
         return self._dist.logpdf(theta)
 
     def ppf(self, q):
+        """The prior's quantile function (used by exact_posterior's grid of equal prior mass)."""
         return self._dist.ppf(q)
 
 
 class Dirichlet(Prior):
-    """theta ~ Dirichlet(alpha) on the simplex.
+    r"""theta ~ Dirichlet(alpha) on the simplex.
+
+    .. math::
+
+        \pi(\theta) = \frac{\Gamma(\sum_j \alpha_j)}{\prod_j \Gamma(\alpha_j)} \prod_j \theta_j^{\alpha_j - 1}.
 
     ``alpha`` is either a fixed vector, or (with :meth:`centered`) computed from z as
     ``concentration * (z[key] + pseudocount) / sum(z[key] + pseudocount)``: a prior centred
@@ -79,6 +127,18 @@ class Dirichlet(Prior):
     component is 0 only below the smallest positive float (numpy's sampler gives exact zeros
     far more often), and ``logpdf`` reads a component of 0 as that float (2.2e-308) where
     alpha < 1: the log density is finite wherever the draws land.
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Dirichlet
+    >>> prior = Dirichlet.centered("previous", concentration=10.0)   # centred on last month's counts
+    >>> z = {"previous": [8, 0, 2]}
+    >>> prior.concentration_vector(z).round(2)                        # 10 * (previous + 1) / 13
+    array([6.92, 0.77, 2.31])
+    >>> prior.rvs(2, random_state=0, z=z).shape
+    (2, 3)
+    >>> round(float(Dirichlet([1.0, 1.0, 1.0]).logpdf([0.2, 0.3, 0.5])[0]), 6)  # uniform: log 2
+    0.693147
     """
 
     def __init__(self, alpha=None, *, key: str | None = None, concentration: float | None = None,

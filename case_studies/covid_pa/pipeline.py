@@ -113,7 +113,7 @@ def report_step(results: Path, *, data: Path | None = None, counties: Sequence[s
 
 
 def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None) -> Path:
-    """The whole case study (:data:`FULL`, or :data:`QUICK`) into ``results``; resumes an interrupted run."""
+    """The whole case study (the plan ``FULL``, or ``QUICK``) into ``results``; resumes an interrupted run."""
     plan = QUICK if quick else FULL
     synthesize_step(load_table(data, plan["counties"], plan["months"]), results, replicates=plan["replicates"],
                     sweeps=plan["sweeps"], progressbar=progressbar)

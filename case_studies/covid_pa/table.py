@@ -127,7 +127,7 @@ class CovidTable:
         Returns
         -------
         dict with ``previous_cases`` and ``previous_deaths`` (int64 (J,), the month before t;
-        :attr:`previous_cases` / :attr:`previous_deaths` for t = 0) and ``total`` (int, this
+        the table's ``previous_cases`` / ``previous_deaths`` for t = 0) and ``total`` (int, this
         month's case total over the table's counties, the statewide total for the full table).
         """
         t = self.month_index(t)

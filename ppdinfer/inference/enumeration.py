@@ -23,7 +23,17 @@ _MAX_CELLS = 50_000_000
 
 def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: int = 2000,
                     draws: int = 4000, random_seed: SeedLike = None) -> xr.DataTree:
-    """The posterior of theta and x given y and z, by enumerating x.
+    r"""The posterior of theta and x given y and z, by enumerating x.
+
+    Over the finite support of x given z,
+
+    .. math::
+
+        \pi(x \mid y, z) = \frac{p(x \mid z) \, \pi(y \mid x, z)}{p(y \mid z)}, \qquad
+        p(x \mid z) = \int \pi(x \mid \theta, z) \, \pi(\theta \mid z) \, d\theta,
+
+    with p(x | z) in closed form for a conjugate pair and summed over a grid of theta otherwise;
+    the posterior of theta is the mixture of pi(theta | x, z) over pi(x | y, z).
 
     Parameters
     ----------
@@ -43,6 +53,17 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
         ``posterior``: iid draws; ``exact``: ``x_support``, ``x_pmf``, ``theta_mean``, ``theta_sd``,
         ``theta_grid``, ``theta_cdf`` and ``theta_density`` (per component), and ``log_evidence``
         = log p(y | z); the other groups as for the samplers.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> exact = pp.exact_posterior(model, 40)
+    >>> round(float(exact["exact"]["theta_mean"][0]), 3), round(float(exact["exact"]["theta_sd"][0]), 3)
+    (0.402, 0.055)
+    >>> round(float(exact["exact"]["x_pmf"].sum()), 12)   # pi(x | y, z) over x = 0..100
+    1.0
     """
     draws = positive_int(draws, "draws")
     grid_size = positive_int(grid_size, "grid_size")

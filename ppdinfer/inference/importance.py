@@ -29,12 +29,36 @@ MIN_PSIS_DRAWS = 25
 
 
 class ImportanceWarning(UserWarning):
-    """The importance weights are unreliable: a heavy tail (Pareto k > 0.7) or a tiny ESS."""
+    """The importance weights are unreliable: a heavy tail (Pareto k > 0.7) or a tiny ESS.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     result = pp.importance_sample(model, 40, draws=20, random_seed=1)   # far too few
+    >>> caught[0].category is pp.ImportanceWarning
+    True
+    """
 
 
 def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, proposal=None,
                       random_seed: SeedLike = None) -> xr.DataTree:
-    """Weighted draws of theta and x given the release y and public information z.
+    r"""Weighted draws of theta and x given the release y and public information z.
+
+    The corrected Algorithm 2: theta_j ~ g, x_j ~ pi(x | theta_j, z), and the self-normalized
+    weights
+
+    .. math::
+
+        w_j = \frac{\pi(y \mid x_j, z) \, \pi(\theta_j \mid z)}{g(\theta_j)}, \qquad
+        \hat E[a(\theta) \mid y, z] = \frac{\sum_j w_j \, a(\theta_j)}{\sum_j w_j},
+
+    with the diagnostics ESS = (sum_j w_j)^2 / sum_j w_j^2 and the Pareto-k of the weights'
+    tail (PSIS, Vehtari et al. 2024).
 
     Warns (:class:`ImportanceWarning`) when Pareto k > 0.7, or when the ESS is below 100
     whatever k says: k is NaN when the largest weights are tied (common with a discrete
@@ -62,6 +86,18 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         repeats sit side by side and ArviZ's ESS counts them as such), its attrs giving
         ``proposals`` and ``ess``; ``sample_stats``: ``ess`` = (sum w)^2 / sum w^2 and
         ``pareto_k``; the other groups as for :func:`rejection_sample`.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> result = pp.importance_sample(model, 40, draws=2000, random_seed=1)
+    >>> stats = result["sample_stats"]
+    >>> bool(stats["ess"] > 100), bool(stats["pareto_k"] < 0.7)   # both diagnostics fine
+    (True, True)
+    >>> round(float(pp.weighted_mean(result)["p"]), 1)
+    0.4
     """
     draws = positive_int(draws, "draws")
     rng = as_generator(random_seed)
@@ -144,7 +180,21 @@ def _weighted(result: xr.DataTree, smoothed: bool) -> tuple[xr.Dataset, xr.DataA
 
 
 def weighted_mean(result: xr.DataTree, smoothed: bool = False) -> xr.Dataset:
-    """Self-normalized importance estimates of the posterior means, from all the weighted proposals."""
+    """Self-normalized importance estimates of the posterior means, from all the weighted proposals.
+
+    sum_j w_j v_j / sum_j w_j for every posterior variable v, with the normalized weights
+    (``smoothed=True``: the Pareto-smoothed ones).
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> result = pp.importance_sample(model, 40, draws=2000, random_seed=1)
+    >>> means = pp.weighted_mean(result)
+    >>> sorted(means.data_vars), round(float(means["x"]))
+    (['p', 'x'], 40)
+    """
     proposals, w = _weighted(result, smoothed)
     return (proposals * w).sum(("chain", "draw")) / w.sum()
 
@@ -156,6 +206,16 @@ def resample(result: xr.DataTree, draws: int | None = None, random_seed: SeedLik
     As the ``posterior`` group of :func:`importance_sample`, but of any size (default: the number
     of proposals), from another seed, or by the Pareto-smoothed weights. The returned tree has
     the same groups except ``proposal`` and ``sample_stats``.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> result = pp.importance_sample(model, 40, draws=2000, random_seed=1)
+    >>> draws = pp.resample(result, draws=500, random_seed=2)
+    >>> draws["posterior"].sizes["draw"], "proposal" in draws.children
+    (500, False)
     """
     proposals, w = _weighted(result, smoothed)
     w = w.values.reshape(-1)

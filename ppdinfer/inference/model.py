@@ -18,7 +18,14 @@ _DIRICHLET_FROZEN = type(stats.dirichlet([1.0, 1.0]))
 
 
 class PPDModel:
-    """A partially-private-data model: prior, data model and release mechanism.
+    r"""A partially-private-data model: prior, data model and release mechanism.
+
+    The samplers target the joint posterior of the parameter theta and the confidential data x
+    given the release y and the public information z:
+
+    .. math::
+
+        \pi(\theta, x \mid y, z) \propto \pi(\theta \mid z) \, \pi(x \mid \theta, z) \, \pi(y \mid x, z).
 
     Parameters
     ----------
@@ -39,6 +46,16 @@ class PPDModel:
     dims
         Dimension names in results: a mapping from a name in ``names`` or ``x_name`` to a tuple
         of names, one per axis (y takes x's). Default: ``{name}_dim_{i}``.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> model = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(100),
+    ...                     pp.mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> y = model.mechanism.release(40, random_seed=1)   # the curator releases x = 40
+    >>> result = pp.exact_posterior(model, y)             # the analyst's posterior
+    >>> list(result["posterior"].data_vars)
+    ['p', 'x']
     """
 
     def __init__(self, prior, simulate, mechanism: Mechanism, names: str | Sequence[str] = "theta",

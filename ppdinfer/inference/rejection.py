@@ -32,13 +32,40 @@ _MAX_BATCH_BYTES = 256 * 2**20
 
 
 class BudgetWarning(UserWarning):
-    """A sampler stopped at its time or proposal budget, or expects to."""
+    """A sampler stopped at its time or proposal budget, or expects to.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     result = pp.rejection_sample(model, 40, draws=1000, max_proposals=4096, random_seed=1,
+    ...                                  progressbar=False)
+    >>> caught[0].category is pp.BudgetWarning, result.attrs["complete"]
+    (True, False)
+    >>> result["posterior"].sizes["draw"] < 1000            # the draws accepted within the budget
+    True
+    """
 
 
 def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_seed: SeedLike = None,
                      batch_size: int | str = "auto", max_proposals: int | None = None,
                      max_seconds: float | None = None, progressbar: bool = True) -> xr.DataTree:
-    """Exact posterior draws of theta and x given the release y and public information z.
+    r"""Exact posterior draws of theta and x given the release y and public information z.
+
+    The corrected Algorithm 1: propose theta ~ pi(theta | z) and x ~ pi(x | theta, z), draw
+    U ~ Uniform(0, 1), and accept the pair when
+
+    .. math::
+
+        U \le \frac{\pi(y \mid x, z)}{M}, \qquad M \ge \sup_{x, y} \pi(y \mid x, z),
+
+    with M the mechanism's constant bound (``mechanism.log_bound``). A proposal is accepted
+    with probability p(y | z) / M, so each draw costs M / p(y | z) proposals on average: the
+    ``acceptance_rate`` in ``sample_stats`` tells whether a longer run is affordable.
 
     Parameters
     ----------
@@ -66,6 +93,21 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         ``posterior``: theta (named per ``model.names``) and x; ``sample_stats``: proposals per
         accepted draw, total proposals, acceptance rate, seconds; ``observed_data``: y;
         ``constant_data``: z and the mechanism's parameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> result = pp.rejection_sample(model, 40, draws=200, random_seed=1, progressbar=False)
+    >>> result["posterior"]["p"].shape                    # (chain, draw)
+    (1, 200)
+    >>> stats = result["sample_stats"]
+    >>> evidence = pp.exact_posterior(model, 40)["exact"]["log_evidence"]   # log p(y | z)
+    >>> expected = float(np.exp(evidence - stats["log_bound"]))             # p(y | z) / M
+    >>> round(expected, 3), abs(float(stats["acceptance_rate"]) - expected) < 0.01
+    (0.04, True)
     """
     draws = positive_int(draws, "draws")
     max_seconds = _seconds_budget(max_seconds)

@@ -57,6 +57,16 @@ def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> p
     P(X <= v) > (1 - prob) / 2 and ``upper`` the largest with P(X >= v) > (1 - prob) / 2, so
     each tail outside the interval has probability at most (1 - prob) / 2 and the interval
     covers at least ``prob``.
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer import generators, mechanisms, priors
+    >>> model = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(100), mechanisms.DiscreteLaplace(0.5), names="p")
+    >>> print(pp.summary(pp.exact_posterior(model, 40), prob=0.9).round(2))
+       mean    sd  lower  upper
+    p   0.4  0.06   0.31   0.49
+    x  40.0  2.80  35.00  45.00
     """
     prob = probability(prob, "prob")
     x_name = result.attrs.get("x_name", "x")

@@ -15,7 +15,27 @@ from ..kernels import additive_noise_loglik
 
 
 class Mechanism:
-    """Base class. Subclasses set ``discrete`` and implement the four methods below."""
+    r"""Base class. Subclasses set ``discrete`` and implement the four methods below.
+
+    A mechanism serves the curator, who calls ``release(x, z)`` to draw y ~ pi(. | x, z), and
+    the analyst, who needs the likelihood ``logpdf(y, x, z)`` = log pi(y | x, z) and, for exact
+    rejection sampling, a bound that holds for every x and y:
+
+    .. math::
+
+        \log M = \texttt{log\_bound}(z), \qquad M \ge \sup_{x, y} \pi(y \mid x, z).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms import DiscreteLaplace, Mechanism
+    >>> mechanism = DiscreteLaplace(epsilon=1.0)
+    >>> isinstance(mechanism, Mechanism)
+    True
+    >>> y = mechanism.release([3, 5], random_seed=0)     # the curator's side
+    >>> loglik = mechanism.logpdf(y, [[3, 5], [4, 4]])    # the analyst's: one value per row of x
+    >>> loglik.shape, bool(loglik.max() <= mechanism.log_bound(size=2))
+    ((2,), True)
+    """
 
     #: True when y takes integer values (the density is a pmf on the integer lattice).
     discrete: bool = False
@@ -48,9 +68,25 @@ class Mechanism:
 
 
 class AdditiveNoiseMechanism(Mechanism):
-    """y = x + e with iid noise e whose log density is ``log_norm - rate * |e| ** power``.
+    r"""y = x + e with iid noise e whose log density is ``log_norm - rate * |e| ** power``.
 
     Subclasses provide ``log_norm``, ``rate``, ``power`` and ``_noise(shape, rng, secure)``.
+    Over the d coordinates of a release
+
+    .. math::
+
+        \log \pi(y \mid x) = d \, \texttt{log\_norm} - \texttt{rate} \sum_{k=1}^{d} |y_k - x_k|^{\texttt{power}},
+
+    largest at y = x whatever x is, so log M = d log_norm.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms import Laplace
+    >>> mechanism = Laplace(epsilon=2.0)          # log_norm = log(epsilon / 2) = 0, rate = 2, power = 1
+    >>> mechanism.logpdf(1.5, [1.5, 2.0, 3.5])
+    array([ 0., -1., -4.])
+    >>> mechanism.log_bound(size=1)
+    0.0
     """
 
     log_norm: float

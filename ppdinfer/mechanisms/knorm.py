@@ -50,6 +50,19 @@ class KNormGradient(Mechanism):
         sigma_y(Delta_z): the bound on ||grad L_x(y) - grad L_x'(y)||_2 over d(x, x') <= Delta_z.
     lower, upper : array_like
         The output box Y, one bound per dimension (scalars for d = 1); may be infinite.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms import KNormGradient
+    >>> mechanism = KNormGradient.count(epsilon=1.0, n=50)   # a count of 50 records, Y = [0, 50]
+    >>> mechanism
+    KNormGradient(epsilon=1.0, sigma=1.0, lower_0=0.0, upper_0=50.0)
+    >>> y = mechanism.release(20, random_seed=0)
+    >>> bool(0 <= y <= 50)
+    True
+    >>> loglik = mechanism.logpdf(y, [20.0, 25.0])          # the density exp(-|y - x| / 2) / Z(x)
+    >>> bool(loglik[0] > loglik[1]), bool(loglik.max() <= mechanism.log_bound())
+    (True, True)
     """
 
     discrete = False

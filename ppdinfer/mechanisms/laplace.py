@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np  # noqa: F401  (the examples use np)
+
 from .._validation import positive_finite
 from . import _exact_integer
 from .base import AdditiveNoiseMechanism
@@ -28,6 +30,12 @@ class Laplace(_LaplaceFamily):
     """y = x + Laplace(0, sensitivity / epsilon) noise: epsilon-DP for the given L1 sensitivity.
 
     Density per coordinate: epsilon / (2 sensitivity) * exp(-epsilon |y - x| / sensitivity).
+
+    Examples
+    --------
+    >>> m = Laplace(epsilon=1.0, sensitivity=2.0)
+    >>> round(float(m.logpdf(3.0, [3.0])[0]), 4), round(m.log_bound(), 4)
+    (-1.3863, -1.3863)
     """
 
     discrete = False
@@ -44,7 +52,18 @@ class DiscreteLaplace(_LaplaceFamily):
     """y = x + K on the integers with pmf P(K = k) = (1 - a) / (1 + a) a^|k|, a = exp(-epsilon / sensitivity).
 
     epsilon-DP for integer-valued queries of L1 sensitivity ``sensitivity``. Releases are drawn
-    with exact integer arithmetic (Canonne, Kamath & Steinke 2020).
+    exactly, in a time that does not depend on the noise (see ``_exact_integer``).
+
+    Examples
+    --------
+    >>> round(DiscreteLaplace(1.0).a, 4)
+    0.3679
+    >>> y = DiscreteLaplace(1.0).release([3, 5], random_seed=0)
+    >>> y.dtype.kind, y.shape
+    ('i', (2,))
+    >>> k = np.arange(-60, 61)
+    >>> round(float(np.exp(DiscreteLaplace(1.0).logpdf(0, k)).sum()), 12)  # the pmf sums to one
+    1.0
     """
 
     discrete = True

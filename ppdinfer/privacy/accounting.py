@@ -8,7 +8,14 @@ from .._validation import positive_finite
 
 
 def sequential_composition(epsilons: Iterable[float]) -> float:
-    """Lemma 6: releases each eps_b-TP and independent given (X, Z) are jointly (sum of eps_b)-TP."""
+    """Lemma 6: releases each eps_b-TP and independent given (X, Z) are jointly (sum of eps_b)-TP.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import sequential_composition
+    >>> sequential_composition([0.5, 0.25])      # two releases about the same records
+    0.75
+    """
     return sum(_epsilons(epsilons))
 
 
@@ -17,12 +24,25 @@ def parallel_composition(epsilons: Iterable[float]) -> float:
 
     The lemma states it for a common eps; a release that is eps_b-TP is also max(eps)-TP, so
     the maximum covers unequal budgets.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import parallel_composition
+    >>> parallel_composition([0.5, 1.0])          # one release per county, counties disjoint
+    1.0
     """
     return max(_epsilons(epsilons))
 
 
 def condition_on_public_subset(epsilon: float) -> float:
-    """Lemma 8: an eps-DP release conditioned on the public event "X lies in a subset" is 2 eps-TP."""
+    """Lemma 8: an eps-DP release conditioned on the public event "X lies in a subset" is 2 eps-TP.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import condition_on_public_subset
+    >>> condition_on_public_subset(0.5)           # e.g. a DP count known to be k-anonymous
+    1.0
+    """
     return 2.0 * positive_finite(epsilon, "epsilon")
 
 

@@ -27,6 +27,15 @@ def plot_correlated_counts(ns: Sequence[int] = (10, 50, 100, 500),
     -------
     matplotlib.figure.Figure
         One row of ``len(ns)`` axes, each with ``len(z0_values)`` lines.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.privacy import plot_correlated_counts
+    >>> figure = plot_correlated_counts(ns=(10, 50), z0_values=(0.1,), z1_grid=np.linspace(0, 1, 11))
+    >>> len(figure.axes), len(figure.axes[0].lines)
+    (2, 1)
+    >>> figure.savefig("figure4.png")                    # doctest: +SKIP
     """
     ns = [positive_int(n, f"ns[{i}]") for i, n in enumerate(ns)]
     if not ns:

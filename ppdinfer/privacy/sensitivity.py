@@ -29,6 +29,12 @@ def delta_normal_mean(n, width) -> float:
     X_1, ..., X_n iid N(mu, sigma^2) and secrets X_1 = v with v in [-width/2, width/2]. Given
     X_1 = v the mean is N(mu + (v - mu) / n, (n - 1) sigma^2 / n^2): a location family, so W_inf is
     |v1 - v2| / n <= width / n whatever mu and sigma (paper, Appendix C, Example 3, Eq. 31-32).
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import delta_normal_mean
+    >>> delta_normal_mean(n=100, width=2.0)      # records in [-1, 1]
+    0.02
     """
     return positive_finite(width, "width") / positive_int(n, "n")
 
@@ -54,6 +60,14 @@ def delta_conditional_normal_mean(width, cov) -> float:
     is common to both secrets and cancels in the difference, so it is left out here (kept, it would
     make the "sensitivity" depend on z and even negative). The supremum over a family of
     covariances is unbounded: with Z = X_2 - a X_1, beta_1 = (1 + a) / n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.privacy import delta_conditional_normal_mean
+    >>> n = 10                                   # iid records of variance 1, no Z: width / n
+    >>> delta_conditional_normal_mean(2.0, np.array([[1 / n, 1 / n], [1 / n, 1.0]]))
+    0.2
     """
     width = positive_finite(width, "width")
     cov = finite_array(cov, "cov")
@@ -86,6 +100,13 @@ class CountSensitivity:
         are exchangeable, so this is all of them or none.
     delta : int
         Delta_z; 0 when no pair remains or when z fixes the count.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import delta_sdl_counts
+    >>> result = delta_sdl_counts(10, [5])       # z discloses the count
+    >>> result.delta, len(result.secret_pairs)
+    (0, 10)
     """
 
     allowed: np.ndarray
@@ -94,7 +115,14 @@ class CountSensitivity:
 
 
 def k_anonymous_counts(n, k) -> np.ndarray:
-    """Counts S_n for which releasing (S_n, n - S_n) is k-anonymous: {k, ..., n - k} (paper, Eq. 18)."""
+    """Counts S_n for which releasing (S_n, n - S_n) is k-anonymous: {k, ..., n - k} (paper, Eq. 18).
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import k_anonymous_counts
+    >>> k_anonymous_counts(10, 3)
+    array([3, 4, 5, 6, 7])
+    """
     n = positive_int(n, "n")
     k = positive_int(k, "k")
     if 2 * k > n:
@@ -106,6 +134,12 @@ def t_close_counts(n, t, t_star) -> np.ndarray:
     """Counts S_n with |S_n / n - t_star| <= t (L1 t-closeness to t_star, paper, Eq. 18).
 
     The comparison allows ``CLOSENESS_ATOL`` of rounding.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import t_close_counts
+    >>> t_close_counts(10, t=0.1, t_star=0.5)    # |s / 10 - 0.5| <= 0.1
+    array([4, 5, 6])
     """
     n = positive_int(n, "n")
     t = probability(t, "t", open_interval=False)
@@ -142,6 +176,12 @@ def delta_sdl_counts(n, allowed, thetas=DEFAULT_THETAS) -> CountSensitivity:
         Counts in 0..n consistent with z, e.g. from `k_anonymous_counts` or `t_close_counts`.
     thetas : array_like of float
         Success probabilities in (0, 1) spanning the family.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import delta_sdl_counts, k_anonymous_counts
+    >>> delta_sdl_counts(10, k_anonymous_counts(10, 3))   # k-anonymity leaves Delta_z = 1
+    CountSensitivity(allowed=array([3, 4, 5, 6, 7]), secret_pairs=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), delta=1)
     """
     n = positive_int(n, "n")
     allowed = np.unique(nonnegative_counts(allowed, "allowed"))
@@ -190,6 +230,12 @@ def delta_correlated_counts(n, z0, z1) -> int | np.ndarray:
     int or ndarray of int
         Delta_z in {1, ..., n}: 1 when z0 = z1 (the two laws differ by a shift of one), n when
         z0 = 0 < z1 or z0 < 1 = z1, non-decreasing in z1 and non-increasing in z0.
+
+    Examples
+    --------
+    >>> from ppdinfer.privacy import delta_correlated_counts
+    >>> delta_correlated_counts(50, 0.1, [0.1, 0.5, 0.9, 1.0])   # from independence to n
+    array([ 1, 25, 41, 50])
     """
     n = positive_int(n, "n")
     z0 = _checks.unit_interval(z0, "z0")

@@ -75,7 +75,19 @@ def _noise_of(model, x_rv):
 
 
 class PrivacyAugmentation(BlockedStep):
-    """Metropolis-within-Gibbs update of an integer latent x released with privacy noise.
+    r"""Metropolis-within-Gibbs update of an integer latent x released with privacy noise.
+
+    A prior move proposes x' from x's conditional prior given theta (and the other
+    coordinates, or the other cell of a pair for a multinomial x), so that the prior cancels
+    from the Metropolis-Hastings ratio and only the mechanism's likelihood remains
+    (Ju, Awan, Gong & Rao 2022):
+
+    .. math::
+
+        \alpha(x \to x') = \min\left(1, \frac{\pi(y \mid x', z)}{\pi(y \mid x, z)}\right).
+
+    A local move proposes a symmetric integer step (a transfer between two cells for a
+    multinomial x) and accepts with the prior ratio times the likelihood ratio.
 
     Parameters
     ----------
@@ -88,6 +100,21 @@ class PrivacyAugmentation(BlockedStep):
     collapse : bool
         Integrate a conjugate Dirichlet out of the x update (multinomial x only); pair this
         step with a following :class:`ConjugateDirichlet` on the same theta.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc import DiscreteLaplace, PrivacyAugmentation
+    >>> with pm.Model():
+    ...     share = pm.Dirichlet("share", a=np.ones(3))
+    ...     cases = pm.Multinomial("cases", n=30, p=share, initval=np.array([10, 10, 10]))
+    ...     y = DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
+    ...     step = PrivacyAugmentation([cases], collapse=True)
+    >>> [variable.name for variable in step.vars], step.alpha
+    (['cases'], array([1., 1., 1.]))
+
+    :func:`ppdinfer.pymc.sample` assigns the step by itself.
     """
 
     name = "privacy_augmentation"
@@ -192,9 +219,27 @@ class ConjugateDirichletState(StepMethodState):
 
 
 class ConjugateDirichlet(BlockedStep):
-    """Exact Gibbs update theta | x ~ Dirichlet(alpha + x) for theta ~ Dirichlet(alpha), x ~ Multinomial(n, theta).
+    r"""Exact Gibbs update theta | x ~ Dirichlet(alpha + x) for theta ~ Dirichlet(alpha), x ~ Multinomial(n, theta).
 
-    alpha must be a constant and theta's only child the multinomial x.
+    alpha must be a constant and theta's only child the multinomial x. The draw is
+    theta = G / sum_j G_j with independent G_j ~ Gamma(alpha_j + x_j):
+
+    .. math::
+
+        \pi(\theta \mid x) \propto \prod_j \theta_j^{\alpha_j + x_j - 1}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc import ConjugateDirichlet, DiscreteLaplace
+    >>> with pm.Model():
+    ...     share = pm.Dirichlet("share", a=np.array([2.0, 1.0, 1.0]))
+    ...     cases = pm.Multinomial("cases", n=30, p=share)
+    ...     y = DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
+    ...     step = ConjugateDirichlet([share])
+    >>> step.alpha, step.x_name
+    (array([2., 1., 1.]), 'cases')
     """
 
     name = "conjugate_dirichlet"

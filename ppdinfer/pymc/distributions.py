@@ -127,6 +127,12 @@ class DiscreteLaplace(Discrete):
     the law of an epsilon-DP release y = mu + noise of an integer statistic with L1
     sensitivity Delta. ``mu`` must be integer-valued (the pmf is normalized over y in Z
     for integer mu). Random draws are exact (Canonne, Kamath & Steinke 2020).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> round(float(pm.logp(DiscreteLaplace.dist(mu=10, epsilon=1.0), 10).eval()), 4)
+    -0.7719
     """
 
     rv_op = discrete_laplace
@@ -175,6 +181,13 @@ class DiscreteGaussian(Discrete):
 
     ``mu`` must be integer-valued. No closed-form CDF exists, so there is no logcdf. Random
     draws are exact (Canonne, Kamath & Steinke 2020).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> k = np.arange(-30, 31)
+    >>> round(float(np.exp(pm.logp(DiscreteGaussian.dist(mu=0, sigma=2.0), k).eval()).sum()), 12)
+    1.0
     """
 
     rv_op = discrete_gaussian
@@ -201,6 +214,12 @@ class WassersteinNaive(Discrete):
     normalizer is the same for every integer ``mu`` (the lattice is translation invariant), so
     ``logp`` omits it: it is exact up to a constant, which is all a posterior over mu needs, but
     not a normalized pmf. Random draws run the mechanism's MCMC release (2000 sweeps).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> float(pm.logp(WassersteinNaive.dist(mu=np.array([5, 3]), epsilon=1.0, sigma=2.0), np.array([8, 7])).eval())
+    -1.25
     """
 
     rv_op = lattice_l2

@@ -29,6 +29,21 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     ``conjugate=True`` a Dirichlet that feeds only a multinomial latent x is integrated out of
     x's update (``collapse=True``) and then drawn exactly by :class:`ConjugateDirichlet`.
     ``kwargs`` go to ``pm.sample``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import ppdinfer.pymc
+    >>> with pm.Model():
+    ...     share = pm.Dirichlet("share", a=np.ones(3))
+    ...     cases = pm.Multinomial("cases", n=30, p=share, initval=np.array([10, 10, 10]))
+    ...     y = ppdinfer.pymc.DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
+    ...     idata = ppdinfer.pymc.sample(draws=100, tune=100, chains=1, random_seed=1, progressbar=False,
+    ...                                  compute_convergence_checks=False)
+    >>> draws = idata["posterior"]["cases"]
+    >>> draws.shape, bool((draws.sum(axis=-1) == 30).all())   # every state keeps the public total
+    ((1, 100, 3), True)
     """
     model = pm.modelcontext(model)
     with model:

@@ -1,0 +1,191 @@
+"""Strict documentation checks for ppdinfer, as warnings (``sphinx-build -W`` makes them errors).
+
+1. Every public name of the modules in ``ppd_public_modules`` (its ``__all__``, or else every
+   name without a leading underscore defined in the module) has a docstring with a NumPy-style
+   ``Examples`` section holding a doctest (``>>>``); every public method and property of a
+   public class has a docstring (its own or one it inherits from a ppdinfer base class). A
+   method that another library calls and documents (a base class's method from outside
+   ppdinfer, or one named in ``ppd_foreign_members``, such as PyMC's ``logp``) is exempt.
+2. Every public function and class appears in the API reference (the Python domain).
+3. ``ppd_docstring_allowlist`` lists the functions and classes exempt from the example and the
+   methods exempt from the docstring of (1); an entry that is no public name, or whose
+   docstring is now complete, is itself reported, so the list can only shrink.
+
+Docstrings are read as plain text first (``help()``), so ``|`` in them is mathematics (absolute
+values, norms, "given"), never an rST substitution or line block: `escape_bars` escapes it outside
+inline literals and roles, literal blocks, directives and doctests.
+
+It also provides the ``covid-figures`` directive: the case study's figures from a results folder
+on this machine (``$PPDINFER_DOCS_FIGURES``, else the full run's, else the quick run's), or a note
+saying how to make them. The docs build never runs the case study.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+_EXAMPLES = re.compile(r"^\s*Examples\n\s*-{8,}\n(?:.*\n)*?\s*>>> ", re.MULTILINE)
+
+
+def public_names(module) -> list[str]:
+    """``__all__``, or the names without a leading underscore that the module itself defines."""
+    names = getattr(module, "__all__", None)
+    if names is not None:
+        return list(names)
+    return [name for name, value in vars(module).items()
+            if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__]
+
+
+def public_objects(module_names) -> dict[str, object]:
+    """Every public function and class, under its first public name (module order)."""
+    seen, found = set(), {}
+    for module_name in module_names:
+        module = importlib.import_module(module_name)
+        for name in public_names(module):
+            value = getattr(module, name)
+            if not (inspect.isclass(value) or inspect.isroutine(value)) or id(value) in seen:
+                continue
+            seen.add(id(value))
+            found[f"{module_name}.{name}"] = value
+    return found
+
+
+def _own_members(cls, foreign_names) -> dict[str, object]:
+    """Public methods and properties that ``cls`` defines, less those of other libraries' interfaces."""
+    foreign = [base for base in cls.__mro__[1:-1] if not base.__module__.startswith("ppdinfer")]
+    members = {}
+    for name, value in vars(cls).items():
+        if name.startswith("_") or foreign and (name in foreign_names or any(hasattr(b, name) for b in foreign)):
+            continue
+        if isinstance(value, (classmethod, staticmethod)):
+            value = value.__func__
+        if isinstance(value, property) or inspect.isroutine(value):
+            members[name] = value
+    return members
+
+
+def _inherited_doc(cls, name) -> str | None:
+    """The docstring of ``cls.name``, or of the same member of the nearest base class that has one."""
+    for base in cls.__mro__:
+        if name in vars(base):
+            value = vars(base)[name]
+            doc = getattr(value, "__func__", value).__doc__
+            if doc:
+                return doc
+    return None
+
+
+def check_docstrings(app) -> None:
+    """Point (1) and (3) of the module docstring."""
+    allowed = set(app.config.ppd_docstring_allowlist)
+    objects = public_objects(app.config.ppd_public_modules)
+    checked = set()
+    for name, value in objects.items():
+        checked.add(name)
+        doc = inspect.cleandoc(value.__doc__ or "")
+        if not doc:
+            logger.warning(f"{name} has no docstring")
+        elif not _EXAMPLES.search(doc + "\n"):
+            if name not in allowed:
+                logger.warning(f"{name}: the docstring has no Examples section with a doctest")
+        elif name in allowed:
+            logger.warning(f"{name} has an example now: remove it from ppd_docstring_allowlist (docs/conf.py)")
+        if inspect.isclass(value):
+            for member in _own_members(value, app.config.ppd_foreign_members):
+                checked.add(f"{name}.{member}")
+                if not _inherited_doc(value, member):
+                    if f"{name}.{member}" not in allowed:
+                        logger.warning(f"{name}.{member} has no docstring")
+                elif f"{name}.{member}" in allowed:
+                    logger.warning(f"{name}.{member} has a docstring now: remove it from ppd_docstring_allowlist")
+    for name in sorted(allowed - checked):
+        logger.warning(f"ppd_docstring_allowlist lists {name}, which is no public name: remove it")
+
+
+def check_reference(app, env) -> None:
+    """Point (2) of the module docstring."""
+    documented = set(env.get_domain("py").objects)
+    for name in public_objects(app.config.ppd_public_modules):
+        if name not in documented:
+            logger.warning(f"{name} is missing from the API reference (docs/api/)")
+
+
+_INLINE_LITERAL = re.compile(r"(``.+?``|:[\w:.-]+:`[^`]*`)")
+_BAR = re.compile(r"(?<!\\)\|")
+
+
+def escape_bars(app, what, name, obj, options, lines) -> None:
+    """Escape ``|`` in docstring text, leaving literal text, math and doctests alone."""
+    verbatim = None  # indentation of the line that opened a literal block or a directive
+    doctest = False
+    for i, line in enumerate(lines):
+        text = line.lstrip()
+        indent = len(line) - len(text)
+        if verbatim is not None and (not text or indent > verbatim):
+            continue
+        directive = text.startswith(".. ")
+        verbatim = indent if directive or text.endswith("::") else None
+        doctest = bool(text) and (doctest or text.startswith(">>>"))
+        if directive or doctest or "|" not in line:
+            continue
+        parts = _INLINE_LITERAL.split(line)  # text, literal, text, ...
+        lines[i] = "".join(part if k % 2 else _BAR.sub(r"\\|", part) for k, part in enumerate(parts))
+
+
+FIGURE_FOLDERS = ["covid_results/report", "results/covid_pa/report", "covid_quick/report",
+                  "results/covid_pa_quick/report"]
+FIGURES = {
+    "figure1_case_rates": "Figure 1: synthetic case rates of three counties.",
+    "figure2_relative_error": "Figure 2: relative error of the case rates.",
+    "figure3_contractions": "Figure 3: contractions by post-processing.",
+    "figure4_correlated_counts": "Figure 4: Delta_z of correlated counts.",
+}
+
+
+class CovidFigures(SphinxDirective):
+    """The COVID-19 case study's figures from a results folder, if one exists here."""
+
+    def run(self):
+        root = Path(self.env.srcdir).parent
+        folders = [Path(os.environ["PPDINFER_DOCS_FIGURES"])] if os.environ.get("PPDINFER_DOCS_FIGURES") else []
+        folders += [root / folder for folder in FIGURE_FOLDERS]
+        folder = next((f for f in folders if all((f / f"{n}.png").is_file() for n in FIGURES)), None)
+        if folder is None:
+            note = nodes.paragraph(text="No results folder exists where these pages were built, so the figures "
+                                        "are not shown: run make covid-quick (about a minute) or make covid, then "
+                                        "make docs.")
+            return [note]
+        here = Path(self.env.doc2path(self.env.docname)).parent
+        shown = folder.relative_to(root) if folder.is_relative_to(root) else folder
+        figures = [nodes.paragraph(text=f"From {shown}/, the last run on the machine that built these pages.")]
+        for name, caption in FIGURES.items():
+            path = (folder / f"{name}.png").resolve()
+            self.env.note_dependency(str(path))
+            figure = nodes.figure()
+            figure += nodes.image(uri=os.path.relpath(path, here), alt=name)
+            figure += nodes.caption(text=caption)
+            figures.append(figure)
+        return figures
+
+
+def setup(app):
+    app.add_config_value("ppd_public_modules", [], "env")
+    app.add_config_value("ppd_docstring_allowlist", set(), "env")
+    app.add_config_value("ppd_foreign_members", set(), "env")
+    app.add_directive("covid-figures", CovidFigures)
+    app.connect("autodoc-process-docstring", escape_bars)
+    app.connect("builder-inited", check_docstrings)
+    app.connect("env-check-consistency", check_reference)
+    # the figures depend on which results folders exist: read the page that shows them every time
+    app.connect("env-get-outdated", lambda app, env, added, changed, removed: ["case_studies"])
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
