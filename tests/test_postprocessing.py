@@ -212,7 +212,8 @@ def test_result_types():
     ([1, 2], [0, 1, 1], 3, "y_deaths"),
     ([], [], 0, "y_cases"),
     ([[[1]]], [[[1]]], 0, "y_cases"),
-    ([2**60, 0], [0, 0], 3, "too large"),
+    ([2**60, 0], [0, 0], 3, r"magnitude at most 2\^53"),
+    ([2**53] * 100, [0] * 100, 3, "too large for exact int64 arithmetic"),
 ])
 def test_bad_input(y_cases, y_deaths, total, name):
     with pytest.raises(ValueError, match=name):
