@@ -13,13 +13,14 @@ from scipy import integrate, special, stats
 
 import ppdinfer as pp
 from ppdinfer.mechanisms import KNormGradient, PriorCongenial, WassersteinExponential
+from ppdinfer.mechanisms.wem import MIN_SWEEPS, ChainLengthWarning
 
 # Small instances: J counties, a public total, last month's cases, and a confidential table x.
 SMALL = {
     "J3": ({"total": 4, "previous_cases": [5, 0, 2]}, np.array([[2, 1, 1], [1, 0, 1]])),
     "J2": ({"total": 6, "previous_cases": [1, 6]}, np.array([[5, 1], [2, 1]])),
 }
-CHAIN_REPLICATES = 20_000
+RELEASES = 20_000
 CHAIN_SWEEPS = 60  # three times the ~20 sweeps after which the TV reaches its sampling-noise floor
 
 
@@ -128,12 +129,17 @@ def _instances():
     ]
 
 
+@pytest.mark.parametrize("method", ["exact", "mcmc"])
 @pytest.mark.parametrize("case", _instances(), ids=lambda case: case[0])
-def test_chain_matches_the_enumerated_pmf(case):
+def test_release_matches_the_enumerated_pmf(case, method):
     name, mechanism, z, x, support, pmf, broken = case
-    draws = mechanism.release(x, z, random_seed=1, sweeps=CHAIN_SWEEPS, replicates=CHAIN_REPLICATES)
-    assert draws.shape == (CHAIN_REPLICATES, *x.shape) and draws.dtype == np.int64
-    floor = iid_total_variation(pmf, CHAIN_REPLICATES, np.random.default_rng(0))
+    if method == "mcmc":  # a short chain, as the check of its length needs
+        with pytest.warns(ChainLengthWarning):
+            draws = mechanism.release(x, z, random_seed=1, sweeps=CHAIN_SWEEPS, replicates=RELEASES, method=method)
+    else:
+        draws = mechanism.release(x, z, random_seed=1, replicates=RELEASES, method=method)
+    assert draws.shape == (RELEASES, *x.shape) and draws.dtype == np.int64
+    floor = iid_total_variation(pmf, RELEASES, np.random.default_rng(0))
     tv = total_variation(draws, support, pmf)
     assert tv < 1.5 * floor, f"{name}: TV {tv:.4f} against a sampling floor of {floor:.4f}"
     assert chi_square_pvalue(draws, support, pmf) > 1e-4
@@ -155,7 +161,7 @@ def test_release_stays_in_the_support_on_realistic_counts():
     z = {"total": int(x[0].sum()), "previous_cases": previous}
     for base_measure in ("congenial", "prior_congenial"):
         draws = WassersteinExponential(0.5, 2.0, base_measure=base_measure).release(
-            x, z, random_seed=5, sweeps=200, replicates=50)
+            x, z, random_seed=5, sweeps=MIN_SWEEPS, replicates=50)
         assert np.all(draws[:, 0].sum(axis=1) == z["total"])
         assert np.all(draws[:, 0] >= draws[:, 1]) and np.all(draws[:, 1] >= 0)
         assert len({d.tobytes() for d in draws}) > 40  # the chains moved
@@ -219,7 +225,7 @@ def test_samplers_refuse_when_the_normalizer_cannot_be_enumerated():
     mechanism = WassersteinExponential(1.0, 2.0, base_measure="congenial")
     model = pp.PPDModel(pp.priors.Beta(2, 2), CasesAndDeaths(np.full(5, 0.2)), mechanism, names="p")
     x = model.simulate(np.array([0.1]), z, np.random.default_rng(0))[0]
-    y = mechanism.release(x, z, random_seed=0, sweeps=50)
+    y = mechanism.release(x, z, random_seed=0)
     assert mechanism.log_bound(z, size=10) == math.inf
     with pytest.raises(ValueError, match="no finite bound"):
         pp.rejection_sample(model, y, z, draws=10, progressbar=False)
@@ -232,6 +238,7 @@ def test_samplers_refuse_when_the_normalizer_cannot_be_enumerated():
 @pytest.mark.parametrize("kwargs, match", [
     ({"epsilon": 0.0}, "epsilon"), ({"epsilon": -1.0}, "epsilon"), ({"sigma": math.inf}, "sigma"),
     ({"loss": "linf"}, "loss"), ({"base_measure": "flat"}, "base_measure"), ({"sweeps": 0}, "sweeps"),
+    ({"method": "gibbs"}, "method"),
 ])
 def test_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):

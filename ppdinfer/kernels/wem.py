@@ -86,6 +86,13 @@ def log_normalizer_and_peak(support, log_weight, xs, rate, power):
 
 
 @njit(cache=True, nogil=True)
+def min_log_normalizer(support, log_weight, xs, rate, power):
+    """min over the rows x of ``xs`` of log C(x) (see log_normalizer_and_peak), as one float: a
+    returned tuple of arrays would turn a Ctrl-C during the call into a SystemError."""
+    return log_normalizer_and_peak(support, log_weight, xs, rate, power)[0].min()
+
+
+@njit(cache=True, nogil=True)
 def _step(log_steps):
     """A symmetric non-zero integer step whose size is log-uniform on 1..max_step (log_steps = log(max_step + 1))."""
     u = 2.0 * np.random.random()
@@ -97,9 +104,9 @@ def _step(log_steps):
 
 
 @njit(cache=True, nogil=True)
-def _accept(log_ratio):
-    """The Metropolis test: accept with probability min(1, exp(log_ratio))."""
-    return log_ratio >= 0.0 or math.log(np.random.random()) <= log_ratio
+def _pick(ok, new, old):
+    """new if ok else old, in arithmetic rather than a branch (exact for finite values)."""
+    return ok * new + (1 - ok) * old
 
 
 @njit(cache=True, nogil=True)
@@ -110,6 +117,9 @@ def _sweeps(y, x, kind, power, rate, concentration, max_step, sweeps):
     from :func:`_step`: NAIVE moves one entry at a time; the congenial measures propose J case
     transfers between two counties (which keep the total) and J death moves within
     [0, cases]. Proposals that leave the support are rejected, so every state visited is in it.
+    Every proposal does the same work, feasible or not, accepted or not (the loss, the prior
+    factors, one uniform, updates in arithmetic rather than branches), so the run time does not
+    depend on how often the chain meets the support's boundary or accepts.
     """
     dim = y.shape[0]
     n = dim // 2
@@ -125,44 +135,161 @@ def _sweeps(y, x, kind, power, rate, concentration, max_step, sweeps):
     for _ in range(sweeps):
         for move in range(dim):
             step = _step(log_steps)
+            log_u = math.log(np.random.random())
             if kind == NAIVE or move >= n:  # one entry; for the congenial measures a death count
                 k = np.random.randint(dim) if kind == NAIVE else n + np.random.randint(n)
                 value = y[k] + step
-                if kind != NAIVE and (value < 0 or value > y[k - n]):
-                    continue
+                feasible = (kind == NAIVE) | ((value >= 0) & (value <= y[k - n]))
                 new_acc = acc - _term(y[k] - x[k], power) + _term(value - x[k], power)
                 new_loss = _norm(new_acc, power)
-                if _accept(-rate * (new_loss - loss)):
-                    y[k], acc, loss = value, new_acc, new_loss
+                ok = feasible & (log_u <= -rate * (new_loss - loss))
+                y[k] += ok * step
+                acc, loss = _pick(ok, new_acc, acc), _pick(ok, new_loss, loss)
             elif n >= 2:  # transfer `step` cases from county j to county i
                 i = np.random.randint(n)
                 j = np.random.randint(n - 1)
                 if j >= i:
                     j += 1
                 ci, cj = y[i] + step, y[j] - step
-                if ci < y[n + i] or cj < y[n + j]:
-                    continue
+                feasible = (ci >= y[n + i]) & (cj >= y[n + j])
                 new_acc = (acc - _term(y[i] - x[i], power) - _term(y[j] - x[j], power)
                            + _term(ci - x[i], power) + _term(cj - x[j], power))
                 new_loss = _norm(new_acc, power)
                 log_ratio = -rate * (new_loss - loss)
                 cell_i, cell_j = 0.0, 0.0
                 if kind == PRIOR_CONGENIAL:
-                    cell_i = _log_cell(ci, concentration[i])
-                    cell_j = _log_cell(cj, concentration[j])
+                    cell_i = _log_cell(max(ci, 0), concentration[i])
+                    cell_j = _log_cell(max(cj, 0), concentration[j])
                     log_ratio += cell_i - cells[i] + cell_j - cells[j]
-                if _accept(log_ratio):
-                    y[i], y[j], acc, loss = ci, cj, new_acc, new_loss
-                    cells[i], cells[j] = cell_i, cell_j
+                ok = feasible & (log_u <= log_ratio)
+                y[i] += ok * step
+                y[j] -= ok * step
+                acc, loss = _pick(ok, new_acc, acc), _pick(ok, new_loss, loss)
+                cells[i], cells[j] = _pick(ok, cell_i, cells[i]), _pick(ok, cell_j, cells[j])
+
+
+@njit(cache=True, nogil=True)
+def wem_advance(states, x, kind, power, rate, concentration, max_step, sweeps, seed):
+    """Advance each chain (row of ``states``, in place) by ``sweeps`` sweeps, one after the other,
+    drawing from numba's generator seeded with ``seed``."""
+    np.random.seed(seed)
+    for r in range(states.shape[0]):
+        _sweeps(states[r], x, kind, power, rate, concentration, max_step, sweeps)
 
 
 @njit(cache=True, nogil=True)
 def wem_chains(x, kind, power, rate, concentration, max_step, sweeps, replicates, seed):
     """Final states (shape (replicates, 2J)) of independent chains of ``sweeps`` sweeps, each started at x."""
-    np.random.seed(seed)
     out = np.empty((replicates, x.shape[0]), dtype=np.int64)
     for r in range(replicates):
-        y = x.copy()
-        _sweeps(y, x, kind, power, rate, concentration, max_step, sweeps)
-        out[r] = y
+        out[r] = x
+    wem_advance(out, x, kind, power, rate, concentration, max_step, sweeps, seed)
     return out
+
+
+# -- exact release ----------------------------------------------------------------------------
+# Bernoulli(exp(-gamma)) by Canonne, Kamath & Steinke (2020), Algorithm 1: gamma is cut into m >= gamma
+# pieces g = gamma / m <= 1, and a piece passes when the count k of successive successes of
+# Bernoulli(g / k), k = 1, 2, ..., stops at an odd k. Uniforms come from numba's generator: randint
+# is exact (rejection on random bits) and random() is u / 2^53 for a uniform integer u.
+
+#: Allowance for the rounding of the double-precision decisions in _bernoulli_exp_minus, relative to
+#: the operands' magnitude: 2^8 times the worst case of its few correctly rounded IEEE 754 operations.
+SLACK = 2.0**-45
+_TWO53 = 2.0**53
+
+
+@njit(cache=True, nogil=True)
+def _bernoulli_exp_minus_rational(numerator, denominator):
+    """Bernoulli(exp(-numerator / denominator)) for 0 <= numerator <= denominator, in integer arithmetic."""
+    k = 1
+    while np.random.randint(0, denominator * k) < numerator:
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, nogil=True)
+def _discrete_laplace(numerator, denominator):
+    """One draw with pmf proportional to exp(-|v| numerator / denominator) (CKS Algorithm 2)."""
+    while True:
+        u = np.random.randint(0, denominator)
+        if not _bernoulli_exp_minus_rational(u, denominator):
+            continue
+        v = 0
+        while _bernoulli_exp_minus_rational(1, 1):
+            v += 1
+        magnitude = (u + denominator * v) // numerator
+        negative = np.random.randint(0, 2) == 1
+        if not (negative and magnitude == 0):
+            return -magnitude if negative else magnitude
+
+
+@njit(cache=True, nogil=True)
+def _bernoulli_exp_minus(gamma, scale, state):
+    """Bernoulli(exp(-gamma)) for gamma >= 0 known in double precision to within 2^-50 scale.
+
+    Each trial U < g / k is decided on 53 random bits u (U uniform on [u, u + 1) / 2^53) when
+    g / k, rounded, stays SLACK * scale / (m k) away from them. Returns 1 or 0; or -1 when a
+    trial is too close to call, with (k, pieces left, u, m) in ``state`` for the caller to
+    finish in exact arithmetic.
+    """
+    pieces = max(1.0, math.ceil(gamma + SLACK * scale))
+    left = pieces
+    k = 1.0
+    while True:
+        d = pieces * k
+        p = gamma / d
+        margin = SLACK * scale / d + 2.0**-1000
+        u = np.random.random() * _TWO53
+        if u + 1.0 <= (p - margin) * _TWO53:
+            k += 1.0
+        elif u >= (p + margin) * _TWO53:
+            if k % 2.0 == 0.0:
+                return 0
+            left -= 1.0
+            if left == 0.0:
+                return 1
+            k = 1.0
+        else:
+            state[0], state[1], state[2], state[3] = k, left, u, pieces
+            return -1
+
+
+@njit(cache=True, nogil=True)
+def lattice_l2_proposals(noise, status, state, numerator, denominator, rate, seed):
+    """Fill ``noise`` (proposals, dim) with draws of prod_k DiscreteLaplace(a), a = numerator /
+    denominator <= rate / sqrt(dim), and ``status`` with their acceptance Bernoulli(exp(-(rate
+    ||v||_2 - a ||v||_1))): 1, 0, or -1 with ``state`` (see _bernoulli_exp_minus).
+
+    Outputs are filled in place: a returned tuple of arrays would turn a Ctrl-C during the call
+    into a SystemError."""
+    np.random.seed(seed)
+    envelope_rate = numerator / denominator
+    for i in range(noise.shape[0]):
+        squares, absolute = 0, 0
+        for k in range(noise.shape[1]):
+            v = _discrete_laplace(numerator, denominator)
+            noise[i, k] = v
+            squares += v * v
+            absolute += abs(v)
+        root, linear = rate * math.sqrt(squares), envelope_rate * absolute
+        status[i] = _bernoulli_exp_minus(root - linear, root + linear, state[i])
+
+
+@njit(cache=True, nogil=True)
+def congenial_proposals(index, status, state, support, x, weight, thin, rate, power, seed):
+    """Fill ``index`` with uniform proposals (rows of ``support``) and ``status`` with their acceptance
+    weight[s] * thin * exp(-rate L(support[s] - x)): 1, 0, or -1 with ``state`` (see
+    _bernoulli_exp_minus). Every proposal does the same work, whichever coin decides it."""
+    np.random.seed(seed)
+    for i in range(index.shape[0]):
+        s = np.random.randint(0, support.shape[0])
+        index[i] = s
+        base = np.random.random() < weight[s]
+        thinned = np.random.random() < thin
+        acc = 0.0
+        for k in range(x.shape[0]):
+            acc += _term(support[s, k] - x[k], power)
+        root = rate * _norm(acc, power)
+        decided = _bernoulli_exp_minus(root, root, state[i])
+        status[i] = decided if base and thinned else 0

@@ -27,6 +27,10 @@ enumerating the support: the tables are the compositions of the total into 2J pa
 county's cases split into deaths and survivors), C(total + 2J - 1, 2J - 1) of them. Above
 :data:`ENUMERATION_LIMIT` logpdf refuses and log_bound is +inf, so the samplers refuse too.
 
+Releases are exact where an exact sampler is affordable (the naive measure up to 18 counties,
+and always with the L1 loss; the congenial measures on enumerable supports) and otherwise come
+from an MCMC chain of at least :data:`MIN_SWEEPS` sweeps: see :class:`WassersteinExponential`.
+
 Example (the case study's three mechanisms at Delta_z = 2, L2 loss)::
 
     naive = WassersteinExponential(eps, 2.0, base_measure="naive")
@@ -39,6 +43,8 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import warnings
+from fractions import Fraction
 
 import numpy as np
 
@@ -49,10 +55,13 @@ from ..kernels.wem import (
     CONGENIAL,
     NAIVE,
     PRIOR_CONGENIAL,
+    congenial_proposals,
     dirichlet_multinomial_logpmf,
+    lattice_l2_proposals,
     log_normalizer_and_peak,
     loss_rows,
-    wem_chains,
+    min_log_normalizer,
+    wem_advance,
 )
 from .base import Mechanism
 from .laplace import DiscreteLaplace
@@ -64,9 +73,22 @@ ENUMERATION_LIMIT = 200_000
 #: Largest support for which log_bound scans every (x, y) pair (S^2 work) for the exact sup of
 #: the pmf; between this and ENUMERATION_LIMIT it returns log 1 = 0, valid for any pmf.
 BOUND_SCAN_LIMIT = 5_000
-#: Default MCMC sweeps per release (a sweep proposes 2J moves): four times the 500 that mixed on the
-#: case study's table; see WassersteinExponential.
+#: Default MCMC sweeps per release (a sweep proposes 2J moves): four times MIN_SWEEPS.
 DEFAULT_SWEEPS = 2_000
+#: Shortest chain released without a ChainLengthWarning: the length that mixed on the case study's
+#: table (see WassersteinExponential, "MCMC release").
+MIN_SWEEPS = 500
+#: Largest expected number of proposals per release for which method="auto" samples exactly.
+EXACT_PROPOSAL_LIMIT = 20_000
+#: Chain steps per compiled call (about 0.1 s): Ctrl-C is honoured between calls.
+CHUNK_STEPS = 2**19
+#: Most proposals per batch of the exact samplers (a batch's size depends on the request, never on x).
+BATCH = 4096
+METHODS = ("auto", "exact", "mcmc")
+
+
+class ChainLengthWarning(UserWarning):
+    """A release by an MCMC chain shorter than :data:`MIN_SWEEPS` sweeps."""
 
 
 class BaseMeasure:
@@ -212,32 +234,83 @@ class WassersteinExponential(Mechanism):
     base_measure : {"naive", "congenial", "prior_congenial"} or BaseMeasure
         A name (with default parameters) or an instance such as ``PriorCongenial(alpha=0.5)``.
     sweeps : int
-        MCMC sweeps per release; each proposes 2J moves.
+        MCMC sweeps per release when the chain runs; each proposes 2J moves.
+    method : {"auto", "exact", "mcmc"}
+        How to release: an exact sampler where one is available within
+        :data:`EXACT_PROPOSAL_LIMIT` expected proposals and the chain otherwise (``"auto"``);
+        the exact sampler or a ValueError (``"exact"``); always the chain (``"mcmc"``).
 
     Notes
     -----
-    **Release.** The naive measure with the L1 loss is a product of discrete Laplace terms with
-    rate eps / (2 sigma), released exactly (Canonne, Kamath & Steinke 2020). Every other
-    combination is released by Metropolis MCMC (:func:`ppdinfer.kernels.wem.wem_chains`) that
-    starts at x, which satisfies z and so lies in the support, and whose moves never leave it:
-    single-entry steps (naive), case transfers between two counties and death steps within
-    [0, cases] (congenial). Step sizes are log-uniform on 1..m, m about two standard deviations
-    of one entry under the loss alone (capped at the total), so one kernel serves small tables
-    and the case study's counts. The chain length is ``sweeps`` (default
-    :data:`DEFAULT_SWEEPS` = 2000; override it here or per call), set from measured mixing. On
-    tables of 1-3 counties with deaths (totals 4-6), the total-variation distance of 20 000
-    replicate releases from the enumerated pmf falls from about 0.6 after one sweep to its
-    sampling floor (0.025-0.03) by 20 sweeps. On the case study's January 2021 table (67
-    counties, 134 entries, total 203 060) at eps = 1 and 0.01, for all three base measures, the
-    loss ||y - x||_2 and single counties' counts of 200 replicates differ from those of
-    8000-sweep chains (two-sample KS p < 0.01) after 50 sweeps, and at eps = 0.01 (congenial)
-    still after 200, but not after 500 or more. The default is four times that: 268 000 steps,
-    0.04-0.07 s per release at the 4-7 million steps per second measured on a shared two-core
-    machine (benchmarks/wem_release.py).
-    MCMC release is approximate: the output follows Theorem 9's pmf only up to the chain's
-    unknown distance delta from stationarity, so the guarantee is epsilon-TP for the ideal
-    mechanism and only (epsilon, (1 + e^epsilon) delta) for the chain; a short chain also
-    stays near its start x, which leaks. Use ample sweeps.
+    **Exact release.** Whether it is available depends on epsilon, sigma, the loss, the base
+    measure, z and J, never on x (:meth:`exact_proposals`).
+
+    - Naive, L1: a product of discrete Laplace terms with rate eps / (2 sigma) (Canonne, Kamath
+      & Steinke 2020).
+    - Naive, L2: rejection from the product discrete Laplace with rate a <= rate / sqrt(2J), an
+      envelope because ||v||_1 <= sqrt(2J) ||v||_2, accepting y = x + v with probability
+      exp(-(rate ||v||_2 - a ||v||_1)). The expected number of proposals, whatever epsilon, is
+      1.3 for one county, 11 for five, 171 for ten, 13 700 for 18 (the most counties within
+      the limit) and 6e15 for the case study's 67.
+    - Congenial and prior-congenial, supports up to :data:`ENUMERATION_LIMIT` tables: uniform
+      proposals over the enumerated support, each accepted with probability
+      nu(y) / max nu * exp(-rate L_x(y)) * C_min / C(x). The last factor does not depend on y,
+      so the release is exact whatever its value; it makes the acceptance rate C_min / (|S|
+      max nu) for every x, so the number of proposals, hence the run time, has the same law
+      whatever the private table. C_min is the least C over the support's 2J vertices (all
+      cases in one county, deaths 0 or all of them): the least over the whole support in all
+      210 settings scanned (1-4 counties, both losses and measures, eps 0.05-20); were it not,
+      some x would only run slower.
+
+    Exact means exact: every acceptance exp(-gamma), gamma irrational for the L2 norm, is a
+    chain of Canonne-Kamath-Steinke trials Bernoulli(gamma / k), each comparing uniform random
+    integers with gamma / k, in double precision where IEEE 754's correctly rounded sqrt, +, *
+    and / leave a margin that decides it, and otherwise on more random bits in exact integer
+    arithmetic; the discrete Laplace proposals are drawn in integer arithmetic. The uniforms
+    come from numba's Mersenne Twister, seeded from the numpy Generator for each batch, as the
+    chain's do. The one float approximation left is the prior-congenial weight nu(y) / max nu,
+    a log-gamma expression decided by a double-precision uniform: it is the same for every x,
+    so the release is exactly Theorem 9's mechanism for the base measure actually used, which
+    is epsilon-TP because Theorem 9 holds for any base measure. That measure differs from the
+    nu of :meth:`logpdf` by float rounding (about 1e-12 relative) and by rounding nu / max nu
+    up to a multiple of 2^-53.
+
+    **MCMC release** (large naive tables; congenial supports beyond enumeration, such as every
+    measure on the case study's table): Metropolis chains (:mod:`ppdinfer.kernels.wem`) that
+    start at x, which satisfies z and so lies in the support, and never leave it: single-entry
+    steps (naive), case transfers between two counties and death steps within [0, cases]
+    (congenial), step sizes log-uniform on 1..m with m about two standard deviations of one
+    entry (capped at the total). A finite chain is not Theorem 9's mechanism: if its output is
+    within total variation delta of the target for every x, the release is
+    (epsilon, (1 + e^epsilon) delta)-TP, and no theory bounds delta here. The chain length
+    rests on checks. Empirical privacy loss (one county, naive, L2, eps = 1, sigma = 2, x and
+    x' two apart, 200 000 releases each; ``--audit``): 2.98 after 1 sweep, 1.76 after 2, 0.88
+    after 5, 0.60 after 20 and 0.59 after 2000, 0.58 for the exact release, against the ideal
+    mechanism's 0.5 (sampling noise lifts the maximum) and the claim 1.0. On tables of 1-3
+    counties the total-variation distance from the enumerated pmf reaches its sampling floor by
+    20 sweeps. On the case study's January 2021 table (67 counties, total 203 060) at eps = 1
+    and 0.01, for all three measures, 200 releases are compared with 200 after 8000 sweeps
+    (two-sample KS on the loss and on three counties' cases; ``benchmarks/wem_release.py
+    --mixing``): they differ (smallest p < 0.01) after 50 sweeps in five settings of six and
+    after 200 in one (prior-congenial, eps = 1), not after 500 (smallest p 0.016). Hence
+    :data:`MIN_SWEEPS` = 500, below which a :class:`ChainLengthWarning` is raised, and the
+    default :data:`DEFAULT_SWEEPS` = 2000.
+
+    Beyond :data:`ENUMERATION_LIMIT`, uniform proposals (stars and bars) would still be
+    accepted often enough for small totals at small epsilon (measured: 0.4 for 2 counties with
+    total 1000 at eps = 0.01, 3e-6 at eps = 1; 1e-20 or less on the case study's scale), but
+    neither C(x), for data-independent run times, nor a data-independent limit on the proposals
+    is then available, so the chain runs there.
+
+    **Interruption and timing.** Chains run in compiled calls of :data:`CHUNK_STEPS` steps and
+    exact samplers in batches of at most :data:`BATCH` proposals, so Ctrl-C (KeyboardInterrupt)
+    stops a release within about 0.1 s. The run time does not depend on x by construction for
+    the naive measure (the noise ignores x), for exact congenial releases (above), and for
+    chains (a fixed number of steps, each doing the same work whether it leaves the support, is
+    accepted or not; a chain at a corner of the support took 0.63-0.76 times as long as one
+    inside before, 0.94-1.01 times now). What is left: the data-dependent latency of floating-point operations
+    (sqrt, log-gamma), the number of Bernoulli trials an acceptance decision takes (it grows
+    with rate * L_x(y)), and memory caches.
 
     **Likelihood.** See the module docstring: the naive pmf omits its constant normalizer; the
     congenial pmfs include C(x) for supports up to :data:`ENUMERATION_LIMIT` tables and refuse
@@ -247,7 +320,7 @@ class WassersteinExponential(Mechanism):
     discrete = True
 
     def __init__(self, epsilon: float, sigma: float, *, loss: str = "l2",
-                 base_measure: str | BaseMeasure = "naive", sweeps: int = DEFAULT_SWEEPS):
+                 base_measure: str | BaseMeasure = "naive", sweeps: int = DEFAULT_SWEEPS, method: str = "auto"):
         self.epsilon = positive_finite(epsilon, "epsilon")
         self.sigma = positive_finite(sigma, "sigma")
         if loss not in LOSSES:
@@ -264,18 +337,20 @@ class WassersteinExponential(Mechanism):
                              f"got {base_measure!r}")
         self.base_measure = base_measure
         self.sweeps = positive_int(sweeps, "sweeps")
+        self.method = _check_method(method)
         self.rate = self.epsilon / (2 * self.sigma)
 
     def parameters(self) -> dict[str, float | str]:
         return {"epsilon": self.epsilon, "sigma": self.sigma, "loss": self.loss, "sweeps": self.sweeps,
-                **self.base_measure.parameters()}
+                "method": self.method, **self.base_measure.parameters()}
 
     # -- release ---------------------------------------------------------------------------
     def release(self, x, z=None, random_seed: SeedLike = None, *, sweeps: int | None = None,
-                replicates: int | None = None) -> np.ndarray:
+                replicates: int | None = None, method: str | None = None) -> np.ndarray:
         """A release for the table x (shape (2, J)), or ``replicates`` independent ones (shape (R, 2, J)).
 
-        ``sweeps`` overrides the mechanism's chain length for this call.
+        ``sweeps`` and ``method`` override the mechanism's settings for this call; ``sweeps``
+        matters only when the chain runs.
         """
         x = nonnegative_counts(x, "x")
         if x.ndim != 2 or x.shape[0] != 2:
@@ -284,16 +359,89 @@ class WassersteinExponential(Mechanism):
         self._check_x(x[None], z, n_counties)
         count = 1 if replicates is None else positive_int(replicates, "replicates")
         sweeps = self.sweeps if sweeps is None else positive_int(sweeps, "sweeps")
+        method = self.method if method is None else _check_method(method)
         rng = as_generator(random_seed)
-        if self.base_measure.translation_invariant and self.power == 1:
-            y = DiscreteLaplace(self.epsilon, 2 * self.sigma).release(np.broadcast_to(x, (count, 2, n_counties)),
-                                                                      random_seed=rng)
+        proposals, sampler = self._exact_plan(z, n_counties) if method != "mcmc" else (math.inf, None)
+        if method == "exact" and proposals > EXACT_PROPOSAL_LIMIT:
+            raise ValueError(f"no exact release of the {self.base_measure.name} {self.loss} mechanism for {n_counties} "
+                             f"counties here: {self._exact_obstacle(z, n_counties, proposals)}; use method='mcmc'")
+        if proposals <= EXACT_PROPOSAL_LIMIT:
+            y = sampler(x.reshape(-1), count, rng)
         else:
-            y = wem_chains(x.reshape(-1), self.base_measure.kind, self.power, self.rate,
-                           self.base_measure.concentration(z, n_counties), self.max_step(z, n_counties), sweeps,
-                           count, int(rng.integers(2**31)))
+            y = self._chain(x.reshape(-1), z, count, sweeps, rng)
         y = y.reshape(count, 2, n_counties)
         return y[0] if replicates is None else y
+
+    def exact_proposals(self, z, n_counties: int) -> float:
+        """Expected proposals per exact release (inf: no exact sampler); the same for every x."""
+        self.base_measure.check_z(z, n_counties)
+        return self._exact_plan(z, n_counties)[0]
+
+    def _exact_plan(self, z, n_counties: int):
+        """(expected proposals per release, sampler(flat x, count, rng) -> (count, 2J) releases)."""
+        if self.base_measure.translation_invariant:
+            if self.power == 1:
+                laplace = DiscreteLaplace(self.epsilon, 2 * self.sigma)
+                return 1.0, lambda flat, count, rng: laplace.release(np.broadcast_to(flat, (count, flat.size)),
+                                                                     random_seed=rng)
+            return _lattice_l2_plan(self.rate, 2 * n_counties)
+        if self.base_measure.support_size(z, n_counties) > ENUMERATION_LIMIT:
+            return math.inf, None
+        support, log_weight = self._enumerate(z, n_counties)
+        vertices = np.zeros((2 * n_counties, 2, n_counties), dtype=np.int64)
+        for j in range(n_counties):
+            vertices[2 * j : 2 * j + 2, 0, j] = public_total(z)
+            vertices[2 * j + 1, 1, j] = public_total(z)
+        log_c_min = min_log_normalizer(support, log_weight, vertices.reshape(2 * n_counties, -1), self.rate,
+                                       self.power)
+        top = log_weight.max()
+        weight = np.exp(log_weight - top)
+
+        def sampler(flat, count, rng):
+            log_c = min_log_normalizer(support, log_weight, flat[None], self.rate, self.power)
+            thin = math.exp(min(0.0, log_c_min - log_c))
+
+            def gamma_of(index):
+                diff = support[index] - flat
+                return self.rate, int(diff @ diff) if self.power == 2 else int(np.abs(diff).sum()) ** 2, 0.0, 0
+
+            def batch(size):
+                index, status, state = _outputs(size)
+                congenial_proposals(index, status, state, support, flat, weight, thin, self.rate, self.power,
+                                    int(rng.integers(2**31)))
+                return support[index[_accepted(status, state, rng, lambda i: gamma_of(index[i]))]]
+
+            return _first_accepted(count, proposals, batch)
+
+        proposals = len(support) * math.exp(top - log_c_min)
+        return proposals, sampler
+
+    def _exact_obstacle(self, z, n_counties: int, proposals: float) -> str:
+        above = f"expected proposals per release, above EXACT_PROPOSAL_LIMIT = {EXACT_PROPOSAL_LIMIT}"
+        if self.base_measure.translation_invariant:
+            return f"{proposals:.3g} {above}"
+        size = self.base_measure.support_size(z, n_counties)
+        if size > ENUMERATION_LIMIT:
+            return f"the support has {size:.3g} tables, above ENUMERATION_LIMIT = {ENUMERATION_LIMIT}"
+        return f"{proposals:.3g} {above} (support of {size} tables)"
+
+    def _chain(self, flat, z, count: int, sweeps: int, rng) -> np.ndarray:
+        """``count`` chains of ``sweeps`` sweeps from x, run in compiled calls of about CHUNK_STEPS steps."""
+        if sweeps < MIN_SWEEPS:
+            warnings.warn(f"an MCMC release of {sweeps} sweeps (below MIN_SWEEPS = {MIN_SWEEPS}) may stay close to x "
+                          "and need not hold the privacy guarantee", ChainLengthWarning, stacklevel=3)
+        n_counties = flat.size // 2
+        settings = (flat, self.base_measure.kind, self.power, self.rate, self.base_measure.concentration(z, n_counties),
+                    self.max_step(z, n_counties))
+        per_call = max(1, CHUNK_STEPS // flat.size)  # sweeps per call
+        block = max(1, per_call // sweeps)  # chains per call
+        out = np.empty((count, flat.size), dtype=np.int64)
+        for start in range(0, count, block):
+            states = out[start : start + block]
+            states[:] = flat
+            for done in range(0, sweeps, per_call):
+                wem_advance(states, *settings, min(per_call, sweeps - done), int(rng.integers(2**31)))
+        return out
 
     def max_step(self, z, n_counties: int) -> int:
         """Largest MCMC step: about two standard deviations of one entry under exp(-rate L), capped at the total."""
@@ -367,6 +515,114 @@ class WassersteinExponential(Mechanism):
         if np.any(bad):
             raise ValueError(f"x = {xs[np.argmax(bad)].tolist()} does not satisfy z: the cases must sum to "
                              f"z['total'] = {public_total(z)} with cases >= deaths >= 0 in every county")
+
+
+
+# -- exact sampling -----------------------------------------------------------------------------
+
+def _check_method(method) -> str:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    return method
+
+
+def _first_accepted(count: int, proposals: float, batch) -> np.ndarray:
+    """The first ``count`` rows returned by successive calls of ``batch(size)`` (the accepted ones of ``size``
+    proposals), ``size`` about twice the expected need of ``count`` releases at ``proposals`` each, at most BATCH."""
+    size = min(BATCH, 16 + math.ceil(2 * count * proposals))
+    found, total = [], 0
+    while total < count:
+        found.append(batch(size))
+        total += len(found[-1])
+    return np.concatenate(found)[:count]
+
+
+#: The naive L2 envelope's rate is a = numerator / _ENVELOPE_DENOMINATOR.
+_ENVELOPE_DENOMINATOR = 2**32
+
+
+def _lattice_l2_plan(rate: float, dim: int):
+    """Expected proposals and sampler of the naive L2 release: rejection from a discrete Laplace product.
+
+    The expected number of proposals is the continuous approximation sum exp(-a ||v||_1) /
+    sum exp(-rate ||v||_2) = (2 sqrt(n))^n Gamma(n / 2 + 1) / (n! pi^(n / 2)) at a = rate / sqrt(n),
+    within 30 % of the measured rate up to n = 20. No exact sampler (inf) for rates below
+    2^-22 sqrt(n), whose noise could overflow the int64 sums.
+    """
+    scaled = Fraction(rate) * _ENVELOPE_DENOMINATOR
+    numerator = min(math.isqrt(math.floor(scaled * scaled / dim)), 2**52)  # numerator * sqrt(dim) <= scaled
+    if numerator < 2**10:
+        return math.inf, None
+    envelope_rate = numerator / _ENVELOPE_DENOMINATOR
+    proposals = math.exp(dim * math.log(2 * math.sqrt(dim)) + math.lgamma(dim / 2 + 1) - math.lgamma(dim + 1)
+                         - dim / 2 * math.log(math.pi))
+
+    def sampler(flat, count, rng):
+        def batch(size):
+            _, status, state = _outputs(size)
+            noise = np.empty((size, dim), dtype=np.int64)
+            lattice_l2_proposals(noise, status, state, numerator, _ENVELOPE_DENOMINATOR, rate, int(rng.integers(2**31)))
+            accepted = _accepted(status, state, rng, lambda i: (rate, int(noise[i] @ noise[i]), -envelope_rate,
+                                                               int(np.abs(noise[i]).sum())))
+            return flat + noise[accepted]
+
+        return _first_accepted(count, proposals, batch)
+
+    return proposals, sampler
+
+
+def _outputs(size: int):
+    """Empty (index, status, state) arrays for ``size`` proposals of an exact-release kernel."""
+    return np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.zeros((size, 4))
+
+
+def _accepted(status, state, rng, gamma_of) -> np.ndarray:
+    """The accepted proposals of a kernel batch (status 1), each undecided one (-1) finished exactly;
+    ``gamma_of(i)`` gives proposal i's (root_rate, q, linear_rate, s), see :func:`_finish_exp_minus`."""
+    accepted = status == 1
+    for i in np.flatnonzero(status == -1):
+        accepted[i] = _finish_exp_minus(*state[i], *gamma_of(i), rng)
+    return accepted
+
+
+def _finish_exp_minus(k, left, u, pieces, root_rate: float, q: int, linear_rate: float, s: int, rng) -> bool:
+    """Finish, in exact arithmetic, a Bernoulli(exp(-gamma)) trial, gamma = root_rate sqrt(q) + linear_rate s,
+    that :func:`ppdinfer.kernels.wem._bernoulli_exp_minus` left at counter k with ``left`` of its
+    ``pieces`` to pass and the random bits u of a trial too close to call."""
+    k, left, u, pieces = int(k), int(left), int(u), int(pieces)
+    while True:
+        if _exact_below(u, root_rate, q, linear_rate, s, pieces * k, rng):
+            k += 1
+        elif k % 2 == 0:
+            return False
+        else:
+            left -= 1
+            if left == 0:
+                return True
+            k = 1
+        u = int(rng.integers(2**53))
+
+
+def _exact_below(u: int, root_rate: float, q: int, linear_rate: float, s: int, d: int, rng) -> bool:
+    """Whether U < (root_rate sqrt(q) + linear_rate s) / d for U uniform on [u, u + 1) / 2^53, in exact
+    integer arithmetic on as many further random bits as it takes."""
+    a, a_den = float(root_rate).as_integer_ratio()
+    c, c_den = float(linear_rate).as_integer_ratio()
+    den = max(a_den, c_den)  # powers of two
+    a, c = a * (den // a_den), c * (den // c_den)
+
+    def sign(w, bits):  # the sign of w - p 2^bits, p 2^bits = (a sqrt(q) + c s) 2^bits / (den d)
+        lhs = w * den * d - (c * s << bits)
+        rhs = a * a * q << 2 * bits
+        return -1 if lhs < 0 else (lhs * lhs > rhs) - (lhs * lhs < rhs)
+
+    bits = 53
+    while True:
+        if sign(u + 1, bits) <= 0:
+            return True
+        if sign(u, bits) >= 0:
+            return False
+        u, bits = (u << 32) | int(rng.integers(2**32)), bits + 32
 
 
 def _as_tables(values, n_counties: int) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""Releases of the Wasserstein exponential mechanism whose privacy holds as stated.
+
+Exact samplers (their pmf is checked in test_wasserstein_mechanisms.py), the empirical privacy
+audit, warnings for short chains, interruption by Ctrl-C, and run times that do not depend on x.
+"""
+
+import math
+import signal
+import threading
+import time
+import warnings
+from decimal import Decimal, localcontext
+
+import numpy as np
+import pytest
+
+from ppdinfer.mechanisms import wem
+from ppdinfer.mechanisms.wem import EXACT_PROPOSAL_LIMIT, MIN_SWEEPS, ChainLengthWarning, WassersteinExponential
+
+AUDIT_RELEASES = 100_000
+
+
+def privacy_loss(draws, other, min_count=500):
+    """max |log(f(y) / f'(y))| over the outputs seen at least ``min_count`` times in both equal-size samples."""
+    counts = []
+    for sample in (draws, other):
+        values, n = np.unique(sample.reshape(len(sample), -1), axis=0, return_counts=True)
+        counts.append({row.tobytes(): c for row, c in zip(values, n)})
+    ratios = [math.log(counts[0][key] / counts[1][key]) for key in counts[0]
+              if min(counts[0][key], counts[1].get(key, 0)) >= min_count]
+    return max(map(abs, ratios))
+
+
+# -- exact Bernoulli trials ------------------------------------------------------------------
+
+def test_exact_comparisons_draw_more_bits_only_when_needed():
+    rng = np.random.default_rng(0)
+    # p = sqrt(4) / 4 = (sqrt(9) - 0.5 * 2) / 4 = 1/2: decided on the first 53 bits
+    for spec in [(1.0, 4, 0.0, 0), (1.0, 9, -0.5, 2)]:
+        assert wem._exact_below(2**52 - 1, *spec, 4, rng) and not wem._exact_below(2**52, *spec, 4, rng)
+    # p = sqrt(2) / 2 falls inside [u, u + 1) / 2^53 for u = floor(p 2^53): U < p with probability frac(p 2^53)
+    with localcontext() as context:
+        context.prec = 60
+        scaled = Decimal(2).sqrt() / 2 * 2**53
+    u, frac = int(scaled), float(scaled - int(scaled))
+    hits = np.mean([wem._exact_below(u, 1.0, 2, 0.0, 0, 2, rng) for _ in range(4000)])
+    assert abs(hits - frac) < 4.5 * math.sqrt(frac * (1 - frac) / 4000)
+
+
+@pytest.mark.parametrize("spec", [(0.3, 7, 0.0, 0), (1.0, 2, -0.25, 3), (0.7, 50, 0.0, 0)])
+def test_exactly_finished_trials_are_bernoulli_exp_minus(spec):
+    root_rate, q, linear_rate, s = spec
+    gamma = root_rate * math.sqrt(q) + linear_rate * s
+    pieces = max(1, math.ceil(gamma))
+    rng = np.random.default_rng(1)
+    hits = np.mean([wem._finish_exp_minus(1, pieces, rng.integers(2**53), pieces, *spec, rng) for _ in range(4000)])
+    assert abs(hits - math.exp(-gamma)) < 4.5 * math.sqrt(math.exp(-gamma) * (1 - math.exp(-gamma)) / 4000)
+
+
+# -- privacy audit ---------------------------------------------------------------------------
+
+AUDIT = {  # neighbouring tables: Delta_z = sigma = 2 apart in one count
+    "naive": (None, np.array([[5], [2]]), np.array([[7], [2]])),
+    "congenial": ({"total": 8}, np.array([[8], [3]]), np.array([[8], [5]])),
+}
+
+
+@pytest.mark.parametrize("base_measure", AUDIT)
+def test_default_releases_pass_the_privacy_audit(base_measure):
+    z, x, neighbour = AUDIT[base_measure]
+    mechanism = WassersteinExponential(1.0, 2.0, base_measure=base_measure)
+    for sweeps in (None, 1):  # the exact release ignores the chain length
+        draws = [mechanism.release(t, z, random_seed=seed, sweeps=sweeps, replicates=AUDIT_RELEASES)
+                 for seed, t in enumerate((x, neighbour))]
+        # below epsilon = 1: the ideal mechanism's largest log ratio is 0.5 here, plus sampling noise
+        assert privacy_loss(*draws) < 0.75
+    # the audit has power: a one-sweep chain stays near its start and leaks
+    with pytest.warns(ChainLengthWarning):
+        draws = [mechanism.release(t, z, random_seed=seed, sweeps=1, replicates=AUDIT_RELEASES, method="mcmc")
+                 for seed, t in enumerate((x, neighbour))]
+    assert privacy_loss(*draws) > 2 * mechanism.epsilon
+
+
+# -- methods and chain length ----------------------------------------------------------------
+
+def test_short_chains_warn_and_exact_refuses_what_it_cannot_do():
+    x, z = np.array([[300, 100], [10, 0]]), {"total": 400}  # 1.1e7 tables: beyond enumeration, the chain runs
+    congenial = WassersteinExponential(1.0, 2.0, base_measure="congenial")
+    with pytest.warns(ChainLengthWarning, match="below MIN_SWEEPS"):
+        congenial.release(x, z, sweeps=MIN_SWEEPS - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        congenial.release(x, z, sweeps=MIN_SWEEPS)
+        congenial.release(np.array([[3, 1], [1, 0]]), {"total": 4}, sweeps=1)  # exact: the chain length does not matter
+    with pytest.raises(ValueError, match="ENUMERATION_LIMIT"):
+        congenial.release(x, z, method="exact")
+    large = np.full((2, 67), 10)
+    naive = WassersteinExponential(1.0, 2.0)
+    assert naive.exact_proposals(None, 67) > EXACT_PROPOSAL_LIMIT >= naive.exact_proposals(None, 18)
+    with pytest.raises(ValueError, match="EXACT_PROPOSAL_LIMIT"):
+        naive.release(large, method="exact")
+    with pytest.warns(ChainLengthWarning):  # "auto" falls back to the chain
+        assert naive.release(large, random_seed=0, sweeps=2).shape == (2, 67)
+
+
+# -- run time and interruption ---------------------------------------------------------------
+
+@pytest.mark.parametrize("base_measure", ["congenial", "prior_congenial"])
+def test_exact_congenial_acceptance_rate_does_not_depend_on_x(base_measure, monkeypatch):
+    z = {"total": 6, "previous_cases": [3, 9]}
+    mechanism = WassersteinExponential(1.0, 2.0, base_measure=base_measure)
+    statuses = []
+
+    def counting(index, status, *args):
+        kernel(index, status, *args)
+        statuses.append(status)
+
+    kernel = wem.congenial_proposals
+    monkeypatch.setattr(wem, "congenial_proposals", counting)
+    rate = 1 / mechanism.exact_proposals(z, 2)
+    for x in ([[6, 0], [0, 0]], [[6, 0], [6, 0]], [[3, 3], [1, 2]]):  # two vertices of the support, an interior table
+        statuses.clear()
+        mechanism.release(x, z, random_seed=2, replicates=4000)
+        status = np.concatenate(statuses)
+        assert abs(np.mean(status == 1) - rate) < 4.5 * math.sqrt(rate * (1 - rate) / status.size)
+
+
+def test_chain_time_does_not_depend_on_x():
+    """A chain at a corner of the support, whose moves mostly leave it, runs as long as one inside
+    (0.67-0.76 times as long before the chain did the same work for every move)."""
+    n_counties, total = 30, 900
+    corner = np.zeros((2, n_counties), dtype=np.int64)
+    corner[0, 0] = total
+    inside = np.array([[30] * n_counties, [15] * n_counties])
+    mechanism = WassersteinExponential(10.0, 2.0, base_measure="congenial")  # 30 counties: the chain runs
+    mechanism.release(inside, {"total": total}, sweeps=MIN_SWEEPS)  # compile
+    ratios = []
+    for _ in range(3):  # a busy machine can upset one measurement; the old chain failed every one
+        seconds = {"corner": [], "inside": []}
+        for _ in range(9):
+            for name, x in (("corner", corner), ("inside", inside)):
+                start = time.thread_time()
+                mechanism.release(x, {"total": total}, random_seed=1, sweeps=MIN_SWEEPS, replicates=20)
+                seconds[name].append(time.thread_time() - start)
+        ratios.append(np.median(seconds["corner"]) / np.median(seconds["inside"]))
+        if 0.85 < ratios[-1] < 1.18:
+            break
+    assert 0.85 < ratios[-1] < 1.18, f"corner / inside run time {[round(r, 2) for r in ratios]}"
+
+
+def seconds_to_stop(release, delay=0.3):
+    """Seconds from a SIGINT sent to this (main) thread ``delay`` seconds into ``release()`` to the
+    KeyboardInterrupt it raises there."""
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    timer = threading.Timer(delay, interrupt)
+    timer.start()
+    try:
+        release()
+    except KeyboardInterrupt:
+        return time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+    return math.inf
+
+
+def test_ctrl_c_interrupts_a_release_within_a_second():
+    large, small, z = np.full((2, 67), 10), np.array([[3, 2, 1], [1, 0, 1]]), {"total": 6}
+    naive, congenial = WassersteinExponential(1.0, 2.0), WassersteinExponential(1.0, 2.0, base_measure="congenial")
+    naive.release(large), naive.release(small), congenial.release(small, z)  # compile
+    assert seconds_to_stop(lambda: naive.release(large, sweeps=10**6)) < 1.0  # 67 counties: the chain
+    assert seconds_to_stop(lambda: naive.release(small, replicates=10**9)) < 1.0  # exact samplers
+    assert seconds_to_stop(lambda: congenial.release(small, z, replicates=10**9)) < 1.0
