@@ -171,7 +171,10 @@ def test_report_embeds_figures_and_states_claims(report_dir):
         assert f"### Claim {k}:" in text
     assert text.count("**Verdict: ") == 4
     # the seed, sweeps and replicates are the results' own
-    assert "JHU CSSE" in text and "| seed | 7 |" in text and "| WEM sweeps | 50 |" in text
+    assert "JHU CSSE" in text and "| seed | 7 |" in text
+    # how each WEM released: exact (naive, few counties) or a chain, with what a chain guarantees
+    assert "| WEM release | WEM naive: exact; WEM congenial: chain of 50 sweeps;" in text
+    assert "(ε, (1 + e^ε) δ)-TP" in text and "below the checked minimum" in text
     assert f"| replicates | {REPLICATES} per method and ε |" in text and "Unequal replicates" not in text
     assert f"{REPLICATES} replicates, {len(MONTHS)} months, {len(COUNTIES)} counties" in text
 

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 
+from ...mechanisms.wem import MIN_SWEEPS
 from .data import default_data, load_monthly
 from .table import CovidTable
 
 #: The quick variant: six counties (the three of Figure 1 and three of the smallest), three months,
-#: three replicates and short WEM chains; the whole pipeline in a few minutes.
+#: three replicates and the shortest checked WEM chains; the whole pipeline in a minute or two.
 QUICK = {"counties": ["Allegheny", "Erie", "Cameron", "Forest", "Potter", "Sullivan"],
-         "months": ["2020-11", "2020-12", "2021-01"], "replicates": 3, "sweeps": 200, "infer_replicates": 3}
+         "months": ["2020-11", "2020-12", "2021-01"], "replicates": 3, "sweeps": MIN_SWEEPS, "infer_replicates": 3}
 #: The full run: every county and month, 100 replicates, the mechanism's chain length, 50 coverage replicates.
 FULL = {"counties": None, "months": None, "replicates": 100, "sweeps": None, "infer_replicates": 50}
 

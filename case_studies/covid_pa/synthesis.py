@@ -46,10 +46,20 @@ EPSILONS = (0.01, 1.0)
 FLAGS = ("contracted_case_zeros", "contracted_death_zeros", "contracted_rates")
 
 
-def _wem(base_measure):
+#: The WEM methods' base measures (the L2 loss throughout).
+WEM_BASE_MEASURES = {"wem_naive": "naive", "wem_congenial": "congenial", "wem_prior": PriorCongenial(alpha=1.0)}
+
+
+def wem_mechanism(method: str, epsilon: float) -> WassersteinExponential:
+    """The mechanism of a WEM method at ``epsilon``. Its release is exact where affordable (its
+    ``exact_proposals(z, J)`` at most ``EXACT_PROPOSAL_LIMIT``, which depends on z and J only),
+    else a Metropolis chain."""
+    return WassersteinExponential(epsilon, DELTA_Z, loss="l2", base_measure=WEM_BASE_MEASURES[method])
+
+
+def _wem(method):
     def release(x, z, epsilon, rng, sweeps):
-        mechanism = WassersteinExponential(epsilon, DELTA_Z, loss="l2", base_measure=base_measure)
-        return mechanism.release(x, z, random_seed=rng, sweeps=sweeps), {}
+        return wem_mechanism(method, epsilon).release(x, z, random_seed=rng, sweeps=sweeps), {}
     return release
 
 
@@ -63,9 +73,9 @@ def _postprocess(x, z, epsilon, rng, sweeps):
 #: method name -> release(x, z, epsilon, rng, sweeps) -> (y of shape (2, J), flags by name)
 RELEASES = {
     "postprocess": _postprocess,
-    "wem_naive": _wem("naive"),
-    "wem_congenial": _wem("congenial"),
-    "wem_prior": _wem(PriorCongenial(alpha=1.0)),
+    "wem_naive": _wem("wem_naive"),
+    "wem_congenial": _wem("wem_congenial"),
+    "wem_prior": _wem("wem_prior"),
 }
 
 
