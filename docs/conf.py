@@ -35,14 +35,6 @@ source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "**/.ipynb_checkpoints"]
 nitpicky = True
 
-# ppdinfer/mechanisms/wem.py, rewritten while the docs were added, refers to its module
-# constants, its kernels module and a warning class that no page documents. Goes with
-# ppd_docstring_allowlist below: to be emptied once that file's docstrings are revised.
-nitpick_ignore = [
-    ("py:data", name) for name in ("BATCH", "BOUND_SCAN_LIMIT", "CHUNK_STEPS", "DEFAULT_SWEEPS",
-                                   "ENUMERATION_LIMIT", "EXACT_PROPOSAL_LIMIT", "MIN_SWEEPS")
-] + [("py:mod", "ppdinfer.kernels.wem"), ("py:class", "ChainLengthWarning")]
-
 autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_typehints = "none"  # the parameters are described in the docstrings
 autodoc_preserve_defaults = True
@@ -68,16 +60,6 @@ ppd_public_modules = [
 # and documents them); docs/api/pymc.md leaves them out of the reference.
 ppd_foreign_members = {"dist", "logp", "logcdf", "support_point", "rv_op", "rv_type", "competence"}
 
-# ppd_docscheck: the allow-list. The functions and classes below have no Examples section yet,
-# and the methods no docstring: their files were being rewritten when the docs were added.
-# Remove each entry once its docstring is complete (the build fails while a stale entry stays).
-ppd_docstring_allowlist = {
-    # ppdinfer/mechanisms/wem.py
-    "ppdinfer.mechanisms.BaseMeasure",
-    "ppdinfer.mechanisms.BaseMeasure.parameters",
-    "ppdinfer.mechanisms.Naive",
-    "ppdinfer.mechanisms.Congenial",
-    "ppdinfer.mechanisms.PriorCongenial",
-    "ppdinfer.mechanisms.PriorCongenial.parameters",
-    "ppdinfer.mechanisms.WassersteinExponential",
-}
+# ppd_docscheck: public names excused from the docstring-example rule (empty: keep it so; the build
+# fails while a stale entry stays).
+ppd_docstring_allowlist: set[str] = set()

@@ -25,11 +25,11 @@ Three base measures nu_z (the case study's):
 For the congenial measures C(x) depends on x and logpdf includes it, computed exactly by
 enumerating the support: the tables are the compositions of the total into 2J parts (each
 county's cases split into deaths and survivors), C(total + 2J - 1, 2J - 1) of them. Above
-:data:`ENUMERATION_LIMIT` logpdf refuses and log_bound is +inf, so the samplers refuse too.
+``ENUMERATION_LIMIT`` logpdf refuses and log_bound is +inf, so the samplers refuse too.
 
 Releases are exact where an exact sampler is affordable (the naive measure up to 18 counties,
 and always with the L1 loss; the congenial measures on enumerable supports) and otherwise come
-from an MCMC chain of at least :data:`MIN_SWEEPS` sweeps: see :class:`WassersteinExponential`.
+from an MCMC chain of at least ``MIN_SWEEPS`` sweeps: see :class:`WassersteinExponential`.
 
 Example (the case study's three mechanisms at Delta_z = 2, L2 loss)::
 
@@ -88,14 +88,20 @@ METHODS = ("auto", "exact", "mcmc")
 
 
 class ChainLengthWarning(UserWarning):
-    """A release by an MCMC chain shorter than :data:`MIN_SWEEPS` sweeps."""
+    """A release by an MCMC chain shorter than ``MIN_SWEEPS`` sweeps."""
 
 
 class BaseMeasure:
     """A base measure nu_z on tables of shape (2, J). Subclasses set ``name`` and ``kind``.
 
-    ``kind`` tells the compiled chain (:mod:`ppdinfer.kernels.wem`) which moves and weights to
+    ``kind`` tells the compiled chain (``ppdinfer.kernels.wem``) which moves and weights to
     use; it knows the three measures below, so a new measure needs a new kind there.
+
+    Examples
+    --------
+    >>> tables = np.array([[[3, 2], [1, 0]], [[3, 3], [1, 0]]])
+    >>> Naive().contains(tables, {"total": 5}), Naive().parameters()
+    (array([ True,  True]), {'base_measure': 'naive'})
     """
 
     name: str
@@ -119,6 +125,7 @@ class BaseMeasure:
         return np.ones(n_counties)
 
     def parameters(self) -> dict[str, float | str]:
+        """The measure's settings, recorded with the mechanism's."""
         return {"base_measure": self.name}
 
     def __repr__(self) -> str:
@@ -127,14 +134,28 @@ class BaseMeasure:
 
 
 class Naive(BaseMeasure):
-    """(a) The counting measure on the whole lattice Z^{2J}."""
+    """(a) The counting measure on the whole lattice Z^{2J}.
+
+    Examples
+    --------
+    >>> Naive().contains(np.array([[[-3, 2], [1, 9]]]), None)  # every integer table
+    array([ True])
+    """
 
     name, kind = "naive", NAIVE
     translation_invariant = True
 
 
 class Congenial(BaseMeasure):
-    """(b) The counting measure on integer tables with sum_j cases_j = z["total"] and cases >= deaths >= 0."""
+    """(b) The counting measure on integer tables with sum_j cases_j = z["total"] and cases >= deaths >= 0.
+
+    Examples
+    --------
+    >>> Congenial().contains(np.array([[[3, 2], [1, 0]], [[3, 3], [1, 0]]]), {"total": 5})
+    array([ True, False])
+    >>> Congenial().support_size({"total": 5}, 2)  # compositions of 5 into 4 parts
+    56
+    """
 
     name, kind = "congenial", CONGENIAL
 
@@ -165,6 +186,11 @@ class PriorCongenial(Congenial):
     negligible 1 / previous_cases_j. ``pseudocount=0`` gives the paper's measure exactly and is
     refused when some previous count is 0. The paper does not give alpha; the default 1 makes the
     concentrations last month's counts, a prior as strong as last month's total.
+
+    Examples
+    --------
+    >>> PriorCongenial(alpha=1.0).concentration({"total": 5, "previous_cases": np.array([4, 0])}, 2)
+    array([5., 1.])
     """
 
     name, kind = "prior_congenial", PRIOR_CONGENIAL
@@ -194,6 +220,7 @@ class PriorCongenial(Congenial):
         return dirichlet_multinomial_logpmf(np.ascontiguousarray(tables[:, 0]), concentration)
 
     def parameters(self):
+        """The measure's settings, recorded with the mechanism's."""
         return {"base_measure": self.name, "alpha": self.alpha, "pseudocount": self.pseudocount}
 
 
@@ -237,7 +264,7 @@ class WassersteinExponential(Mechanism):
         MCMC sweeps per release when the chain runs; each proposes 2J moves.
     method : {"auto", "exact", "mcmc"}
         How to release: an exact sampler where one is available within
-        :data:`EXACT_PROPOSAL_LIMIT` expected proposals and the chain otherwise (``"auto"``);
+        ``EXACT_PROPOSAL_LIMIT`` expected proposals and the chain otherwise (``"auto"``);
         the exact sampler or a ValueError (``"exact"``); always the chain (``"mcmc"``).
 
     Notes
@@ -252,7 +279,7 @@ class WassersteinExponential(Mechanism):
       exp(-(rate ||v||_2 - a ||v||_1)). The expected number of proposals, whatever epsilon, is
       1.3 for one county, 11 for five, 171 for ten, 13 700 for 18 (the most counties within
       the limit) and 6e15 for the case study's 67.
-    - Congenial and prior-congenial, supports up to :data:`ENUMERATION_LIMIT` tables: uniform
+    - Congenial and prior-congenial, supports up to ``ENUMERATION_LIMIT`` tables: uniform
       proposals over the enumerated support, each accepted with probability
       nu(y) / max nu * exp(-rate L_x(y)) * C_min / C(x). The last factor does not depend on y,
       so the release is exact whatever its value; it makes the acceptance rate C_min / (|S|
@@ -276,7 +303,7 @@ class WassersteinExponential(Mechanism):
     up to a multiple of 2^-53.
 
     **MCMC release** (large naive tables; congenial supports beyond enumeration, such as every
-    measure on the case study's table): Metropolis chains (:mod:`ppdinfer.kernels.wem`) that
+    measure on the case study's table): Metropolis chains (``ppdinfer.kernels.wem``) that
     start at x, which satisfies z and so lies in the support, and never leave it: single-entry
     steps (naive), case transfers between two counties and death steps within [0, cases]
     (congenial), step sizes log-uniform on 1..m with m about two standard deviations of one
@@ -293,17 +320,17 @@ class WassersteinExponential(Mechanism):
     (two-sample KS on the loss and on three counties' cases; ``benchmarks/wem_release.py
     --mixing``): they differ (smallest p < 0.01) after 50 sweeps in five settings of six and
     after 200 in one (prior-congenial, eps = 1), not after 500 (smallest p 0.016). Hence
-    :data:`MIN_SWEEPS` = 500, below which a :class:`ChainLengthWarning` is raised, and the
-    default :data:`DEFAULT_SWEEPS` = 2000.
+    ``MIN_SWEEPS`` = 500, below which a ``ChainLengthWarning`` is raised, and the
+    default ``DEFAULT_SWEEPS`` = 2000.
 
-    Beyond :data:`ENUMERATION_LIMIT`, uniform proposals (stars and bars) would still be
+    Beyond ``ENUMERATION_LIMIT``, uniform proposals (stars and bars) would still be
     accepted often enough for small totals at small epsilon (measured: 0.4 for 2 counties with
     total 1000 at eps = 0.01, 3e-6 at eps = 1; 1e-20 or less on the case study's scale), but
     neither C(x), for data-independent run times, nor a data-independent limit on the proposals
     is then available, so the chain runs there.
 
-    **Interruption and timing.** Chains run in compiled calls of :data:`CHUNK_STEPS` steps and
-    exact samplers in batches of at most :data:`BATCH` proposals, so Ctrl-C (KeyboardInterrupt)
+    **Interruption and timing.** Chains run in compiled calls of ``CHUNK_STEPS`` steps and
+    exact samplers in batches of at most ``BATCH`` proposals, so Ctrl-C (KeyboardInterrupt)
     stops a release within about 0.1 s. The run time does not depend on x by construction for
     the naive measure (the noise ignores x), for exact congenial releases (above), and for
     chains (a fixed number of steps, each doing the same work whether it leaves the support, is
@@ -313,8 +340,20 @@ class WassersteinExponential(Mechanism):
     with rate * L_x(y)), and memory caches.
 
     **Likelihood.** See the module docstring: the naive pmf omits its constant normalizer; the
-    congenial pmfs include C(x) for supports up to :data:`ENUMERATION_LIMIT` tables and refuse
+    congenial pmfs include C(x) for supports up to ``ENUMERATION_LIMIT`` tables and refuse
     beyond. For the congenial measures x must satisfy z, as the confidential table does.
+
+    Examples
+    --------
+    >>> m = WassersteinExponential(1.0, 2.0, base_measure="congenial")
+    >>> x = np.array([[3, 2], [1, 0]]); z = {"total": 5}
+    >>> m.exact_proposals(z, 2) <= EXACT_PROPOSAL_LIMIT  # small support: the release is exact
+    True
+    >>> y = m.release(x, z, random_seed=0)
+    >>> int(y[0].sum()), bool((y[0] >= y[1]).all() and (y[1] >= 0).all())
+    (5, True)
+    >>> bool(m.logpdf(y, x[None], z)[0] <= m.log_bound(z, size=4))
+    True
     """
 
     discrete = True
@@ -475,8 +514,8 @@ class WassersteinExponential(Mechanism):
         """log M with M >= pi(y | x, z) for every y and every x that satisfies z.
 
         Naive: 0 (the unnormalized kernel is at most 1). Congenial: the exact maximum over the
-        enumerated (x, y) pairs up to :data:`BOUND_SCAN_LIMIT` tables, 0 (a pmf is at most 1) up
-        to :data:`ENUMERATION_LIMIT`, and +inf beyond, where no exact likelihood is available.
+        enumerated (x, y) pairs up to ``BOUND_SCAN_LIMIT`` tables, 0 (a pmf is at most 1) up
+        to ``ENUMERATION_LIMIT``, and +inf beyond, where no exact likelihood is available.
         """
         size = positive_int(size, "size")
         if size % 2:
@@ -587,7 +626,7 @@ def _accepted(status, state, rng, gamma_of) -> np.ndarray:
 
 def _finish_exp_minus(k, left, u, pieces, root_rate: float, q: int, linear_rate: float, s: int, rng) -> bool:
     """Finish, in exact arithmetic, a Bernoulli(exp(-gamma)) trial, gamma = root_rate sqrt(q) + linear_rate s,
-    that :func:`ppdinfer.kernels.wem._bernoulli_exp_minus` left at counter k with ``left`` of its
+    that ``ppdinfer.kernels.wem._bernoulli_exp_minus`` left at counter k with ``left`` of its
     ``pieces`` to pass and the random bits u of a trial too close to call."""
     k, left, u, pieces = int(k), int(left), int(u), int(pieces)
     while True:
