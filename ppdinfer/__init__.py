@@ -4,7 +4,7 @@ A release mechanism is both a sampler and a likelihood; a model is the triple
 (prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
 """
 
-from . import generators, mechanisms, priors, privacy
+from . import generators, invariants, mechanisms, priors, privacy
 from .inference import (
     BudgetWarning,
     ImportanceWarning,
@@ -26,6 +26,7 @@ __all__ = [
     "exact_posterior",
     "generators",
     "importance_sample",
+    "invariants",
     "mechanisms",
     "priors",
     "privacy",

@@ -1,0 +1,321 @@
+r"""Invariants: statistics of an integer table published exactly, as a set of conforming tables.
+
+A table s (any shape, read in row-major order as a vector in Z^d) conforms when
+
+.. math::
+
+    S^* = \{ s \in \mathbb{Z}^d : A s = a, \; B s \ge b \},
+
+A s = a holding the equalities (a grand total, margins) and B s >= b the inequalities (e.g.
+every cell non-negative). Gong & Meng's congenial mechanisms condition a release on S*, and
+Semi-DP's sensitivities are taken over neighbours that stay in it.
+
+:class:`LinearInvariants` holds (A, a, B, b) and the table's shape; ``&`` intersects two sets
+of invariants. Constructors: :meth:`~LinearInvariants.grand_total`,
+:meth:`~LinearInvariants.margins` (one-way margins of an r x c table) and
+:meth:`~LinearInvariants.nonnegative`. :meth:`~LinearInvariants.contains` tests tables,
+:meth:`~LinearInvariants.check_feasible` finds an integer table in S* (or says there is none)
+and :meth:`~LinearInvariants.enumerate` lists S* for small bounded sets, refusing beyond a limit
+instead of running without end.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize
+
+from ._validation import integer_valued, positive_int
+
+#: Largest number of tables :meth:`LinearInvariants.enumerate` returns by default.
+ENUMERATION_LIMIT = 200_000
+
+
+class InfeasibleInvariants(ValueError):
+    """No integer table satisfies the invariants.
+
+    Examples
+    --------
+    >>> try:
+    ...     LinearInvariants.margins([1, 2], [2, 2])
+    ... except InfeasibleInvariants as err:
+    ...     print(err)
+    row_totals sum to 3 but col_totals to 4: no table has both margins
+    """
+
+
+class LinearInvariants:
+    """S* = {s : A s = a, B s >= b} over integer tables of a given shape.
+
+    Parameters
+    ----------
+    A, a : array_like of int
+        Equalities: A has shape (m, d) with d the number of cells, a has length m. ``None``
+        (or zero rows) for none.
+    B, b : array_like of int, optional
+        Inequalities B s >= b, B of shape (k, d).
+    shape : tuple of int, optional
+        The table's shape (default (d,)); tables are flattened in row-major order.
+
+    Examples
+    --------
+    >>> inv = LinearInvariants([[1, 1, 1]], [5], B=np.eye(3, dtype=int), b=[0, 0, 0])
+    >>> inv.contains([[2, 3, 0], [2, 4, -1]])
+    array([ True, False])
+    >>> len(inv.enumerate())  # compositions of 5 into 3 parts
+    21
+    """
+
+    def __init__(self, A, a, B=None, b=None, *, shape=None):
+        self.A, self.a = _rows(A, a, "A", "a")
+        self.B, self.b = _rows(B, b, "B", "b", width=self.A.shape[1] if self.A.size else None)
+        width = self.A.shape[1] if self.A.shape[0] else self.B.shape[1]
+        if self.A.shape[0] and self.B.shape[0] and self.B.shape[1] != width:
+            raise ValueError(f"B has {self.B.shape[1]} columns but A has {width}: both need one per cell")
+        if width == 0:
+            raise ValueError("give at least one equality (A, a) or inequality (B, b)")
+        self.A, self.B = self.A.reshape(-1, width), self.B.reshape(-1, width)
+        shape = (width,) if shape is None else tuple(positive_int(n, "shape") for n in np.atleast_1d(shape))
+        if math.prod(shape) != width:
+            raise ValueError(f"shape {shape} has {math.prod(shape)} cells but the invariants have {width} columns")
+        self.shape = shape
+
+    @property
+    def n_cells(self) -> int:
+        """d, the number of cells."""
+        return self.A.shape[1]
+
+    def __repr__(self) -> str:
+        return (f"LinearInvariants(shape={self.shape}, {self.A.shape[0]} equalities, "
+                f"{self.B.shape[0]} inequalities)")
+
+    # -- constructors ------------------------------------------------------------------------
+    @classmethod
+    def grand_total(cls, shape, total: int) -> LinearInvariants:
+        """The sum of all cells equals ``total``.
+
+        Examples
+        --------
+        >>> LinearInvariants.grand_total((2, 2), 7).contains([[3, 4], [0, 0]])
+        True
+        """
+        shape = tuple(np.atleast_1d(shape))
+        cells = math.prod(shape)
+        return cls(np.ones((1, cells), dtype=np.int64), [_count(total, "total")], shape=shape)
+
+    @classmethod
+    def margins(cls, row_totals=None, col_totals=None, shape=None) -> LinearInvariants:
+        """One-way margins of an r x c table: row sums ``row_totals`` and/or column sums ``col_totals``.
+
+        With both, their sums must agree (one of the r + c equalities is then redundant and is
+        dropped). ``shape`` is needed only when one margin alone cannot tell it.
+
+        Examples
+        --------
+        >>> inv = LinearInvariants.margins([3, 2], [1, 4]) & LinearInvariants.nonnegative((2, 2))
+        >>> inv.enumerate().tolist()  # the 2 x 2 tables with these margins
+        [[[0, 3], [1, 1]], [[1, 2], [0, 2]]]
+        """
+        rows = None if row_totals is None else integer_valued(row_totals, "row_totals").reshape(-1)
+        cols = None if col_totals is None else integer_valued(col_totals, "col_totals").reshape(-1)
+        if rows is None and cols is None:
+            raise ValueError("give row_totals, col_totals or both")
+        if rows is not None and cols is not None and rows.sum() != cols.sum():
+            raise InfeasibleInvariants(f"row_totals sum to {rows.sum()} but col_totals to {cols.sum()}: "
+                                       "no table has both margins")
+        if shape is None:
+            if rows is None or cols is None:
+                raise ValueError("with one margin only, give the table's shape")
+            shape = (rows.size, cols.size)
+        r, c = (positive_int(n, "shape") for n in shape)
+        if (rows is not None and rows.size != r) or (cols is not None and cols.size != c):
+            raise ValueError(f"margins of lengths {None if rows is None else rows.size} and "
+                             f"{None if cols is None else cols.size} do not fit a {r} x {c} table")
+        equalities, values = [], []
+        if rows is not None:
+            equalities += [np.kron(np.eye(r, dtype=np.int64)[i], np.ones(c, dtype=np.int64)) for i in range(r)]
+            values += rows.tolist()
+        if cols is not None:
+            start = 1 if rows is not None else 0  # the first column sum follows from the others and the rows
+            equalities += [np.kron(np.ones(r, dtype=np.int64), np.eye(c, dtype=np.int64)[j]) for j in range(start, c)]
+            values += cols[start:].tolist()
+        return cls(np.array(equalities), values, shape=(r, c))
+
+    @classmethod
+    def nonnegative(cls, shape) -> LinearInvariants:
+        """Every cell is at least 0.
+
+        Examples
+        --------
+        >>> LinearInvariants.nonnegative(3).contains([0, 2, -1])
+        False
+        """
+        shape = tuple(np.atleast_1d(shape))
+        cells = math.prod(shape)
+        return cls(None, None, np.eye(cells, dtype=np.int64), np.zeros(cells, dtype=np.int64), shape=shape)
+
+    def __and__(self, other: LinearInvariants) -> LinearInvariants:
+        """Both sets of invariants at once (the intersection of the two conforming sets)."""
+        if not isinstance(other, LinearInvariants):
+            return NotImplemented
+        if other.shape != self.shape:
+            raise ValueError(f"cannot combine invariants of tables of shapes {self.shape} and {other.shape}")
+        return LinearInvariants(np.vstack([self.A, other.A]), np.concatenate([self.a, other.a]),
+                                np.vstack([self.B, other.B]), np.concatenate([self.b, other.b]), shape=self.shape)
+
+    # -- membership ----------------------------------------------------------------------------
+    def contains(self, s):
+        """Whether the table ``s`` (or each of a batch of tables, shape ``(N, *shape)``) conforms.
+
+        Examples
+        --------
+        >>> LinearInvariants.grand_total(3, 4).contains([[1, 1, 2], [4, 0, 1]])
+        array([ True, False])
+        """
+        tables = integer_valued(s, "s")
+        single = tables.shape == self.shape
+        flat = self._flatten(tables, "s")
+        inside = np.all(flat @ self.A.T == self.a, axis=1) & np.all(flat @ self.B.T >= self.b, axis=1)
+        return bool(inside[0]) if single else inside
+
+    def check(self, s, name: str = "s") -> None:
+        """Raise ValueError naming the first invariant that the table ``s`` breaks.
+
+        Examples
+        --------
+        >>> LinearInvariants.grand_total(2, 4).check([1, 2])
+        Traceback (most recent call last):
+        ...
+        ValueError: s breaks equality 0 of the invariants: 3 != 4
+        """
+        flat = self._flatten(integer_valued(s, name), name)[0]
+        for i, (lhs, rhs) in enumerate(zip(self.A @ flat, self.a)):
+            if lhs != rhs:
+                raise ValueError(f"{name} breaks equality {i} of the invariants: {lhs} != {rhs}")
+        for i, (lhs, rhs) in enumerate(zip(self.B @ flat, self.b)):
+            if lhs < rhs:
+                raise ValueError(f"{name} breaks inequality {i} of the invariants: {lhs} < {rhs}")
+
+    def check_feasible(self) -> np.ndarray:
+        """An integer table in S* (by mixed-integer programming); :class:`InfeasibleInvariants` if none.
+
+        Examples
+        --------
+        >>> table = (LinearInvariants.margins([2, 1], [1, 2]) & LinearInvariants.nonnegative((2, 2))).check_feasible()
+        >>> table.sum(axis=1).tolist(), table.sum(axis=0).tolist()
+        ([2, 1], [1, 2])
+        >>> (LinearInvariants.grand_total(2, -1) & LinearInvariants.nonnegative(2)).check_feasible()
+        Traceback (most recent call last):
+        ...
+        ppdinfer.invariants.InfeasibleInvariants: no integer table satisfies the invariants (LinearInvariants(shape=(2,), 1 equalities, 2 inequalities))
+        """
+        constraints = [optimize.LinearConstraint(m, lo, hi) for m, lo, hi in
+                       [(self.A, self.a, self.a), (self.B, self.b, np.inf)] if m.shape[0]]
+        result = optimize.milp(np.zeros(self.n_cells), constraints=constraints, integrality=np.ones(self.n_cells),
+                               bounds=optimize.Bounds(-np.inf, np.inf))
+        if result.status == 2:
+            raise InfeasibleInvariants(f"no integer table satisfies the invariants ({self!r})")
+        if result.x is None:
+            raise RuntimeError(f"the feasibility search failed: {result.message}")
+        return np.round(result.x).astype(np.int64).reshape(self.shape)
+
+    # -- enumeration ---------------------------------------------------------------------------
+    def cell_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The smallest and largest integer value of each cell over the real relaxation of S* (by LP),
+        as floats: -inf or inf where a cell is unbounded.
+
+        Examples
+        --------
+        >>> lo, hi = (LinearInvariants.grand_total(3, 4) & LinearInvariants.nonnegative(3)).cell_bounds()
+        >>> lo.tolist(), hi.tolist()
+        ([0.0, 0.0, 0.0], [4.0, 4.0, 4.0])
+        """
+        lows, highs = np.empty(self.n_cells), np.empty(self.n_cells)
+        equalities = {"A_eq": self.A, "b_eq": self.a} if self.A.shape[0] else {}
+        inequalities = {"A_ub": -self.B, "b_ub": -self.b} if self.B.shape[0] else {}
+        for j in range(self.n_cells):
+            for sign, out in ((1.0, lows), (-1.0, highs)):
+                cost = np.zeros(self.n_cells)
+                cost[j] = sign
+                result = optimize.linprog(cost, **equalities, **inequalities, bounds=(None, None), method="highs")
+                if result.status == 2:
+                    raise InfeasibleInvariants(f"no table satisfies the invariants ({self!r})")
+                out[j] = sign * result.fun if result.status == 0 else sign * np.inf
+        return np.ceil(lows - 1e-9) + 0.0, np.floor(highs + 1e-9) + 0.0  # + 0.0: no -0.0
+
+    def enumerate(self, limit: int = ENUMERATION_LIMIT) -> np.ndarray:
+        """Every integer table in S*, shape ``(N, *shape)``, in lexicographic order.
+
+        Refuses (ValueError) when S* is unbounded or holds more than ``limit`` tables, without
+        listing them first: a depth-first search over the cells whose partial sums are checked
+        against every invariant stops as soon as the count passes the limit.
+        """
+        limit = positive_int(limit, "limit")
+        lows, highs = self.cell_bounds()
+        if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
+            raise ValueError("the invariants leave some cell unbounded: S* is infinite (add bounds such as "
+                             "non-negativity)")
+        lows, highs = lows.astype(np.int64), highs.astype(np.int64)
+        rows = np.vstack([self.A, self.B])
+        # The least and largest contribution of cells j.. to each invariant, over the cells' bounds.
+        least = np.minimum(rows * lows, rows * highs)
+        most = np.maximum(rows * lows, rows * highs)
+        tail_least = np.vstack([np.cumsum(least[:, ::-1], axis=1)[:, ::-1].T, np.zeros(rows.shape[0], np.int64)])
+        tail_most = np.vstack([np.cumsum(most[:, ::-1], axis=1)[:, ::-1].T, np.zeros(rows.shape[0], np.int64)])
+        n_eq = self.A.shape[0]
+        targets = np.concatenate([self.a, self.b])
+        found: list[np.ndarray] = []
+        table = np.zeros(self.n_cells, dtype=np.int64)
+
+        def possible(partial: np.ndarray, next_cell: int) -> bool:
+            low = partial + tail_least[next_cell]
+            high = partial + tail_most[next_cell]
+            return bool(np.all(low[:n_eq] <= targets[:n_eq]) and np.all(targets[:n_eq] <= high[:n_eq])
+                        and np.all(high[n_eq:] >= targets[n_eq:]))
+
+        def search(cell: int, partial: np.ndarray) -> None:
+            if cell == self.n_cells:
+                found.append(table.copy())
+                if len(found) > limit:
+                    raise ValueError(f"S* holds more than limit = {limit} tables: too many to enumerate")
+                return
+            for value in range(lows[cell], highs[cell] + 1):
+                table[cell] = value
+                updated = partial + rows[:, cell] * value
+                if possible(updated, cell + 1):
+                    search(cell + 1, updated)
+
+        if possible(np.zeros(rows.shape[0], dtype=np.int64), 0):
+            search(0, np.zeros(rows.shape[0], dtype=np.int64))
+        return np.array(found, dtype=np.int64).reshape(len(found), *self.shape)
+
+    def _flatten(self, tables: np.ndarray, name: str) -> np.ndarray:
+        if tables.shape == self.shape:
+            return tables.reshape(1, -1)
+        if tables.shape[1:] != self.shape:
+            raise ValueError(f"{name} must be a table of shape {self.shape} or a batch (N, *{self.shape}), "
+                             f"got shape {tables.shape}")
+        return tables.reshape(tables.shape[0], -1)
+
+
+def _rows(matrix, values, matrix_name: str, values_name: str, width: int | None = None):
+    """(matrix, values) as int64 arrays of shapes (m, d) and (m,); (0, width) and (0,) for None."""
+    if matrix is None or values is None:
+        if (matrix is None) != (values is None):
+            raise ValueError(f"give {matrix_name} and {values_name} together")
+        return np.zeros((0, width or 0), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    matrix = integer_valued(matrix, matrix_name)
+    values = integer_valued(values, values_name).reshape(-1)
+    if matrix.ndim != 2:
+        raise ValueError(f"{matrix_name} must be a 2-D matrix (one row per invariant), got shape {matrix.shape}")
+    if matrix.shape[0] != values.size:
+        raise ValueError(f"{matrix_name} has {matrix.shape[0]} rows but {values_name} has {values.size} values")
+    return matrix, values
+
+
+def _count(value, name: str) -> int:
+    value = integer_valued(value, name)
+    if value.ndim != 0:
+        raise ValueError(f"{name} must be a single integer, got {value!r}")
+    return int(value)

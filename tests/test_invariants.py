@@ -1,0 +1,100 @@
+"""Invariants: membership, feasibility and enumeration of the conforming set, checked by brute force."""
+
+import itertools
+import math
+import time
+
+import numpy as np
+import pytest
+
+from ppdinfer.invariants import InfeasibleInvariants, LinearInvariants
+
+
+def brute_force(invariants, low, high):
+    """Every table with cells in [low, high] that conforms, in lexicographic order."""
+    tables = np.array(list(itertools.product(range(low, high + 1), repeat=invariants.n_cells)))
+    tables = tables.reshape(-1, *invariants.shape)
+    return tables[invariants.contains(tables)]
+
+
+def test_grand_total_enumerates_the_compositions():
+    for cells, total in [(1, 4), (3, 0), (3, 5), (5, 6)]:
+        inv = LinearInvariants.grand_total(cells, total) & LinearInvariants.nonnegative(cells)
+        tables = inv.enumerate()
+        assert len(tables) == math.comb(total + cells - 1, cells - 1)
+        assert np.all(tables.sum(axis=1) == total) and np.all(tables >= 0)
+        assert len({tuple(t) for t in tables}) == len(tables)
+
+
+@pytest.mark.parametrize("rows, cols", [([3, 2], [1, 4]), ([2, 2, 1], [3, 0, 2]), ([4, 0], [1, 1, 2])])
+def test_margins_match_brute_force(rows, cols):
+    shape = (len(rows), len(cols))
+    inv = LinearInvariants.margins(rows, cols) & LinearInvariants.nonnegative(shape)
+    expected = brute_force(inv, 0, max(rows))
+    assert np.array_equal(inv.enumerate(), expected)
+    assert all(np.array_equal(t.sum(axis=1), rows) and np.array_equal(t.sum(axis=0), cols) for t in expected)
+
+
+def test_the_paper_table_1_invariants():
+    # Gong & Meng Table 1's invariants on a smaller table: grand total, the first row's total, and the
+    # total of the last columns of both rows, every cell >= 0 (here 2 x 4, last 3 columns).
+    shape = (2, 4)
+    grand = LinearInvariants.grand_total(shape, 6)
+    first_row = LinearInvariants([[1, 1, 1, 1, 0, 0, 0, 0]], [3], shape=shape)
+    adults = LinearInvariants([[0, 1, 1, 1, 0, 1, 1, 1]], [5], shape=shape)
+    inv = grand & first_row & adults & LinearInvariants.nonnegative(shape)
+    assert np.array_equal(inv.enumerate(), brute_force(inv, 0, 3))  # no cell exceeds a row total of 3
+    confidential = np.array([[1, 0, 2, 0], [0, 1, 1, 1]])
+    assert inv.contains(confidential)
+    inv.check(confidential)
+
+
+def test_contains_and_check_name_the_broken_invariant():
+    inv = LinearInvariants.margins([2, 1], [1, 2]) & LinearInvariants.nonnegative((2, 2))
+    assert inv.contains([[0, 2], [1, 0]]) and not inv.contains([[1, 1], [1, 0]])
+    assert inv.contains(np.array([[[0, 2], [1, 0]], [[2, 0], [-1, 2]]])).tolist() == [True, False]
+    with pytest.raises(ValueError, match="breaks equality"):
+        inv.check([[1, 1], [1, 0]])
+    with pytest.raises(ValueError, match="breaks inequality 2"):
+        inv.check([[2, 0], [-1, 2]])
+
+
+def test_feasibility_check():
+    inv = LinearInvariants.margins([2, 5], [4, 3]) & LinearInvariants.nonnegative((2, 2))
+    table = inv.check_feasible()
+    assert inv.contains(table)
+    with pytest.raises(InfeasibleInvariants, match="row_totals sum to 3 but col_totals to 4"):
+        LinearInvariants.margins([1, 2], [2, 2])
+    # integer infeasible although the real relaxation is feasible: 2 s1 = 1
+    with pytest.raises(InfeasibleInvariants, match="no integer table"):
+        LinearInvariants([[2, 0]], [1]).check_feasible()
+    with pytest.raises(InfeasibleInvariants):
+        (LinearInvariants.grand_total(3, -2) & LinearInvariants.nonnegative(3)).enumerate()
+
+
+def test_enumeration_refuses_rather_than_hangs():
+    with pytest.raises(ValueError, match="unbounded"):
+        LinearInvariants.grand_total(3, 5).enumerate()  # no non-negativity: infinitely many tables
+    inv = LinearInvariants.grand_total(6, 200) & LinearInvariants.nonnegative(6)  # C(205, 5) ~ 2.9e9 tables
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="more than limit = 1000 tables"):
+        inv.enumerate(limit=1000)
+    assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: LinearInvariants([[1, 1]], [1, 2]), "A has 1 rows but a has 2 values"),
+    (lambda: LinearInvariants([[1, 0.5]], [1]), "A must hold integers"),
+    (lambda: LinearInvariants([[1, 1]], None), "give A and a together"),
+    (lambda: LinearInvariants(None, None), "at least one equality"),
+    (lambda: LinearInvariants([[1, 1]], [1], [[1, 1, 1]], [0]), "B has 3 columns but A has 2"),
+    (lambda: LinearInvariants([[1, 1, 1]], [1], shape=(2, 2)), "shape \\(2, 2\\) has 4 cells"),
+    (lambda: LinearInvariants.margins([1, 2]), "give the table's shape"),
+    (lambda: LinearInvariants.margins([1, 2], [3], shape=(2, 2)), "do not fit a 2 x 2 table"),
+    (lambda: LinearInvariants.grand_total(2, 1.5), "total must hold integers"),
+    (lambda: LinearInvariants.grand_total(2, 1).contains([1, 2, 3]), "s must be a table of shape \\(2,\\)"),
+    (lambda: LinearInvariants.grand_total(2, 1) & LinearInvariants.nonnegative(3), "shapes \\(2,\\) and \\(3,\\)"),
+])
+def test_bad_input(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
