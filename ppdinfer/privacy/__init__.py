@@ -3,11 +3,26 @@
 - `wasserstein`: exact W_inf on the real line through the quantile coupling.
 - `sensitivity`: Delta_z for the examples of Seeman, Reimherr & Slavkovic (normal mean, counts
   under SDL properties, correlated counts).
-- `accounting`: sequential and parallel composition, conditioning on a public subset.
+- `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
+  tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
 """
 
-from .accounting import condition_on_public_subset, parallel_composition, sequential_composition
+from .accounting import (
+    ZCDPGroupAccount,
+    condition_on_public_subset,
+    gaussian_tradeoff,
+    gaussian_zcdp_epsilon,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_group,
+    laplace_tradeoff,
+    parallel_composition,
+    sequential_composition,
+    zcdp_epsilon,
+    zcdp_group,
+    zcdp_group_account,
+)
 from .figures import plot_correlated_counts
 from .sensitivity import (
     CountSensitivity,
@@ -23,12 +38,19 @@ from .wasserstein import QuantileCoupling, quantile_coupling, w_inf, w_inf_sampl
 __all__ = [
     "CountSensitivity",
     "QuantileCoupling",
+    "ZCDPGroupAccount",
     "condition_on_public_subset",
     "delta_conditional_normal_mean",
     "delta_correlated_counts",
     "delta_normal_mean",
     "delta_sdl_counts",
+    "gaussian_tradeoff",
+    "gaussian_zcdp_epsilon",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_group",
     "k_anonymous_counts",
+    "laplace_tradeoff",
     "parallel_composition",
     "plot_correlated_counts",
     "quantile_coupling",
@@ -36,4 +58,7 @@ __all__ = [
     "t_close_counts",
     "w_inf",
     "w_inf_samples",
+    "zcdp_epsilon",
+    "zcdp_group",
+    "zcdp_group_account",
 ]
