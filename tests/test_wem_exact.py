@@ -175,3 +175,19 @@ def test_ctrl_c_interrupts_a_release_within_a_second():
     assert seconds_to_stop(lambda: naive.release(large, sweeps=10**6)) < 1.0  # 67 counties: the chain
     assert seconds_to_stop(lambda: naive.release(small, replicates=10**9)) < 1.0  # exact samplers
     assert seconds_to_stop(lambda: congenial.release(small, z, replicates=10**9)) < 1.0
+
+
+def test_wasserstein_naive_draws_are_exact_in_small_dimensions():
+    # One coordinate: exp(-rate |k|) is the discrete Laplace pmf; the draws come from the exact release.
+    from scipy import stats
+
+    from ppdinfer.pymc.distributions import lattice_l2_draws
+
+    rate = 1.0 / (2 * 2.0)
+    draws = lattice_l2_draws(np.full((20_000, 1), 7), 1.0, 2.0, None, np.random.default_rng(3))[:, 0] - 7
+    a = np.exp(-rate)
+    support = np.arange(-12, 13)
+    pmf = (1 - a) / (1 + a) * a ** np.abs(support)
+    observed = np.array([(draws == k).sum() for k in support] + [(np.abs(draws) > 12).sum()])
+    expected = np.append(pmf, 1 - pmf.sum()) * draws.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4

@@ -95,14 +95,20 @@ class LatticeL2RV(RandomVariable):
 
 
 def lattice_l2_draws(mu, epsilon, sigma, size, rng) -> np.ndarray:
-    """Releases y ~ exp(-epsilon ||y - mu||_2 / (2 sigma)) on the integer lattice, by the MCMC of
-    :class:`ppdinfer.mechanisms.wem.WassersteinExponential` (naive base measure, WEM_SWEEPS sweeps)."""
+    """Releases y ~ exp(-epsilon ||y - mu||_2 / (2 sigma)) on the integer lattice, as the naive-base
+    :class:`ppdinfer.mechanisms.wem.WassersteinExponential` releases them: exactly (rejection from
+    a discrete Laplace envelope) where that costs at most ``EXACT_PROPOSAL_LIMIT`` expected
+    proposals (up to about 36 coordinates), else by its MCMC chain of WEM_SWEEPS sweeps."""
     from ..kernels.wem import NAIVE, wem_chains
+    from ..mechanisms.wem import EXACT_PROPOSAL_LIMIT, _lattice_l2_plan
 
     mu = np.asarray(mu)
     shape = mu.shape if size is None else (*tuple(np.atleast_1d(size)), mu.shape[-1])
     centres = np.broadcast_to(np.round(mu), shape).reshape(-1, shape[-1]).astype(np.int64)
     rate = float(epsilon) / (2 * float(sigma))
+    proposals, exact = _lattice_l2_plan(rate, shape[-1])
+    if proposals <= EXACT_PROPOSAL_LIMIT:
+        return np.stack([exact(centre, 1, rng)[0] for centre in centres]).reshape(shape)
     max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))
     out = np.empty_like(centres)
     for row, centre in enumerate(centres):
@@ -213,7 +219,8 @@ class WassersteinNaive(Discrete):
     (Seeman, Reimherr & Slavkovic, Theorem 9, with sigma = Delta_z for the L2 loss). The
     normalizer is the same for every integer ``mu`` (the lattice is translation invariant), so
     ``logp`` omits it: it is exact up to a constant, which is all a posterior over mu needs, but
-    not a normalized pmf. Random draws run the mechanism's MCMC release (2000 sweeps).
+    not a normalized pmf. Random draws are the mechanism's release: exact for small dimensions,
+    else its MCMC chain (2000 sweeps).
 
     Examples
     --------
