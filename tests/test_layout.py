@@ -3,6 +3,7 @@ reproduction in case_studies/, all installed under ``ppdinfer``; case studies re
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -77,9 +78,14 @@ def test_every_case_study_is_registered_with_a_readme():
 
 def test_non_editable_install_runs_the_demo_outside_the_repository(tmp_path):
     # A regular (non-editable) build of the package into its own folder, dependencies from this environment.
-    target = tmp_path / "site"
+    source, target = tmp_path / "source", tmp_path / "site"  # a copy: the build leaves build/ in its source
+    source.mkdir()
+    for name in ["pyproject.toml", "README.md"]:
+        shutil.copy(ROOT / name, source / name)
+    for name in ["ppdinfer", "models", "case_studies"]:
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(ROOT)], check=True, capture_output=True)
+                    "--target", str(target), str(source)], check=True, capture_output=True)
     assert (target / "ppdinfer" / "models" / "county_counts.py").exists()
     assert (target / "ppdinfer" / "case_studies" / "covid_pa" / "synthesis.py").exists()
     outside = tmp_path / "elsewhere"
