@@ -6,6 +6,8 @@
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
   tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
+- `congenial`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
+  privacy-loss audit on small finite invariant sets.
 """
 
 from .accounting import (
@@ -23,6 +25,7 @@ from .accounting import (
     zcdp_group,
     zcdp_group_account,
 )
+from .congenial import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
 from .figures import plot_correlated_counts
 from .sensitivity import (
     CountSensitivity,
@@ -40,10 +43,14 @@ __all__ = [
     "QuantileCoupling",
     "ZCDPGroupAccount",
     "condition_on_public_subset",
+    "conforming_probability",
+    "congenial_gamma",
+    "congenial_privacy_loss",
     "delta_conditional_normal_mean",
     "delta_correlated_counts",
     "delta_normal_mean",
     "delta_sdl_counts",
+    "double_geometric_pmf",
     "gaussian_tradeoff",
     "gaussian_zcdp_epsilon",
     "gdp_delta",
