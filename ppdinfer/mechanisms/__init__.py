@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 from .knorm import KNormGradient
-from .wem import BaseMeasure, Congenial, Naive, PriorCongenial, WassersteinExponential
+from .congenial import Congenial
+from .wem import BaseMeasure, CongenialBase, Naive, PriorCongenial, WassersteinExponential
 
-__all__ += ["BaseMeasure", "Congenial", "KNormGradient", "Naive", "PriorCongenial", "WassersteinExponential"]
+__all__ += ["BaseMeasure", "Congenial", "CongenialBase", "KNormGradient", "Naive", "PriorCongenial", "WassersteinExponential"]

@@ -18,7 +18,7 @@ Three base measures nu_z (the case study's):
 - :class:`Naive`: the counting measure on Z^{2J}. C(x) is the same for every integer x, so
   :meth:`WassersteinExponential.logpdf` omits it (only ratios in x matter to the samplers), and
   the bound M = 1 of the unnormalized kernel exp(-eps L / (2 sigma)) <= 1 is valid.
-- :class:`Congenial`: tables whose cases sum to z["total"] with cases >= deaths >= 0.
+- :class:`CongenialBase`: tables whose cases sum to z["total"] with cases >= deaths >= 0.
 - :class:`PriorCongenial`: the congenial tables weighted by the Dirichlet-multinomial pmf of the
   cases with total z["total"] and concentration alpha * (previous_cases + pseudocount).
 
@@ -146,14 +146,14 @@ class Naive(BaseMeasure):
     translation_invariant = True
 
 
-class Congenial(BaseMeasure):
+class CongenialBase(BaseMeasure):
     """(b) The counting measure on integer tables with sum_j cases_j = z["total"] and cases >= deaths >= 0.
 
     Examples
     --------
-    >>> Congenial().contains(np.array([[[3, 2], [1, 0]], [[3, 3], [1, 0]]]), {"total": 5})
+    >>> CongenialBase().contains(np.array([[[3, 2], [1, 0]], [[3, 3], [1, 0]]]), {"total": 5})
     array([ True, False])
-    >>> Congenial().support_size({"total": 5}, 2)  # compositions of 5 into 4 parts
+    >>> CongenialBase().support_size({"total": 5}, 2)  # compositions of 5 into 4 parts
     56
     """
 
@@ -175,7 +175,7 @@ class Congenial(BaseMeasure):
         return _congenial_tables(public_total(z), n_counties)
 
 
-class PriorCongenial(Congenial):
+class PriorCongenial(CongenialBase):
     """(c) The congenial tables weighted by DirMult(cases; z["total"], alpha * (previous_cases + pseudocount)).
 
     The pmf is the standard one (ERRATUM 5 of the project notes). A county with no cases last
@@ -224,7 +224,7 @@ class PriorCongenial(Congenial):
         return {"base_measure": self.name, "alpha": self.alpha, "pseudocount": self.pseudocount}
 
 
-BASE_MEASURES = {"naive": Naive, "congenial": Congenial, "prior_congenial": PriorCongenial}
+BASE_MEASURES = {"naive": Naive, "congenial": CongenialBase, "prior_congenial": PriorCongenial}
 
 
 def public_total(z) -> int:
