@@ -1,6 +1,7 @@
 """Inference from partially private data: the model triple and its samplers."""
 
 from .enumeration import exact_posterior
+from .exchange import exchange_sample
 from .importance import ImportanceWarning, importance_sample, resample, weighted_mean
 from .model import PPDModel
 from .rejection import BudgetWarning, rejection_sample
@@ -11,6 +12,7 @@ __all__ = [
     "ImportanceWarning",
     "PPDModel",
     "exact_posterior",
+    "exchange_sample",
     "importance_sample",
     "rejection_sample",
     "resample",

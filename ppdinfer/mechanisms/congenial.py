@@ -252,6 +252,44 @@ class Congenial(Mechanism):
             out[inside] = self._log_noise(y.astype(float), rows.astype(float)) - log_c
         return out
 
+    def unnormalized_logpdf(self, y, x, z=None) -> np.ndarray:
+        r"""log p(y - x) + log 1{y in S*} for each row of x, without c(x); -inf for x outside S*.
+
+        This is log p*(y | x) + log c(x): it never needs the normalizer, so it is available
+        for any S* (the exchange algorithm, :func:`ppdinfer.exchange_sample`, uses it). ``y`` and
+        ``x`` are as in ``logpdf``; ``z`` is not used.
+
+        Examples
+        --------
+        >>> from ppdinfer.invariants import LinearInvariants
+        >>> from ppdinfer.mechanisms import Congenial, DiscreteLaplace
+        >>> inv = LinearInvariants.grand_total(3, 4) & LinearInvariants.nonnegative(3)
+        >>> mech = Congenial(DiscreteLaplace(1.0), inv)
+        >>> x = [[2, 1, 1], [4, 0, 0]]
+        >>> gap = mech.unnormalized_logpdf([3, 1, 0], x) - mech.logpdf([3, 1, 0], x)
+        >>> bool(np.allclose(gap, mech.log_normalizer(x)))      # the difference is log c(x)
+        True
+        """
+        d = self.n_cells
+        y = integer_valued(y, "y")
+        if y.size != d:
+            raise ValueError(f"y must be a table of {d} cells (shape {self.invariants.shape}), got shape {y.shape}")
+        y = y.reshape(-1)
+        x = integer_valued(x, "x")
+        if x.size == d and x.shape in (self.invariants.shape, (d,), y.shape):
+            xs = x.reshape(1, d)
+        elif x.ndim >= 1 and math.prod(x.shape[1:]) == d:
+            xs = x.reshape(x.shape[0], d)
+        else:
+            raise ValueError(f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
+                             f"got shape {x.shape}")
+        out = np.full(xs.shape[0], -np.inf)
+        if not self.invariants.contains(y.reshape(self.invariants.shape)):
+            return out
+        inside = self.invariants.contains(xs.reshape(-1, *self.invariants.shape))
+        out[inside] = self._log_noise(y.astype(float), xs[inside].astype(float))
+        return out
+
     def log_bound(self, z=None, size: int = 1) -> float:
         r"""log M = d log p(0) - min_{s in S*} log c(s), the largest p*(y | x) (reached at y = x); +inf when unknown.
 
