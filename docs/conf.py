@@ -52,7 +52,8 @@ html_title = f"ppdinfer {release}"
 # appear in the API reference (docs/api/).
 ppd_public_modules = [
     "ppdinfer", "ppdinfer.inference", "ppdinfer.mechanisms", "ppdinfer.priors", "ppdinfer.generators",
-    "ppdinfer.privacy", "ppdinfer.invariants", "ppdinfer.postprocessing", "ppdinfer.pymc", "ppdinfer.models",
+    "ppdinfer.privacy", "ppdinfer.invariants", "ppdinfer.projection", "ppdinfer.postprocessing", "ppdinfer.pymc",
+    "ppdinfer.models",
     "ppdinfer.models.beta_binomial", "ppdinfer.models.county_counts", "ppdinfer.models.table_2x2",
 ]
 

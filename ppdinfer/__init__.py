@@ -4,7 +4,7 @@ A release mechanism is both a sampler and a likelihood; a model is the triple
 (prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
 """
 
-from . import generators, invariants, mechanisms, priors, privacy
+from . import generators, invariants, mechanisms, priors, privacy, projection
 from .inference import (
     BudgetWarning,
     ImportanceWarning,
@@ -32,6 +32,7 @@ __all__ = [
     "mechanisms",
     "priors",
     "privacy",
+    "projection",
     "rejection_sample",
     "resample",
     "summary",
