@@ -26,6 +26,8 @@ __all__ = [
 
 from .knorm import KNormGradient
 from .congenial import Congenial
+from .canonical import Tulap
 from .wem import BaseMeasure, CongenialBase, Naive, PriorCongenial, WassersteinExponential
 
-__all__ += ["BaseMeasure", "Congenial", "CongenialBase", "KNormGradient", "Naive", "PriorCongenial", "WassersteinExponential"]
+__all__ += ["BaseMeasure", "Congenial", "CongenialBase", "KNormGradient", "Naive", "PriorCongenial", "Tulap",
+            "WassersteinExponential"]
