@@ -228,28 +228,12 @@ class Congenial(Mechanism):
         ``y`` is one table (its shape or flattened); ``x`` one table or a batch ``(B, *shape)`` or
         (B, d). ``z`` is not used (the invariants are fixed at construction).
         """
-        d = self.n_cells
-        y = integer_valued(y, "y")
-        if y.size != d:
-            raise ValueError(f"y must be a table of {d} cells (shape {self.invariants.shape}), got shape {y.shape}")
-        y = y.reshape(-1)
-        x = integer_valued(x, "x")
-        if x.size == d and x.shape in (self.invariants.shape, (d,), y.shape):
-            xs = x.reshape(1, d)
-        elif x.ndim >= 1 and math.prod(x.shape[1:]) == d:
-            xs = x.reshape(x.shape[0], d)
-        else:
-            raise ValueError(f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
-                             f"got shape {x.shape}")
-        out = np.full(xs.shape[0], -np.inf)
-        if not self.invariants.contains(y.reshape(self.invariants.shape)):
-            return out
-        inside = self.invariants.contains(xs.reshape(-1, *self.invariants.shape))
-        if np.any(inside):
-            rows = xs[inside]
+        out = self.unnormalized_logpdf(y, x)
+        conforming = np.isfinite(out)  # the noise pmf is positive: finite exactly when x and y conform
+        if np.any(conforming):
+            rows = self._as_rows(x, self.n_cells)[conforming]
             unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-            log_c = self.log_normalizer(unique)[inverse.reshape(-1)]
-            out[inside] = self._log_noise(y.astype(float), rows.astype(float)) - log_c
+            out[conforming] -= self.log_normalizer(unique)[inverse.reshape(-1)]
         return out
 
     def unnormalized_logpdf(self, y, x, z=None) -> np.ndarray:
@@ -274,21 +258,23 @@ class Congenial(Mechanism):
         y = integer_valued(y, "y")
         if y.size != d:
             raise ValueError(f"y must be a table of {d} cells (shape {self.invariants.shape}), got shape {y.shape}")
-        y = y.reshape(-1)
-        x = integer_valued(x, "x")
-        if x.size == d and x.shape in (self.invariants.shape, (d,), y.shape):
-            xs = x.reshape(1, d)
-        elif x.ndim >= 1 and math.prod(x.shape[1:]) == d:
-            xs = x.reshape(x.shape[0], d)
-        else:
-            raise ValueError(f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
-                             f"got shape {x.shape}")
+        xs = self._as_rows(integer_valued(x, "x"), d)
         out = np.full(xs.shape[0], -np.inf)
         if not self.invariants.contains(y.reshape(self.invariants.shape)):
             return out
         inside = self.invariants.contains(xs.reshape(-1, *self.invariants.shape))
-        out[inside] = self._log_noise(y.astype(float), xs[inside].astype(float))
+        out[inside] = self._log_noise(y.reshape(-1).astype(float), xs[inside].astype(float))
         return out
+
+    def _as_rows(self, x, d: int) -> np.ndarray:
+        """x (one table, flat or shaped, or a batch) as rows of shape (B, d)."""
+        x = np.asarray(x)
+        if x.size == d and x.shape in (self.invariants.shape, (d,)):
+            return x.reshape(1, d)
+        if x.ndim >= 1 and math.prod(x.shape[1:]) == d:
+            return x.reshape(x.shape[0], d)
+        raise ValueError(f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
+                         f"got shape {x.shape}")
 
     def log_bound(self, z=None, size: int = 1) -> float:
         r"""log M = d log p(0) - min_{s in S*} log c(s), the largest p*(y | x) (reached at y = x); +inf when unknown.

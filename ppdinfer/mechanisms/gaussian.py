@@ -90,11 +90,17 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     while excess(low) < 0:
         low -= 10
     sigma = math.exp(optimize.brentq(excess, low, high, xtol=1e-15, rtol=1e-15))
+    return raise_until(sigma, lambda s: _gaussian_delta_precise(s, epsilon, sensitivity) <= delta)
+
+
+def raise_until(value: float, holds) -> float:
+    """The floating-point root ``value`` raised by relative steps from 2^-50, doubling, until
+    ``holds(value)`` (a check in high precision); from 0 the first step is 2^-50 itself."""
     step = 2.0**-50
-    while _gaussian_delta_precise(sigma, epsilon, sensitivity) > delta:
-        sigma *= 1 + step
+    while not holds(value):
+        value = value * (1 + step) if value > 0 else step
         step *= 2
-    return sigma
+    return value
 
 
 _CALIBRATIONS = {"classical": classical_gaussian_sigma, "analytic": analytic_gaussian_sigma}

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .._validation import finite_array, positive_finite, positive_int, probability
-from ..mechanisms.gaussian import _gaussian_delta_precise, gaussian_delta
+from ..mechanisms.gaussian import _gaussian_delta_precise, gaussian_delta, raise_until
 
 
 def sequential_composition(epsilons: Iterable[float]) -> float:
@@ -221,11 +221,7 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     while excess(high) > 0:
         high *= 2.0
     epsilon = optimize.brentq(excess, 0.0, high, xtol=1e-15, rtol=1e-15)
-    step = 2.0**-50
-    while not _certified(mu, epsilon, delta):
-        epsilon = epsilon * (1 + step) if epsilon > 0 else step
-        step *= 2
-    return epsilon
+    return raise_until(epsilon, lambda eps: _certified(mu, eps, delta))
 
 
 def zcdp_epsilon(rho: float, delta: float) -> float:
