@@ -6,6 +6,8 @@
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
   tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
+- `sensitivity_space`: the sensitivity space S of a statistic under invariants (Semi-DP): span,
+  projection, l1 / l2 / l_inf sensitivities and the gauge of its convex hull.
 - `congenial`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
   privacy-loss audit on small finite invariant sets.
 """
@@ -27,6 +29,7 @@ from .accounting import (
 )
 from .congenial import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
 from .figures import plot_correlated_counts
+from .sensitivity_space import SensitivitySpace
 from .sensitivity import (
     CountSensitivity,
     delta_conditional_normal_mean,
@@ -41,6 +44,7 @@ from .wasserstein import QuantileCoupling, quantile_coupling, w_inf, w_inf_sampl
 __all__ = [
     "CountSensitivity",
     "QuantileCoupling",
+    "SensitivitySpace",
     "ZCDPGroupAccount",
     "condition_on_public_subset",
     "conforming_probability",
