@@ -8,6 +8,7 @@ of x, so they serve the exact enumeration as well as the samplers.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -270,11 +271,104 @@ class FisherTable2x2(DataModel):
 
     def __call__(self, theta, z, rng):
         support = self.support(z)
-        log_p = self.logpmf(support, theta, z)
-        cdf = np.cumsum(np.exp(log_p - log_p.max(axis=1, keepdims=True)), axis=1)
-        u = rng.random(cdf.shape[0]) * cdf[:, -1]
-        index = (cdf < u[:, None]).sum(axis=1)
-        return support[np.minimum(index, support.size - 1)]
+        return _draw_from_support(support, self.logpmf(support, theta, z), rng)
+
+
+class AssociationTable(DataModel):
+    r"""An r x c table with public one-way margins, given a uniform association theta (a log odds ratio).
+
+    z holds ``row_totals`` (r counts) and ``col_totals`` (c counts, the same sum n). Given the
+    margins, the table follows the linear-by-linear (uniform) association model with unit-spaced
+    scores, i.e. a multinomial table conditioned on its margins:
+
+    .. math::
+
+        \pi(x \mid 	heta, z) = rac{1}{C(	heta, z)} \,
+            rac{\expigl(	heta \sum_{i,j} i \, j \, x_{ij}igr)}{\prod_{i,j} x_{ij}!},
+        \qquad x \in \mathcal{T}(z) = \{x \in \mathbb{Z}_{\ge 0}^{r 	imes c} :
+            	ext{row and column sums } z\},
+
+    so every local odds ratio x_ij x_{i+1,j+1} / (x_{i,j+1} x_{i+1,j}) has log expectation
+    theta: theta = 0 is independence. For a 2 x 2 table this is
+    :class:`FisherTable2x2` in the odds ratio e^theta. The support T(z) is enumerated (small
+    tables only: :meth:`ppdinfer.invariants.LinearInvariants.enumerate` refuses past its limit),
+    and C(theta, z) is the sum over it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.generators import AssociationTable
+    >>> model = AssociationTable()
+    >>> z = {"row_totals": [3, 2], "col_totals": [2, 3]}
+    >>> model.support(z).shape                       # three 2 x 2 tables have these margins
+    (3, 2, 2)
+    >>> x = model(np.array([0.0, 2.0]), z, np.random.default_rng(1))   # one table per theta
+    >>> x.shape, x.sum(axis=2).tolist()
+    ((2, 2, 2), [[3, 2], [3, 2]])
+    >>> np.exp(model.logpmf(model.support(z), [0.0], z)).round(3)   # theta = 0: hypergeometric
+    array([[0.1, 0.6, 0.3]])
+    """
+
+    def margins(self, z) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The public margins from z, checked to hold counts with one common total."""
+        if z is None or "row_totals" not in z or "col_totals" not in z:
+            raise ValueError("z must contain the public margins 'row_totals' and 'col_totals'")
+        rows = nonnegative_counts(z["row_totals"], "z['row_totals']")
+        cols = nonnegative_counts(z["col_totals"], "z['col_totals']")
+        if rows.ndim != 1 or cols.ndim != 1 or rows.size < 2 or cols.size < 2:
+            raise ValueError("z['row_totals'] and z['col_totals'] must each hold at least two counts")
+        if rows.sum() != cols.sum():
+            raise ValueError(f"z['row_totals'] sum to {int(rows.sum())} but z['col_totals'] to {int(cols.sum())}: "
+                             "no table has these margins")
+        return tuple(int(v) for v in rows), tuple(int(v) for v in cols)
+
+    def check_z(self, z):
+        self.margins(z)
+
+    def support(self, z=None, theta_dim=1):
+        return _tables_with_margins(*self.margins(z))
+
+    def logpmf(self, x, theta, z=None):
+        rows, cols = self.margins(z)
+        support = _tables_with_margins(rows, cols)
+        theta = _column(theta)[:, None]
+        log_norm = special.logsumexp(_association_terms(support, theta), axis=1, keepdims=True)
+        x = np.asarray(x).reshape(-1, len(rows), len(cols))
+        conforming = ((x >= 0).all(axis=(1, 2)) & (x.sum(axis=2) == rows).all(axis=1)
+                      & (x.sum(axis=1) == cols).all(axis=1))
+        safe = np.where(conforming[:, None, None], x, support[0])
+        return np.where(conforming[None, :], _association_terms(safe, theta) - log_norm, -np.inf)
+
+    def __call__(self, theta, z, rng):
+        support = self.support(z)
+        return _draw_from_support(support, self.logpmf(support, theta, z), rng)
+
+
+@functools.lru_cache(maxsize=32)
+def _tables_with_margins(rows: tuple[int, ...], cols: tuple[int, ...]) -> np.ndarray:
+    from .invariants import LinearInvariants
+
+    invariants = LinearInvariants.margins(rows, cols) & LinearInvariants.nonnegative((len(rows), len(cols)))
+    tables = invariants.enumerate()
+    tables.setflags(write=False)
+    return tables
+
+
+def _association_terms(tables: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """theta * sum_ij i j x_ij - sum_ij log x_ij! for tables (S, r, c) and theta (G, 1): shape (G, S)."""
+    r, c = tables.shape[1:]
+    scores = np.outer(np.arange(r), np.arange(c))
+    score = (tables * scores).sum(axis=(1, 2))
+    log_base = -special.gammaln(tables + 1.0).sum(axis=(1, 2))
+    return log_base[None, :] + theta * score[None, :]
+
+
+def _draw_from_support(support: np.ndarray, log_p: np.ndarray, rng) -> np.ndarray:
+    """One x per row of log_p (G, S), drawn from the pmf proportional to exp(log_p) over ``support``."""
+    cdf = np.cumsum(np.exp(log_p - log_p.max(axis=1, keepdims=True)), axis=1)
+    u = rng.random(cdf.shape[0]) * cdf[:, -1]
+    index = (cdf < u[:, None]).sum(axis=1)
+    return support[np.minimum(index, support.shape[0] - 1)]
 
 
 def _log_choose(n, k):
