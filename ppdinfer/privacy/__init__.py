@@ -6,6 +6,8 @@
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
   tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
+- `semidp`: Semi-DP adjacency: the semi-adjacent parameter a(t) (Definition 13, and as seen
+  from a fixed dataset), the sensitivity spaces of tables with public margins.
 - `sensitivity_space`: the sensitivity space S of a statistic under invariants (Semi-DP): span,
   projection, l1 / l2 / l_inf sensitivities and the gauge of its convex hull.
 - `congenial`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
@@ -29,6 +31,22 @@ from .accounting import (
 )
 from .congenial import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
 from .figures import plot_correlated_counts
+from .semidp import (
+    contingency_sensitivities,
+    contingency_sensitivity_space,
+    dp_table_sensitivity_space,
+    enumerate_datasets,
+    enumerated_sensitivity_space,
+    margin_free_projection,
+    one_way_margins,
+    record_changes,
+    semi_adjacent_parameter,
+    semi_adjacent_parameter_from,
+    semi_adjacent_parameters,
+    table_rectangles,
+    table_three_cycles,
+    theorem16_bound,
+)
 from .sensitivity_space import SensitivitySpace
 from .sensitivity import (
     CountSensitivity,
@@ -50,11 +68,16 @@ __all__ = [
     "conforming_probability",
     "congenial_gamma",
     "congenial_privacy_loss",
+    "contingency_sensitivities",
+    "contingency_sensitivity_space",
     "delta_conditional_normal_mean",
     "delta_correlated_counts",
     "delta_normal_mean",
     "delta_sdl_counts",
     "double_geometric_pmf",
+    "dp_table_sensitivity_space",
+    "enumerate_datasets",
+    "enumerated_sensitivity_space",
     "gaussian_tradeoff",
     "gaussian_zcdp_epsilon",
     "gdp_delta",
@@ -62,11 +85,20 @@ __all__ = [
     "gdp_group",
     "k_anonymous_counts",
     "laplace_tradeoff",
+    "margin_free_projection",
+    "one_way_margins",
     "parallel_composition",
     "plot_correlated_counts",
     "quantile_coupling",
+    "record_changes",
+    "semi_adjacent_parameter",
+    "semi_adjacent_parameter_from",
+    "semi_adjacent_parameters",
     "sequential_composition",
     "t_close_counts",
+    "table_rectangles",
+    "table_three_cycles",
+    "theorem16_bound",
     "w_inf",
     "w_inf_samples",
     "zcdp_epsilon",

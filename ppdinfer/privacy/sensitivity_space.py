@@ -25,6 +25,8 @@ the same norm from the facets of K, computed once, for batches of points.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import optimize, spatial
 
@@ -85,7 +87,6 @@ class SensitivitySpace:
         self.basis = vt[:rank].T.copy()
         self.rank = rank
         self.dim = d
-        self._facets = _hull_facets(both @ self.basis)
 
     def __repr__(self) -> str:
         return f"SensitivitySpace({self.vectors.shape[0]} vectors, shape={self.shape}, rank={self.rank})"
@@ -109,6 +110,26 @@ class SensitivitySpace:
     def linf(self) -> float:
         """Delta_inf = max over u in S of ||u||_inf."""
         return float(np.abs(self.vectors).max())
+
+    @functools.cached_property
+    def _hull(self) -> spatial.ConvexHull | None:
+        """Qhull's hull of S in basis coordinates (None for rank 1), built on first use: costly past rank ~8."""
+        return None if self.rank == 1 else spatial.ConvexHull(self.vectors @ self.basis)
+
+    @functools.cached_property
+    def _facets(self) -> np.ndarray:
+        """Rows h_j with K = {w : h_j . w <= 1} in basis coordinates."""
+        if self._hull is None:
+            return np.array([[1.0], [-1.0]]) / np.abs(self.vectors @ self.basis).max()
+        normals, offsets = self._hull.equations[:, :-1], self._hull.equations[:, -1]  # normal . w + offset <= 0
+        return np.unique(np.round(normals / (-offsets)[:, None], 12), axis=0)
+
+    @property
+    def volume(self) -> float:
+        """The s-dimensional volume of K = conv(S) in basis coordinates (a length for s = 1)."""
+        if self._hull is None:
+            return float(2 * np.abs(self.vectors @ self.basis).max())
+        return float(self._hull.volume)
 
     def coordinates(self, v) -> np.ndarray:
         """w = B^T v: the basis coordinates of (the projection of) each row of ``v``."""
@@ -148,13 +169,3 @@ class SensitivitySpace:
         """Half-widths of the smallest box around K in basis coordinates: max over S of |w_i|."""
         return np.abs(self.vectors @ self.basis).max(axis=0)
 
-
-def _hull_facets(points: np.ndarray) -> np.ndarray:
-    """Rows h_j with K = {w : h_j . w <= 1}, for K the hull of the symmetric ``points`` (n, s)."""
-    s = points.shape[1]
-    if s == 1:
-        return np.array([[1.0], [-1.0]]) / np.abs(points).max()
-    hull = spatial.ConvexHull(points)
-    normals, offsets = hull.equations[:, :-1], hull.equations[:, -1]  # normal . w + offset <= 0
-    facets = normals / (-offsets)[:, None]
-    return np.unique(np.round(facets, 12), axis=0)
