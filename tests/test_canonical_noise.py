@@ -164,3 +164,166 @@ def test_release_is_reproducible_and_shaped():
     assert np.array_equal(a, m.release([[1.0, 2.5], [3.0, -4.0]], random_seed=5))
     assert m == Tulap(0.7, 3.0) and repr(m) == "Tulap(epsilon=0.7, sensitivity=3.0)"
     assert "Tulap" in pp.mechanisms.__all__
+
+
+# --- CanonicalNoise: Lemma 36's construction for any symmetric tradeoff function ---------------
+
+from ppdinfer.mechanisms.canonical import CanonicalNoise  # noqa: E402
+from ppdinfer.privacy import gaussian_tradeoff  # noqa: E402
+
+LEVELS = np.concatenate([np.logspace(-14, -2, 300), np.linspace(0.001, 0.999, 2001), 1 - np.logspace(-2, -12, 100)])
+
+
+def tradeoff_of(noise, alpha):
+    """T(F, F(. - 1))(alpha) = F(F^{-1}(1 - alpha) - 1), through the symmetry as sf(F^{-1}(alpha) + 1)."""
+    return noise.sf(noise.ppf(alpha) + noise.sensitivity)
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.5, 1.0, 2.0, 5.0])
+def test_lemma_36_is_canonical_for_gaussian_dp(mu):
+    exact = CanonicalNoise.gaussian(mu)
+    general = CanonicalNoise(lambda a: gaussian_tradeoff(a, mu))
+    for noise in (exact, general):
+        assert abs(noise.c - stats.norm.cdf(-mu / 2)) < 1e-14
+        assert np.max(np.abs(tradeoff_of(noise, LEVELS) - gaussian_tradeoff(LEVELS, mu))) < 1e-12
+    # the exact tails keep full relative precision far out, where F ~ 1e-200
+    far = np.array([1e-200, 1e-100, 1e-30])
+    assert np.allclose(exact.cdf(exact.ppf(far)), far, rtol=1e-10, atol=0)
+    assert np.allclose(tradeoff_of(exact, far), gaussian_tradeoff(far, mu), rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize("mu", [0.5, 1.0, 2.0])
+def test_gaussian_cnd_of_lemma_36_is_not_the_normal(mu):
+    # erratum: N(0, 1 / mu^2) is canonical for G_mu too, but it is not Lemma 36's distribution
+    normal = stats.norm(scale=1 / mu)
+    assert np.max(np.abs(normal.sf(normal.ppf(LEVELS) + 1) - gaussian_tradeoff(LEVELS, mu))) < 1e-12
+    lemma = CanonicalNoise.gaussian(mu)
+    # both map Phi^{-1}(F(x - 1)) = Phi^{-1}(F(x)) - mu, so they agree on the half-integers ...
+    half = np.arange(-12, 13) / 2 / max(mu, 1.0)
+    half = np.round(half * 2) / 2
+    assert np.allclose(lemma.cdf(half), normal.cdf(half), rtol=1e-12, atol=1e-300)
+    # ... and differ in between: Lemma 36 is linear on [-1/2, 1/2], the normal is not
+    quarter = np.arange(-8, 8) + 0.25
+    gap = np.abs(lemma.cdf(quarter) - normal.cdf(quarter))
+    assert gap.max() > 1e-4
+    assert np.allclose(np.diff(lemma.cdf(np.linspace(-0.5, 0.5, 11))), (1 - 2 * lemma.c) / 10, rtol=1e-12)
+
+
+@pytest.mark.parametrize("epsilon, sensitivity", SETTINGS + [(20.0, 1.0)])
+def test_lemma_36_for_pure_dp_is_tulap(epsilon, sensitivity):
+    tulap = Tulap(epsilon, sensitivity)
+    exact = CanonicalNoise.pure(epsilon, sensitivity)
+    general = CanonicalNoise(lambda a: laplace_tradeoff(a, epsilon), sensitivity)
+    t = (np.linspace(-25, 25, 5001) + 0.0137) * sensitivity
+    assert np.max(np.abs(exact.cdf(t) - tulap.cdf(t))) < 1e-15
+    assert np.max(np.abs(general.cdf(t) - tulap.cdf(t))) < 1e-14
+    # the density is the derivative of the recursion: Tulap's, piece by piece
+    density = noise_density(tulap, t)
+    assert np.allclose(exact.pdf(t), density, rtol=1e-12, atol=0)
+    assert np.allclose(exact.logpdf(0.0, -t), tulap.logpdf(0.0, -t), rtol=1e-12, atol=1e-12)
+    moderate = tulap.cdf(-np.abs(t)) > 1e-8  # a general callable rounds 1 - p in the far tails
+    assert np.allclose(general.pdf(t[moderate]), density[moderate], rtol=1e-8, atol=0)
+    assert math.isclose(exact.log_bound(size=3), tulap.log_bound(size=3), rel_tol=1e-14, abs_tol=1e-15)
+    assert np.max(np.abs(tradeoff_of(exact, LEVELS) - laplace_tradeoff(LEVELS, epsilon))) < 1e-12
+
+
+@pytest.mark.parametrize("epsilon, delta", [(1.0, 0.05), (0.5, 0.001), (2.0, 0.2)])
+def test_approximate_dp_gives_the_truncated_tulap(epsilon, delta):
+    noise = CanonicalNoise.approximate(epsilon, delta)
+    b = math.exp(-epsilon)
+    q = 2 * delta * b / (1 - b + 2 * delta * b)  # Awan & Vadhan: Tulap(0, b, q) is the CND of f_{eps,delta}
+    t = np.linspace(-15, 15, 3001) + 0.0137
+    truncated = np.clip((Tulap(epsilon).cdf(t) - q / 2) / (1 - q), 0, 1)
+    assert np.max(np.abs(noise.cdf(t) - truncated)) < 1e-15
+
+    def f(alpha):
+        steep = 1 - delta - math.exp(epsilon) * alpha
+        return np.maximum(np.maximum(0, steep), math.exp(-epsilon) * (1 - delta - alpha))
+
+    assert np.max(np.abs(tradeoff_of(noise, LEVELS) - f(LEVELS))) < 1e-12
+    assert noise.pdf(-20.0) == 0.0 and noise.cdf(-20.0) == 0.0  # bounded support
+
+
+@pytest.mark.parametrize("noise", [CanonicalNoise.gaussian(1.0), CanonicalNoise.gaussian(0.3, 2.0),
+                                   CanonicalNoise.pure(0.7, 3.0), CanonicalNoise.approximate(1.0, 0.1)],
+                         ids=repr)
+def test_canonical_noise_distribution_is_consistent(noise):
+    # symmetry, monotonicity, quantiles invert the CDF
+    t = np.linspace(-30, 30, 2001) * noise.sensitivity
+    assert np.allclose(noise.cdf(t) + noise.cdf(-t), 1.0, atol=1e-15)
+    assert np.all(np.diff(noise.cdf(t)) >= 0)
+    p = np.linspace(1e-6, 1 - 1e-6, 1001)
+    assert np.allclose(noise.cdf(noise.ppf(p)), p, rtol=1e-12, atol=1e-15)
+    # the density integrates to the CDF's increments, and log_bound is its maximum
+    for lo, hi in [(-3.3, -1.2), (-0.7, 0.4), (1.1, 5.2)]:
+        lo, hi = lo * noise.sensitivity, hi * noise.sensitivity
+        edge = -noise.ppf(1e-300)  # the end of a bounded support (delta > 0), where the density jumps
+        kinks = np.append((np.arange(-6, 7) + 0.5) * noise.sensitivity, [-edge, edge])
+        inside = kinks[(kinks > lo) & (kinks < hi)]
+        piece = integrate.quad(lambda v: float(noise.pdf(v)), lo, hi, points=inside, limit=200)[0]
+        assert math.isclose(piece, noise.cdf(hi) - noise.cdf(lo), rel_tol=1e-9, abs_tol=1e-14)
+    assert np.max(noise.logpdf(0.0, t)) <= noise.log_bound() + 1e-13
+    assert math.isclose(float(noise.logpdf(0.0, [0.1])[0]), noise.log_bound(), rel_tol=1e-13)
+    # inverse-CDF releases follow the CDF
+    x = -4.5
+    y = noise.release(np.full(50_000, x), random_seed=2027)
+    assert stats.kstest(y - x, noise.cdf).pvalue > 1e-3
+
+
+def test_canonical_noise_as_a_likelihood_matches_its_density():
+    noise = CanonicalNoise.gaussian(0.8, sensitivity=2.0)
+    y = np.array([1.0, -3.5])
+    x = np.array([[0.0, 0.0], [4.0, -3.0], [1.0, -30.0]])
+    expected = np.log(noise.pdf(y - x)).sum(axis=1)
+    assert np.allclose(noise.logpdf(y, x), expected, rtol=1e-13)
+    assert np.isfinite(noise.logpdf(0.0, [1e9])[0])  # closed-form tails: no floor
+    general = CanonicalNoise(lambda a: laplace_tradeoff(a, 1.0))
+    assert general.logpdf(0.0, [1e5])[0] == -np.inf  # a general f: beyond the documented floor the density is 0
+
+
+def test_canonical_noise_checks_its_input():
+    with pytest.raises(ValueError, match="tradeoff must be a callable"):
+        CanonicalNoise(0.5)
+    with pytest.raises(ValueError, match="nontrivial"):
+        CanonicalNoise(lambda a: 1 - a)
+    with pytest.raises(ValueError, match="non-increasing"):
+        CanonicalNoise(lambda a: a)
+    with pytest.raises(ValueError, match="same shape"):
+        CanonicalNoise(lambda a: 0.1)
+    with pytest.raises(ValueError, match="derivative"):
+        CanonicalNoise(lambda a: laplace_tradeoff(a, 1.0), derivative=3)
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="mu"):
+            CanonicalNoise.gaussian(bad)
+        with pytest.raises(ValueError, match="epsilon"):
+            CanonicalNoise.pure(bad)
+        with pytest.raises(ValueError, match="sensitivity"):
+            CanonicalNoise.pure(1.0, bad)
+    for bad in (-0.1, 1.0, math.nan, "0.1"):
+        with pytest.raises(ValueError, match="delta"):
+            CanonicalNoise.approximate(1.0, bad)
+    noise = CanonicalNoise(lambda a: laplace_tradeoff(a, 1e-3), max_steps=50)
+    with pytest.raises(ValueError, match="max_steps"):
+        noise.cdf(-100.0)
+    with pytest.raises(ValueError, match="max_steps"):
+        noise.ppf(1e-6)
+    with pytest.raises(ValueError, match="p must"):
+        noise.ppf([0.0, 0.5])
+    with pytest.raises(ValueError, match="t must"):
+        noise.cdf(math.nan)
+    assert noise.cdf(-math.inf) == 0.0 and noise.cdf(math.inf) == 1.0
+    with pytest.raises(ValueError, match="x"):
+        noise.release([1.0, math.inf], random_seed=0)
+
+
+def test_canonical_noise_identity_and_repr():
+    assert CanonicalNoise.gaussian(1.0) == CanonicalNoise.gaussian(1.0) != CanonicalNoise.gaussian(1.0, 2.0)
+    assert CanonicalNoise.pure(1.0) != CanonicalNoise.approximate(1.0, 0.01)
+    assert repr(CanonicalNoise.gaussian(0.5)) == "CanonicalNoise(mu=0.5, sensitivity=1.0)"
+    assert repr(CanonicalNoise.approximate(1.0, 0.01)) == "CanonicalNoise(epsilon=1.0, delta=0.01, sensitivity=1.0)"
+    general = CanonicalNoise(lambda a: laplace_tradeoff(a, 1.0))
+    assert general.parameters()["c"] == pytest.approx(1 / (1 + math.e), abs=1e-15)
+    assert len({CanonicalNoise.pure(1.0), CanonicalNoise.pure(1.0), general}) == 2
+    a = CanonicalNoise.pure(0.7).release([[1.0, 2.5], [3.0, -4.0]], random_seed=5)
+    again = CanonicalNoise.pure(0.7).release([[1.0, 2.5], [3.0, -4.0]], random_seed=5)
+    assert a.shape == (2, 2) and np.array_equal(a, again)

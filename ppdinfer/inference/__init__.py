@@ -4,6 +4,7 @@ from .enumeration import exact_posterior
 from .exchange import exchange_sample
 from .importance import ImportanceWarning, importance_sample, resample, weighted_mean
 from .model import PPDModel
+from .odds_ratio_test import odds_ratio_power, odds_ratio_test
 from .rejection import BudgetWarning, rejection_sample
 from .summary import summary
 
@@ -14,6 +15,8 @@ __all__ = [
     "exact_posterior",
     "exchange_sample",
     "importance_sample",
+    "odds_ratio_power",
+    "odds_ratio_test",
     "rejection_sample",
     "resample",
     "summary",
