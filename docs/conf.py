@@ -54,7 +54,8 @@ ppd_public_modules = [
     "ppdinfer", "ppdinfer.inference", "ppdinfer.mechanisms", "ppdinfer.priors", "ppdinfer.generators",
     "ppdinfer.privacy", "ppdinfer.invariants", "ppdinfer.projection", "ppdinfer.postprocessing", "ppdinfer.pymc",
     "ppdinfer.models",
-    "ppdinfer.models.beta_binomial", "ppdinfer.models.congenial_counts", "ppdinfer.models.county_counts", "ppdinfer.models.table_2x2",
+    "ppdinfer.models.beta_binomial", "ppdinfer.models.congenial_counts", "ppdinfer.models.county_counts", "ppdinfer.models.semidp_table",
+    "ppdinfer.models.table_2x2",
 ]
 
 # ppd_docscheck: members of classes built on PyMC that implement PyMC's interface (PyMC calls

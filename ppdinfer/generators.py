@@ -283,10 +283,10 @@ class AssociationTable(DataModel):
 
     .. math::
 
-        \pi(x \mid 	heta, z) = rac{1}{C(	heta, z)} \,
-            rac{\expigl(	heta \sum_{i,j} i \, j \, x_{ij}igr)}{\prod_{i,j} x_{ij}!},
-        \qquad x \in \mathcal{T}(z) = \{x \in \mathbb{Z}_{\ge 0}^{r 	imes c} :
-            	ext{row and column sums } z\},
+        \pi(x \mid \theta, z) = \frac{1}{C(\theta, z)} \,
+            \frac{\exp\bigl(\theta \sum_{i,j} i \, j \, x_{ij}\bigr)}{\prod_{i,j} x_{ij}!},
+        \qquad x \in \mathcal{T}(z) = \{x \in \mathbb{Z}_{\ge 0}^{r \times c} :
+            \text{row and column sums } z\},
 
     so every local odds ratio x_ij x_{i+1,j+1} / (x_{i,j+1} x_{i+1,j}) has log expectation
     theta: theta = 0 is independence. For a 2 x 2 table this is
