@@ -1,9 +1,8 @@
 """Semi-DP releases of contingency tables with public margins (Cho & Awan): Figures 2-3 and Section 6.
 
-See README.md in this folder. :func:`reproduce` runs both experiments
-(:mod:`.experiments`), draws the figures (:mod:`.figures`) and writes ``report.md`` with the
-paper's claims checked in numbers (:mod:`.report`), including the 2020 Census account
-(:mod:`.census`).
+See README.md in this folder. :func:`reproduce` runs both experiments (``experiments.py``), draws
+the figures (``figures.py``) and writes ``report.md`` with the paper's claims checked in numbers
+(``report.py``), including the 2020 Census account (``census.py``).
 """
 
 from ...reproduce import CaseStudy
