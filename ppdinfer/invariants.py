@@ -30,6 +30,8 @@ from ._validation import integer_valued, positive_int
 
 #: Largest number of tables :meth:`LinearInvariants.enumerate` returns by default.
 ENUMERATION_LIMIT = 200_000
+#: Partial tables the enumeration visits before it refuses (about ten seconds of search).
+ENUMERATION_NODES = 400_000
 
 
 class InfeasibleInvariants(ValueError):
@@ -244,14 +246,18 @@ class LinearInvariants:
                 out[j] = sign * result.fun if result.status == 0 else sign * np.inf
         return np.ceil(lows - 1e-9) + 0.0, np.floor(highs + 1e-9) + 0.0  # + 0.0: no -0.0
 
-    def enumerate(self, limit: int = ENUMERATION_LIMIT) -> np.ndarray:
+    def enumerate(self, limit: int = ENUMERATION_LIMIT, max_nodes: int = ENUMERATION_NODES) -> np.ndarray:
         """Every integer table in S*, shape ``(N, *shape)``, in lexicographic order.
 
         Refuses (ValueError) when S* is unbounded or holds more than ``limit`` tables, without
         listing them first: a depth-first search over the cells whose partial sums are checked
-        against every invariant stops as soon as the count passes the limit.
+        against every invariant stops as soon as the count passes the limit. The check sees one
+        invariant at a time, so linked invariants (a grand total, a row total and a column-block
+        total together) can leave it exploring partial tables that no completion satisfies;
+        after ``max_nodes`` partial tables it refuses too, rather than run on.
         """
         limit = positive_int(limit, "limit")
+        max_nodes = positive_int(max_nodes, "max_nodes")
         lows, highs = self.cell_bounds()
         if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
             raise ValueError("the invariants leave some cell unbounded: S* is infinite (add bounds such as "
@@ -267,27 +273,46 @@ class LinearInvariants:
         targets = np.concatenate([self.a, self.b])
         found: list[np.ndarray] = []
         table = np.zeros(self.n_cells, dtype=np.int64)
+        nodes = [0]
 
-        def possible(partial: np.ndarray, next_cell: int) -> bool:
-            low = partial + tail_least[next_cell]
-            high = partial + tail_most[next_cell]
-            return bool(np.all(low[:n_eq] <= targets[:n_eq]) and np.all(targets[:n_eq] <= high[:n_eq])
-                        and np.all(high[n_eq:] >= targets[n_eq:]))
+        is_equality = np.arange(rows.shape[0]) < n_eq
+
+        def value_range(partial: np.ndarray, cell: int) -> tuple[int, int]:
+            """The values of ``cell`` that leave every invariant reachable by the cells after it."""
+            coef = rows[:, cell]
+            # coef * value must lie in [targets - partial - tail_most, targets - partial - tail_least]
+            # (only the lower end for an inequality B s >= b).
+            lo = targets - partial - tail_most[cell + 1]
+            hi = np.where(is_equality, targets - partial - tail_least[cell + 1], np.iinfo(np.int64).max)
+            low, high = int(lows[cell]), int(highs[cell])
+            for a, l, h in zip(coef[coef != 0], lo[coef != 0], hi[coef != 0]):
+                if a > 0:
+                    low, high = max(low, -(-l // a)), min(high, h // a if h != np.iinfo(np.int64).max else high)
+                else:
+                    low = max(low, -(h // -a) if h != np.iinfo(np.int64).max else low)
+                    high = min(high, l // a)
+            return low, high
 
         def search(cell: int, partial: np.ndarray) -> None:
             if cell == self.n_cells:
-                found.append(table.copy())
-                if len(found) > limit:
-                    raise ValueError(f"S* holds more than limit = {limit} tables: too many to enumerate")
+                if np.all(partial[:n_eq] == targets[:n_eq]) and np.all(partial[n_eq:] >= targets[n_eq:]):
+                    found.append(table.copy())
+                    if len(found) > limit:
+                        raise ValueError(f"S* holds more than limit = {limit} tables: too many to enumerate")
                 return
-            for value in range(lows[cell], highs[cell] + 1):
+            nodes[0] += 1
+            if nodes[0] > max_nodes:
+                raise ValueError(f"enumerating S* visited max_nodes = {max_nodes} partial tables and found "
+                                 f"{len(found)} tables so far: too large or too constrained to list")
+            low, high = value_range(partial, cell)
+            for value in range(low, high + 1):
                 table[cell] = value
-                updated = partial + rows[:, cell] * value
-                if possible(updated, cell + 1):
-                    search(cell + 1, updated)
+                search(cell + 1, partial + rows[:, cell] * value)
 
-        if possible(np.zeros(rows.shape[0], dtype=np.int64), 0):
-            search(0, np.zeros(rows.shape[0], dtype=np.int64))
+        start = np.zeros(rows.shape[0], dtype=np.int64)
+        if np.all(tail_least[0][:n_eq] <= targets[:n_eq]) and np.all(targets[:n_eq] <= tail_most[0][:n_eq]) \
+                and np.all(tail_most[0][n_eq:] >= targets[n_eq:]):
+            search(0, start)
         return np.array(found, dtype=np.int64).reshape(len(found), *self.shape)
 
     def _flatten(self, tables: np.ndarray, name: str) -> np.ndarray:

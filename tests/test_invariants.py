@@ -98,3 +98,19 @@ def test_enumeration_refuses_rather_than_hangs():
 def test_bad_input(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_linked_invariants_are_refused_after_max_nodes_not_searched_forever():
+    """Grand total, first-row total and a column-block total together: the one-row-at-a-time check
+    explores fillings of the first row that no second row completes (Gong & Meng's Table 1 shape)."""
+    shape = (2, 23)
+    block = np.zeros(shape, dtype=int)
+    block[:, 4:] = 1
+    linked = LinearInvariants(np.vstack([np.ones(46), np.r_[np.ones(23), np.zeros(23)], block.reshape(-1)]),
+                              [256, 130, 213], shape=shape) & LinearInvariants.nonnegative(shape)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="max_nodes = 5000"):
+        linked.enumerate(max_nodes=5000)
+    assert time.perf_counter() - start < 5
+    with pytest.raises(ValueError, match="max_nodes"):
+        linked.enumerate(max_nodes=0)
