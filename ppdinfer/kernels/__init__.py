@@ -1,5 +1,6 @@
 """numba-compiled kernels: log densities and inner loops, nothing else."""
 
 from .additive import additive_noise_loglik, select_accepted
+from .independence import independence_chain
 
-__all__ = ["additive_noise_loglik", "select_accepted"]
+__all__ = ["additive_noise_loglik", "independence_chain", "select_accepted"]

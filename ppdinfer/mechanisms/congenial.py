@@ -25,6 +25,7 @@ from scipy.special import logsumexp
 from .._random import SeedLike, as_generator
 from .._validation import integer_valued, positive_finite, positive_int
 from ..invariants import LinearInvariants
+from ..kernels import independence_chain
 from .base import Mechanism
 from .gaussian import DiscreteGaussian
 from .laplace import DiscreteLaplace
@@ -475,14 +476,8 @@ class Congenial(Mechanism):
         log_w = -m.rate * (np.abs(proposals - flat) ** m.power).sum(axis=1) + eps_q * np.abs(steps).sum(axis=1)
         log_w[~feasible] = -np.inf
         log_u = np.log(rng.random(iterations))
-        keep = np.empty((n, d), dtype=np.int64)
-        current, current_w, accepted = flat.copy(), 0.0, 0
-        for t in range(iterations):
-            if log_u[t] <= log_w[t] - current_w:
-                current, current_w = proposals[t], log_w[t]
-                accepted += 1
-            if t >= burn_in and (t - burn_in + 1) % thin == 0:
-                keep[(t - burn_in) // thin] = current
+        kept, accepted = independence_chain(log_w, log_u, burn_in, thin, n)
+        keep = np.where((kept >= 0)[:, None], proposals[np.maximum(kept, 0)], flat[None, :])
         return keep, accepted / max(iterations, 1)
 
 
