@@ -76,3 +76,14 @@ def finite_array(values, name: str) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {values!r}")
     return arr
+
+
+def probability_vector(values, name: str, tolerance: float = 1e-9) -> np.ndarray:
+    """``values`` as a float vector of at least 2 non-negative entries summing to 1 (within
+    ``tolerance``, then divided by their sum); ValueError naming ``name`` otherwise."""
+    vector = np.asarray(values, dtype=float)
+    if vector.ndim != 1 or vector.size < 2 or not np.all(np.isfinite(vector)) or np.any(vector < 0):
+        raise ValueError(f"{name} must be a vector of at least 2 non-negative finite numbers, got {values!r}")
+    if abs(vector.sum() - 1) > tolerance:
+        raise ValueError(f"{name} must sum to 1, got a sum of {vector.sum()!r}")
+    return vector / vector.sum()

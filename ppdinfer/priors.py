@@ -12,7 +12,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._random import as_generator
-from ._validation import positive_finite
+from ._validation import positive_finite, probability_vector
 
 
 class Prior:
@@ -194,3 +194,42 @@ class Dirichlet(Prior):
         # A 0 drawn with alpha < 1 stands for a value below the smallest float; alpha = 1 adds nothing.
         at_zero = np.where(alpha < 1, (alpha - 1) * np.log(np.finfo(float).tiny), np.where(alpha == 1, 0.0, -np.inf))
         return log_norm + np.where(theta == 0, at_zero, terms).sum(axis=-1)
+
+
+class Categorical(Prior):
+    r"""theta ~ Categorical(p): a discrete secret index theta in {0, ..., K - 1}.
+
+    .. math::
+
+        \pi(\theta = k) = p_k, \qquad k = 0, \dots, K - 1, \qquad \sum_k p_k = 1.
+
+    ``logpdf`` is the log pmf: log p_k at the integer k and -inf anywhere else (a non-integer or
+    an index outside 0..K-1). Draws are indices (integers); PPDModel stores them as floats. With
+    ``theta_grid=numpy.arange(K)`` (unit spacing, K >= 3), :func:`ppdinfer.exact_posterior`
+    weighs each index by exactly p_k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.priors import Categorical
+    >>> prior = Categorical([0.5, 0.3, 0.2])
+    >>> prior.probabilities.tolist(), prior.dim
+    ([0.5, 0.3, 0.2], 1)
+    >>> (np.bincount(prior.rvs(10_000, random_state=0), minlength=3) / 10_000).round(1)
+    array([0.5, 0.3, 0.2])
+    >>> np.exp(prior.logpdf([0, 2, 1.5, 3])).round(2)     # zero off the indices
+    array([0.5, 0.2, 0. , 0. ])
+    """
+
+    def __init__(self, probabilities):
+        self.probabilities = probability_vector(probabilities, "probabilities")
+
+    def rvs(self, size, random_state=None, z=None):
+        return as_generator(random_state).choice(self.probabilities.size, size=size, p=self.probabilities)
+
+    def logpdf(self, theta, z=None):
+        theta = np.asarray(theta, dtype=float)
+        index = np.clip(np.nan_to_num(theta), 0, self.probabilities.size - 1).astype(np.int64)
+        with np.errstate(divide="ignore"):
+            log_p = np.log(self.probabilities)[index]
+        return np.where(theta == index, log_p, -np.inf)
