@@ -5,12 +5,14 @@
   congenial mechanism (noise conditioned on the invariants; no PyMC twin).
 - :mod:`~ppdinfer.models.county_counts`: county counts given a public total, with a Dirichlet
   prior centred on last month's public counts.
+- :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
+  attacker's posterior of the secret given a release.
 - :mod:`~ppdinfer.models.semidp_table`: an r x c table with public margins released by the Semi-DP
   Gaussian mechanism; the uniform association (log local odds ratio) as parameter.
 - :mod:`~ppdinfer.models.table_2x2`: a 2 x 2 table with public margins, odds ratio as parameter
   (discrete Laplace, Tulap or any canonical noise on the free cell).
 """
 
-from . import beta_binomial, congenial_counts, county_counts, semidp_table, table_2x2
+from . import beta_binomial, congenial_counts, county_counts, pufferfish_secret, semidp_table, table_2x2
 
-__all__ = ["beta_binomial", "congenial_counts", "county_counts", "semidp_table", "table_2x2"]
+__all__ = ["beta_binomial", "congenial_counts", "county_counts", "pufferfish_secret", "semidp_table", "table_2x2"]
