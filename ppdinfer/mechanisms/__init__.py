@@ -1,4 +1,8 @@
-"""Release mechanisms. Each one releases y from x and is the likelihood pi(y | x, z)."""
+"""Release mechanisms. Each one releases y from x and is the likelihood pi(y | x, z).
+
+The distribution-privacy designs of Chen & Ohrimenko are the subpackage
+:mod:`ppdinfer.mechanisms.distribution`.
+"""
 
 from .base import AdditiveNoiseMechanism, Mechanism
 from .gaussian import (

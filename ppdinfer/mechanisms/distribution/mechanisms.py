@@ -1,0 +1,561 @@
+r"""Distribution privacy mechanisms of Chen & Ohrimenko, each returned as a release mechanism and likelihood.
+
+A mechanism is (eps, delta)-distribution private for the pairs Psi when, for every (theta_i,
+theta_j) in Psi and every set S, P(M(F) in S given theta_i) <= e^eps P(M(F) in S given theta_j) + delta,
+F being drawn from f_theta. Each builder below calibrates the noise from a
+:class:`~.DistributionFamily` and returns the mechanism object
+(release sampler and likelihood of y given F = x):
+
+- :func:`~.wasserstein_mechanism`: Theorem 3.1, (eps, 0), a ``Laplace`` of sensitivity Delta_W;
+- :func:`~.approximate_wasserstein_mechanism`: Theorems 3.2 and 3.3, (eps, delta), a ``Laplace`` of sensitivity W;
+- :func:`~.expected_value_laplace`: ExpM(L), Theorem 4.1, a ``Laplace`` of sensitivity Delta_{E,1};
+- :func:`~.expected_value_gaussian`: ExpM(G), Theorem 4.2, a ``Gaussian``;
+- :func:`~.directional_laplace`: DirM(L), Theorem 4.3, a ``KNormMechanism`` on the line along v;
+- :func:`~.eigenvector_gaussian`: EigM(G), Theorem 4.5, a :class:`~.CorrelatedGaussian`;
+- :func:`~.directional_gaussian`: DauM(G), Algorithm 1, a rank-one :class:`~.CorrelatedGaussian`.
+
+The Gaussian calibrations come in two kinds (``calibration``). "classical" is the paper's: a
+pair is safe when its Mahalanobis distance is at most eps / c, c = sqrt(2 ln(1.25 / delta)),
+which is proved for eps < 1 only (a warning is raised beyond; at eps = 10 and delta = 1e-3 the
+actual delta is 3.4e-3). "analytic" (the default) is exact: two Gaussians with one covariance at
+Mahalanobis distance m are (eps, delta)-indistinguishable exactly when
+
+.. math::
+
+    \delta \ge \Phi\Bigl(-\frac{\epsilon}{m} + \frac{m}{2}\Bigr)
+    - e^{\epsilon} \Phi\Bigl(-\frac{\epsilon}{m} - \frac{m}{2}\Bigr),
+
+so the largest safe m is 1 / sigma* with sigma* the analytic Gaussian sigma of sensitivity 1
+(:func:`~.mahalanobis_limit`). :func:`~.release_delta` audits any Gaussian family and noise
+covariance exactly this way.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from scipy import linalg
+
+from ..._validation import finite_array, positive_finite, probability
+from ...privacy.sensitivity_space import SensitivitySpace
+from ..gaussian import Gaussian, analytic_gaussian_sigma, gaussian_delta
+from ..laplace import Laplace
+from ..semidp import KNormMechanism
+from .family import DiscreteLaw, DistributionFamily, GaussianLaw, covariance_matrix
+from .noise import CorrelatedGaussian
+from .transport import closeness_radius, wasserstein_inf
+
+__all__ = [
+    "DistributionPrivacyWarning", "Guarantee", "approximate_wasserstein_mechanism", "classical_constant",
+    "concentration_radius", "directional_gaussian", "directional_laplace", "eigenvector_gaussian",
+    "expected_value_gaussian", "expected_value_laplace", "mahalanobis_distances", "mahalanobis_limit",
+    "mean_direction", "misspecified_guarantee", "noiseless_release_is_private", "release_delta",
+    "wasserstein_correction", "wasserstein_mechanism", "wasserstein_sensitivity",
+]
+
+CALIBRATIONS = ("analytic", "classical")
+#: The analytic Mahalanobis limit is lowered by this fraction, so float rounding in the variances
+#: it sets never carries a release past the target delta.
+ROUNDING_MARGIN = 1e-12
+#: Relative tolerance of "parallel" (mean differences and the direction v) and of "shared" covariances.
+GEOMETRY_TOLERANCE = 1e-9
+
+
+class DistributionPrivacyWarning(UserWarning):
+    """A calibration is used outside the range its guarantee is proved for.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     limit = mahalanobis_limit(10.0, 1e-3, calibration="classical")
+    >>> caught[0].category.__name__
+    'DistributionPrivacyWarning'
+    """
+
+
+class Guarantee(NamedTuple):
+    """An (epsilon, delta) distribution privacy guarantee.
+
+    Examples
+    --------
+    >>> Guarantee(1.0, 1e-3).epsilon
+    1.0
+    """
+
+    epsilon: float
+    delta: float
+
+
+def _family(family) -> DistributionFamily:
+    if not isinstance(family, DistributionFamily):
+        raise ValueError(f"family must be a DistributionFamily, got {family!r}")
+    return family
+
+
+def _positive_sensitivity(value: float, name: str) -> float:
+    if value <= 0:
+        raise ValueError(f"{name} is 0: the laws of every pair coincide and F can be released without noise")
+    return value
+
+
+# --- the Wasserstein mechanisms (Section 3) -----------------------------------------------------
+
+
+def wasserstein_sensitivity(family) -> float:
+    r"""Delta_W: the largest W_inf (L1 ground metric) between the laws of a pair of Psi.
+
+    .. math::
+
+        \Delta_W = \sup_{(\theta_i, \theta_j) \in \Psi} W_\infty(f_{\theta_i}, f_{\theta_j}).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DiscreteLaw, DistributionFamily
+    >>> family = DistributionFamily({"mu": DiscreteLaw([1, 2, 3, 100], [0.6, 0.2, 0.0, 0.2]),
+    ...                              "nu": DiscreteLaw([1, 2, 3, 100], [0.4, 0.3, 0.2, 0.1])})
+    >>> wasserstein_sensitivity(family)
+    97.0
+    """
+    laws = _family(family)._laws_of(DiscreteLaw)
+    return max(wasserstein_inf(laws[i], laws[j]) for i, j in family.pairs)
+
+
+def wasserstein_mechanism(family, epsilon: float) -> Laplace:
+    r"""Theorem 3.1: y = F + Laplace(Delta_W / eps) per coordinate, (eps, 0)-distribution private.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DiscreteLaw, DistributionFamily
+    >>> family = DistributionFamily({"mu": DiscreteLaw([1, 2, 3, 100], [0.6, 0.2, 0.0, 0.2]),
+    ...                              "nu": DiscreteLaw([1, 2, 3, 100], [0.4, 0.3, 0.2, 0.1])})
+    >>> wasserstein_mechanism(family, epsilon=1.0)
+    Laplace(epsilon=1.0, sensitivity=97.0)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    return Laplace(epsilon, _positive_sensitivity(wasserstein_sensitivity(family), "Delta_W"))
+
+
+def concentration_radius(family, deviation: float) -> float:
+    r"""Theorem 3.3: W = Delta_{E,1} + 2 c' makes every pair (W, delta)-close.
+
+    It holds when ||F - E F||_1 <= c' (``deviation``) with probability at least 1 - delta / 2
+    under every theta (for a :class:`~.DiscreteLaw`, its ``deviation_quantile(1 - delta / 2)``).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DiscreteLaw, DistributionFamily
+    >>> family = DistributionFamily({"a": DiscreteLaw([0, 1, 2]), "b": DiscreteLaw([1, 2, 3])})
+    >>> concentration_radius(family, deviation=1.0)
+    3.0
+    """
+    if deviation != 0:
+        deviation = positive_finite(deviation, "deviation")
+    return _family(family).mean_distance(1) + 2 * deviation
+
+
+def approximate_wasserstein_mechanism(family, epsilon: float, delta: float, radius: float | None = None) -> Laplace:
+    r"""Theorem 3.2: y = F + Laplace(W / eps) per coordinate, (eps, delta)-distribution private.
+
+    W is ``radius`` when given (e.g. from :func:`~.concentration_radius`; the caller vouches that every
+    pair is (W, delta)-close), otherwise the smallest W making every pair of discrete laws
+    (W, delta)-close, computed exactly (:func:`~.closeness_radius`).
+
+    .. math::
+
+        W = \max_{(\theta_i, \theta_j) \in \Psi}
+        \min\{t : f_{\theta_i}, f_{\theta_j} \text{ are } (t, \delta)\text{-close}\}.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DiscreteLaw, DistributionFamily
+    >>> family = DistributionFamily({"mu": DiscreteLaw([1, 2, 3, 100], [0.6, 0.2, 0.0, 0.2]),
+    ...                              "nu": DiscreteLaw([1, 2, 3, 100], [0.4, 0.3, 0.2, 0.1])})
+    >>> approximate_wasserstein_mechanism(family, epsilon=1.0, delta=0.1)     # 97 without delta
+    Laplace(epsilon=1.0, sensitivity=1.0)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    delta = probability(delta, "delta")
+    if radius is None:
+        laws = _family(family)._laws_of(DiscreteLaw)
+        radius = max(closeness_radius(laws[i], laws[j], delta) for i, j in family.pairs)
+    else:
+        radius = positive_finite(radius, "radius")
+    return Laplace(epsilon, _positive_sensitivity(radius, "W"))
+
+
+# --- the expected value mechanisms (Sections 4.1 and 4.2) ---------------------------------------
+
+
+def expected_value_laplace(family, epsilon: float) -> Laplace:
+    r"""ExpM(L), Theorem 4.1: y = F + Laplace(Delta_{E,1} / eps) per coordinate, (eps, 0)-private.
+
+    Assumes the laws of each pair are translates of one another.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], np.eye(2)), 2: GaussianLaw([99, 102], np.eye(2))})
+    >>> expected_value_laplace(family, epsilon=0.5)
+    Laplace(epsilon=0.5, sensitivity=2.0)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    return Laplace(epsilon, _positive_sensitivity(_family(family).mean_distance(1), "Delta_{E,1}"))
+
+
+def classical_constant(delta: float) -> float:
+    r"""The paper's Gaussian constant c = sqrt(2 ln(1.25 / delta)) (valid for eps < 1 only).
+
+    Examples
+    --------
+    >>> [round(classical_constant(d), 4) for d in (1e-4, 1e-3, 1e-2)]
+    [4.3436, 3.7765, 3.1075]
+    """
+    return math.sqrt(2 * math.log(1.25 / probability(delta, "delta")))
+
+
+def mahalanobis_limit(epsilon: float, delta: float, calibration: str = "analytic") -> float:
+    r"""The largest Mahalanobis distance m between two Gaussians (one covariance) that the calibration accepts.
+
+    .. math::
+
+        m^\ast_{\text{classical}} = \epsilon / c, \qquad
+        m^\ast_{\text{analytic}} = \max\{m : \Phi(-\epsilon/m + m/2) - e^\epsilon \Phi(-\epsilon/m - m/2) \le \delta\}.
+
+    The analytic limit is exact (lowered by ``ROUNDING_MARGIN``); the classical one is proved
+    for eps < 1 only and warns (:class:`~.DistributionPrivacyWarning`) at eps >= 1.
+
+    Examples
+    --------
+    >>> round(mahalanobis_limit(0.5, 1e-3, "classical"), 4), round(mahalanobis_limit(0.5, 1e-3), 4)
+    (0.1324, 0.2169)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    delta = probability(delta, "delta")
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    if calibration == "analytic":
+        return (1 - ROUNDING_MARGIN) / analytic_gaussian_sigma(epsilon, delta)
+    if epsilon >= 1:
+        warnings.warn(
+            f"calibration='classical' (c = sqrt(2 ln(1.25 / delta))) is proved for epsilon < 1 only; at "
+            f"epsilon = {epsilon:g} the release need not be (epsilon, delta)-private (at epsilon = 10 and "
+            f"delta = 1e-3 the actual delta is 3.4e-3). Use calibration='analytic'.",
+            DistributionPrivacyWarning, stacklevel=3)
+    return epsilon / classical_constant(delta)
+
+
+def expected_value_gaussian(family, epsilon: float, delta: float, calibration: str = "analytic") -> Gaussian:
+    r"""ExpM(G), Theorem 4.2: y = F + N(0, sigma^2 I), (eps, delta)-distribution private.
+
+    .. math::
+
+        \sigma_{\text{classical}} = c \, \Delta_{E,2} / \epsilon, \qquad
+        \sigma_{\text{analytic}} = \text{the analytic Gaussian sigma for sensitivity } \Delta_{E,2}.
+
+    Assumes the laws of each pair are translates of one another.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], np.eye(2)), 2: GaussianLaw([99, 102], np.eye(2))})
+    >>> round(expected_value_gaussian(family, 0.5, 1e-3, calibration="classical").sigma, 4)   # 3.7765 * sqrt 2 / 0.5
+    10.6815
+    >>> round(expected_value_gaussian(family, 0.5, 1e-3).sigma, 4)
+    6.5197
+    """
+    sensitivity = _positive_sensitivity(_family(family).mean_distance(2), "Delta_{E,2}")
+    if calibration == "analytic":
+        return Gaussian(analytic_gaussian_sigma(epsilon, delta, sensitivity))
+    return Gaussian(sensitivity / mahalanobis_limit(epsilon, delta, calibration))
+
+
+def mean_direction(family, direction=None) -> np.ndarray:
+    r"""The unit v to which every mean difference mu_i - mu_j of Psi is parallel (Theorem 4.3, Algorithm 1).
+
+    ``direction`` (normalized here) is checked; when omitted, the largest mean difference gives v.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], np.eye(2)), 2: GaussianLaw([99, 102], np.eye(2))})
+    >>> mean_direction(family).round(4)
+    array([ 0.7071, -0.7071])
+    """
+    differences = _family(family).mean_differences()
+    norms = np.linalg.norm(differences, axis=1)
+    if direction is None:
+        direction = differences[np.argmax(norms)]
+    direction = finite_array(direction, "direction")
+    if direction.shape != (family.dim,) or not np.any(direction):
+        raise ValueError(f"direction must be a nonzero vector of length {family.dim}, got {direction!r}")
+    direction = direction / np.linalg.norm(direction)
+    off = np.linalg.norm(differences - np.outer(differences @ direction, direction), axis=1)
+    bad = np.flatnonzero(off > GEOMETRY_TOLERANCE * np.maximum(norms, 1e-300))
+    if bad.size:
+        raise ValueError(f"direction: the mean difference of pair {family.pairs[bad[0]]!r} is not parallel to "
+                         f"v = {direction.round(6)!r}; the directional mechanisms need every mu_i - mu_j parallel to v")
+    return direction
+
+
+def directional_laplace(family, epsilon: float, direction=None) -> KNormMechanism:
+    r"""DirM(L), Theorem 4.3: y = F + Y v with Y ~ Laplace(Delta_{E,2} / eps), (eps, 0)-private.
+
+    The noise lies on the line through F along v; the component of F orthogonal to v is released
+    exactly. The mechanism is the K-norm mechanism on span(v) with K = [-Delta_{E,2}, Delta_{E,2}] v,
+    whose ``logpdf`` is the density on the line x + R v,
+
+    .. math::
+
+        \log \pi(y \mid x) = \log \frac{\epsilon}{2 \Delta_{E,2}}
+        - \frac{\epsilon \lvert v^\top (y - x) \rvert}{\Delta_{E,2}}
+        \quad \text{on the line}, \qquad -\infty \text{ off it.}
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], np.eye(2)), 2: GaussianLaw([99, 102], np.eye(2))})
+    >>> mechanism = directional_laplace(family, epsilon=1.0)
+    >>> x = np.array([100.0, 101.0])
+    >>> mechanism.logpdf(x, [x, x + [1.0, 0.0]]).round(4)          # log(1 / (2 sqrt 2)); off the line
+    array([-1.0397,    -inf])
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    sensitivity = _positive_sensitivity(_family(family).mean_distance(2), "Delta_{E,2}")
+    direction = mean_direction(family, direction)
+    return KNormMechanism(epsilon, SensitivitySpace([sensitivity * direction]))
+
+
+# --- adversarial uncertainty: Gaussian laws (Section 4.3 and Appendix A) ------------------------
+
+
+def _noise(covariance, dim: int) -> np.ndarray:
+    return np.zeros((dim, dim)) if covariance is None else covariance_matrix(covariance, "noise_covariance", dim)
+
+
+def mahalanobis_distances(family, noise_covariance=None) -> np.ndarray:
+    r"""Per pair of Psi, m_ij = sqrt((mu_i - mu_j)^T (Sigma_i + C)^{-1} (mu_i - mu_j)) (Theorem 4.4, Corollary A.1).
+
+    C is the noise covariance (none by default). Sigma_i + C must be positive definite.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> sigma = [[22, -6], [-6, 13]]
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], sigma), 2: GaussianLaw([99, 102], sigma)})
+    >>> mahalanobis_distances(family).round(4)                     # sqrt(23 / 250)
+    array([0.3033, 0.3033])
+    """
+    laws = _family(family)._laws_of(GaussianLaw)
+    noise = _noise(noise_covariance, family.dim)
+    distances = []
+    for (i, j), difference in zip(family.pairs, family.mean_differences()):
+        try:
+            factor = linalg.cho_factor(laws[i].covariance + noise)
+        except linalg.LinAlgError:
+            raise ValueError(f"the covariance of theta = {i!r} plus the noise covariance must be "
+                             "positive definite") from None
+        distances.append(math.sqrt(max(float(difference @ linalg.cho_solve(factor, difference)), 0.0)))
+    return np.array(distances)
+
+
+def noiseless_release_is_private(family, epsilon: float, delta: float, calibration: str = "analytic",
+                                 noise_covariance=None) -> bool:
+    r"""Theorem 4.4 (Corollary A.1 with noise covariance C): is F (+ N(0, C)) (eps, delta)-private?
+
+    .. math::
+
+        (\mu_i - \mu_j)^\top (\Sigma_i + C)^{-1} (\mu_i - \mu_j) \le m^{\ast 2}
+        \quad \text{for every } (\theta_i, \theta_j) \in \Psi,
+
+    with m* from :func:`~.mahalanobis_limit` ((eps / c)^2 in the paper). Assumes Sigma_i = Sigma_j
+    within each pair.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> sigma = [[22, -6], [-6, 13]]
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], sigma), 2: GaussianLaw([99, 102], sigma)})
+    >>> noiseless_release_is_private(family, 0.9, 1e-3, "classical"), noiseless_release_is_private(family, 0.9, 1e-3)
+    (False, True)
+    """
+    limit = mahalanobis_limit(epsilon, delta, calibration)
+    return bool(np.all(mahalanobis_distances(family, noise_covariance) <= limit))
+
+
+def eigenvector_gaussian(family, epsilon: float, delta: float, calibration: str = "analytic",
+                         basis=None) -> CorrelatedGaussian:
+    r"""EigM(G), Theorem 4.5: y = F + N(0, sum_k sigma_k^2 v_k v_k^T) along shared eigenvectors v_k.
+
+    .. math::
+
+        \sigma_k^2 = \max_{\theta} \max\bigl(0, (\Delta_{E,2} / m^\ast)^2 - \lambda_{\theta,k}\bigr),
+        \qquad \lambda_{\theta,k} = v_k^\top \Sigma_\theta v_k,
+
+    with (Delta_{E,2} / m*)^2 = (c Delta_{E,2} / eps)^2 in the paper's calibration. lambda_{theta,k}
+    are the eigenvalues of Sigma_theta (the paper calls them squared eigenvalues: an erratum). The
+    basis v_k (columns of ``basis``, orthonormal) defaults to the eigenvectors of the pooled
+    covariance, the mean of the Sigma_theta, as in the authors' code. The guarantee rests on
+    Corollary A.2, min eig(Sigma_theta + C) >= (Delta_{E,2} / m*)^2 for every theta; when the
+    basis does not diagonalize every Sigma_theta this can fail, and a
+    :class:`~.DistributionPrivacyWarning` says so. Directions with sigma_k = 0 get no noise (the
+    release is exact along them; see :class:`~.CorrelatedGaussian`).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> sigma = [[22, -6], [-6, 13]]
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], sigma), 2: GaussianLaw([99, 102], sigma)})
+    >>> import warnings
+    >>> with warnings.catch_warnings(action="ignore"):    # the paper's example: eps = 1, classical c
+    ...     mechanism = eigenvector_gaussian(family, 1.0, 1e-3, calibration="classical")
+    >>> v1, v2 = np.array([1, 2]) / np.sqrt(5), np.array([2, -1]) / np.sqrt(5)
+    >>> round(float(v1 @ mechanism.covariance @ v1), 2), round(float(v2 @ mechanism.covariance @ v2), 2)
+    (18.52, 3.52)
+    """
+    laws = _family(family)._laws_of(GaussianLaw)
+    target = (_positive_sensitivity(family.mean_distance(2), "Delta_{E,2}")
+              / mahalanobis_limit(epsilon, delta, calibration)) ** 2
+    if basis is None:
+        basis = np.linalg.eigh(np.mean([law.covariance for law in laws.values()], axis=0))[1]
+    basis = finite_array(basis, "basis")
+    if basis.shape != (family.dim, family.dim) or not np.allclose(basis.T @ basis, np.eye(family.dim), atol=1e-9):
+        raise ValueError(f"basis must be an orthonormal {family.dim} x {family.dim} matrix (eigenvectors as columns)")
+    eigenvalues = np.array([np.einsum("ik,ij,jk->k", basis, law.covariance, basis) for law in laws.values()])
+    variances = np.maximum(target - eigenvalues, 0.0).max(axis=0)
+    covariance = (basis * variances) @ basis.T
+    for label, law in laws.items():
+        if np.linalg.eigvalsh(law.covariance + covariance).min() < target * (1 - GEOMETRY_TOLERANCE):
+            warnings.warn(
+                f"the basis does not diagonalize the covariance of theta = {label!r}: min eig(Sigma + C) is below "
+                f"(Delta_E2 / m*)^2 = {target:.6g}, so Theorem 4.5 does not apply; audit the release with "
+                "release_delta or bound it with misspecified_guarantee", DistributionPrivacyWarning, stacklevel=2)
+    return CorrelatedGaussian(covariance)
+
+
+def directional_gaussian(family, epsilon: float, delta: float, calibration: str = "analytic",
+                         direction=None) -> CorrelatedGaussian:
+    r"""DauM(G), Algorithm 1: y = F + N(0, sigma^2 v v^T), sigma^2 in closed form.
+
+    The smallest sigma^2 making Sigma_i + (sigma^2 - (alpha_ij / m*)^2) v v^T positive
+    semi-definite, alpha_ij = (mu_i - mu_j)^T v, follows from the matrix determinant lemma
+    (det(Sigma + t v v^T) = det(Sigma) (1 + t v^T Sigma^{-1} v)):
+
+    .. math::
+
+        \sigma^2 = \max_{(\theta_i, \theta_j) \in \Psi}
+        \max\Bigl(0, \Bigl(\frac{\alpha_{ij}}{m^\ast}\Bigr)^2 - \frac{1}{v^\top \Sigma_i^{-1} v}\Bigr),
+
+    with 1 / m* = c / eps in the paper's calibration (the authors bisect to 0.001 instead). Then
+    every pair is at Mahalanobis distance at most m* (Corollary A.1). The noise lies on the line
+    through F along v: the component of F orthogonal to v is released exactly; ``logpdf`` is the
+    density on that line, -inf off it (and with sigma^2 = 0 the release is F itself).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> sigma = [[22, -6], [-6, 13]]
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], sigma), 2: GaussianLaw([99, 102], sigma)})
+    >>> mechanism = directional_gaussian(family, 0.5, 1e-3, calibration="classical")
+    >>> round(float(np.trace(mechanism.covariance)), 4), mechanism.rank   # (2 sqrt 2 c)^2 - 1 / (23 / 500)
+    (92.3553, 1)
+    """
+    laws = _family(family)._laws_of(GaussianLaw)
+    direction = mean_direction(family, direction)
+    limit = mahalanobis_limit(epsilon, delta, calibration)
+    variance = 0.0
+    for (i, _), difference in zip(family.pairs, family.mean_differences()):
+        try:
+            factor = linalg.cho_factor(laws[i].covariance)
+        except linalg.LinAlgError:
+            raise ValueError(f"the covariance of theta = {i!r} must be positive definite for DauM") from None
+        precision_along = float(direction @ linalg.cho_solve(factor, direction))
+        variance = max(variance, (float(difference @ direction) / limit) ** 2 - 1 / precision_along)
+    return CorrelatedGaussian(variance * np.outer(direction, direction))
+
+
+def release_delta(family, noise_covariance, epsilon: float) -> float:
+    r"""The exact delta at ``epsilon`` of releasing F + N(0, C) for Gaussian laws with Sigma_i = Sigma_j per pair.
+
+    Under theta_i and theta_j the release is N(mu_i, Sigma_i + C) and N(mu_j, Sigma_i + C): whitened,
+    two unit Gaussians at distance m_ij (:func:`~.mahalanobis_distances`), whose exact privacy curve is
+    the mu-GDP one (``ppdinfer.privacy.gdp_delta``, computed by ``gaussian_delta`` with sigma = 1):
+
+    .. math::
+
+        \delta(\epsilon) = \max_{(\theta_i, \theta_j) \in \Psi}
+        \Phi\Bigl(-\frac{\epsilon}{m_{ij}} + \frac{m_{ij}}{2}\Bigr)
+        - e^{\epsilon} \Phi\Bigl(-\frac{\epsilon}{m_{ij}} - \frac{m_{ij}}{2}\Bigr).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
+    >>> sigma = [[22, -6], [-6, 13]]
+    >>> family = DistributionFamily({1: GaussianLaw([100, 101], sigma), 2: GaussianLaw([99, 102], sigma)})
+    >>> f"{release_delta(family, None, epsilon=1.0):.3g}"       # F released without noise
+    '6.37e-05'
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    laws = _family(family)._laws_of(GaussianLaw)
+    for i, j in family.pairs:
+        if not np.allclose(laws[i].covariance, laws[j].covariance, rtol=GEOMETRY_TOLERANCE, atol=0.0):
+            raise ValueError(f"family: theta = {i!r} and {j!r} have different covariances; the exact audit needs "
+                             "Sigma_i = Sigma_j within each pair")
+    distances = mahalanobis_distances(family, noise_covariance)
+    return max(gaussian_delta(1.0, epsilon, m) if m > 0 else 0.0 for m in distances)   # = gdp_delta(m, epsilon)
+
+
+# --- misspecified models (Section 4.4) ----------------------------------------------------------
+
+
+def misspecified_guarantee(epsilon: float, delta: float, slack: float, eta: float) -> Guarantee:
+    r"""Theorem 4.6: the guarantee of an (eps, delta) mechanism calibrated on approximations f~_theta.
+
+    If max(D_inf^eta(f~_theta || f_theta), D_inf^eta(f_theta || f~_theta)) <= lambda (``slack``)
+    for every theta, and the release depends on the data only through F, it is (eps', delta')-private:
+
+    .. math::
+
+        \epsilon' = \epsilon + 2 \lambda, \qquad \delta' = (1 + e^{\epsilon + \lambda}) \eta + e^{\lambda} \delta.
+
+    Examples
+    --------
+    >>> guarantee = misspecified_guarantee(1.0, 1e-3, slack=0.1, eta=1e-4)
+    >>> round(guarantee.epsilon, 4), round(guarantee.delta, 6)     # (1 + e^1.1) 1e-4 + e^0.1 1e-3
+    (1.2, 0.001506)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    delta = probability(delta, "delta", open_interval=False)
+    slack = positive_finite(slack, "slack")
+    eta = probability(eta, "eta", open_interval=False)
+    return Guarantee(epsilon + 2 * slack, (1 + math.exp(epsilon + slack)) * eta + math.exp(slack) * delta)
+
+
+def wasserstein_correction(epsilon: float, delta: float, slack: float, distance: float) -> tuple[Laplace, Guarantee]:
+    r"""Theorem 4.7: extra Laplace(W / lambda) noise restores (eps + 2 lambda, e^lambda delta) under misspecification.
+
+    W (``distance``) = sup over theta of W_inf(f_theta, f~_theta) (L1 ground metric, e.g. from
+    :func:`~.wasserstein_inf`), lambda = ``slack``. Returns the
+    extra noise, to add per coordinate to the release of the mechanism calibrated on f~, and the
+    guarantee of the sum. (The likelihood of the sum is a convolution, not built here.)
+
+    .. math::
+
+        Z'_k \sim \operatorname{Laplace}(W / \lambda), \qquad
+        \epsilon' = \epsilon + 2 \lambda, \qquad \delta' = e^{\lambda} \delta.
+
+    Examples
+    --------
+    >>> noise, guarantee = wasserstein_correction(1.0, 1e-3, slack=0.5, distance=0.2)
+    >>> noise, round(guarantee.epsilon, 4), round(guarantee.delta, 6)
+    (Laplace(epsilon=0.5, sensitivity=0.2), 2.0, 0.001649)
+    """
+    epsilon = positive_finite(epsilon, "epsilon")
+    delta = probability(delta, "delta", open_interval=False)
+    slack = positive_finite(slack, "slack")
+    noise = Laplace(slack, positive_finite(distance, "distance"))
+    return noise, Guarantee(epsilon + 2 * slack, math.exp(slack) * delta)
