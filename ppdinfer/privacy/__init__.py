@@ -10,6 +10,9 @@
   from a fixed dataset), the sensitivity spaces of tables with public margins.
 - `sensitivity_space`: the sensitivity space S of a statistic under invariants (Semi-DP): span,
   projection, l1 / l2 / l_inf sensitivities and the gauge of its convex hull.
+- `kantorovich`: Ding's Kantorovich mechanism for Pufferfish privacy: conditional pmfs of the
+  released value given the secret, the comonotone plan and its sensitivity, the calibrations of
+  Theorems 1-3 and exact privacy-loss audits.
 - `congenial`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
   privacy-loss audit on small finite invariant sets.
 """
@@ -31,6 +34,26 @@ from .accounting import (
 )
 from .congenial import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
 from .figures import plot_correlated_counts
+from .kantorovich import (
+    ABSENT,
+    ConditionalPmfs,
+    KantorovichPlan,
+    counting_query_conditionals,
+    empirical_conditionals,
+    kantorovich_gaussian,
+    kantorovich_laplace,
+    kantorovich_plan,
+    plan_sensitivity,
+    privacy_delta,
+    privacy_loss,
+    relaxed_laplace_scale,
+    separable_query_conditionals,
+    separable_sensitivity,
+    smallest_gaussian_sigma,
+    smallest_laplace_scale,
+    support_diameter,
+    theorem3_constant,
+)
 from .semidp import (
     contingency_sensitivities,
     contingency_sensitivity_space,
@@ -60,7 +83,10 @@ from .sensitivity import (
 from .wasserstein import QuantileCoupling, quantile_coupling, w_inf, w_inf_samples
 
 __all__ = [
+    "ABSENT",
+    "ConditionalPmfs",
     "CountSensitivity",
+    "KantorovichPlan",
     "QuantileCoupling",
     "SensitivitySpace",
     "ZCDPGroupAccount",
@@ -70,12 +96,14 @@ __all__ = [
     "congenial_privacy_loss",
     "contingency_sensitivities",
     "contingency_sensitivity_space",
+    "counting_query_conditionals",
     "delta_conditional_normal_mean",
     "delta_correlated_counts",
     "delta_normal_mean",
     "delta_sdl_counts",
     "double_geometric_pmf",
     "dp_table_sensitivity_space",
+    "empirical_conditionals",
     "enumerate_datasets",
     "enumerated_sensitivity_space",
     "gaussian_tradeoff",
@@ -84,21 +112,34 @@ __all__ = [
     "gdp_epsilon",
     "gdp_group",
     "k_anonymous_counts",
+    "kantorovich_gaussian",
+    "kantorovich_laplace",
+    "kantorovich_plan",
     "laplace_tradeoff",
     "margin_free_projection",
     "one_way_margins",
     "parallel_composition",
+    "plan_sensitivity",
     "plot_correlated_counts",
+    "privacy_delta",
+    "privacy_loss",
     "quantile_coupling",
     "record_changes",
+    "relaxed_laplace_scale",
     "semi_adjacent_parameter",
     "semi_adjacent_parameter_from",
     "semi_adjacent_parameters",
+    "separable_query_conditionals",
+    "separable_sensitivity",
     "sequential_composition",
+    "smallest_gaussian_sigma",
+    "smallest_laplace_scale",
+    "support_diameter",
     "t_close_counts",
     "table_rectangles",
     "table_three_cycles",
     "theorem16_bound",
+    "theorem3_constant",
     "w_inf",
     "w_inf_samples",
     "zcdp_epsilon",
