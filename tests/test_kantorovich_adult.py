@@ -24,7 +24,8 @@ def test_quick_reproduction_writes_the_report_and_the_claims_hold_except_the_err
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
     assert "32,561" in text and "| 2 | yes |" in text
-    for name in ["figure3_adult_plan", "figure4_laplace_variance", "figures1_2_counting_plans"]:
+    assert text.count("Bayesian attacker") == 2   # calibrated: odds within e^eps; half scale: outside
+    for name in ["figure3_adult_plan", "figure4_laplace_variance", "figures1_2_counting_plans", "attacker_odds_1"]:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     rows = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
     failing = {int(line.split("|")[1]) for line in rows if line.rstrip().endswith("**no** |")}

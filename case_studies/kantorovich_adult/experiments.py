@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ppdinfer.inference import posterior_odds_ratio
+from ppdinfer.mechanisms import Laplace
 from ppdinfer.privacy.kantorovich import (
     ABSENT,
     ConditionalPmfs,
@@ -24,8 +26,8 @@ from ppdinfer.privacy.kantorovich import (
     support_diameter,
 )
 
-__all__ = ["APPENDIX_C", "COUNTING_SYSTEMS", "PAPER_ORDER", "SECRETS", "TIE_TOLERANCE", "AdultPlan", "adult_plans",
-           "appendix_c_plans", "calibrations", "counting_plans", "figure4_variances", "orders"]
+__all__ = ["APPENDIX_C", "COUNTING_SYSTEMS", "PAPER_ORDER", "SECRETS", "TIE_TOLERANCE", "AdultPlan", "AttackerOdds",
+           "adult_plans", "appendix_c_plans", "attacker_odds", "calibrations", "counting_plans", "figure4_variances", "orders"]
 
 #: Masses of the examples are decimals or thirds: merge cumulative levels closer than this (rounding only).
 TIE_TOLERANCE = 1e-12
@@ -131,3 +133,35 @@ def calibrations(plan: KantorovichPlan, settings) -> pd.DataFrame:
             rows.append({"calibration": label, "epsilon": epsilon, "delta": delta, "scale": mechanism.sigma,
                          "exact": privacy_delta(plan, mechanism, epsilon), "target": delta, "smallest": smallest})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class AttackerOdds:
+    """The attacker's posterior odds factor r(y) = P(y | White) / P(y | API) over simulated releases."""
+
+    label: str
+    scale: float
+    epsilon: float
+    log_factors: np.ndarray
+
+    @property
+    def largest(self) -> float:
+        """The largest abs(log r(y)) over the releases: at most eps when the release is eps-Pufferfish private."""
+        return float(np.abs(self.log_factors).max())
+
+
+def attacker_odds(plan: KantorovichPlan, epsilon: float, releases: int, seed: int) -> list[AttackerOdds]:
+    """Posterior odds factors of the Bayesian attacker for Theorem 1's Laplace scale at ``epsilon`` and for
+    half the smallest scale that meets ``epsilon`` exactly (under-calibrated), over ``releases`` releases of
+    each secret's records."""
+    rng = np.random.default_rng(seed)
+    calibrated = kantorovich_laplace([plan], epsilon)
+    under = Laplace(epsilon=1.0, sensitivity=smallest_laplace_scale([plan], epsilon) / 2)
+    x = np.concatenate([rng.choice(plan.support, size=releases, p=plan.p),
+                        rng.choice(plan.support, size=releases, p=plan.q)])
+    found = []
+    for label, mechanism in (("Theorem 1", calibrated), ("half the exact scale", under)):
+        y = mechanism.release(x.astype(float), random_seed=rng)
+        factors = posterior_odds_ratio(np.vstack([plan.p, plan.q]), plan.support, mechanism, y)
+        found.append(AttackerOdds(label, 1.0 / mechanism.rate, epsilon, np.log(factors)))
+    return found

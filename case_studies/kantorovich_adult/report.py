@@ -13,9 +13,9 @@ from scipy import stats
 
 from ppdinfer.privacy.kantorovich import CORRECTED_CONSTANT, PRINTED_CONSTANT, KantorovichPlan, theorem3_constant
 
-from .experiments import APPENDIX_C, AdultPlan
+from .experiments import APPENDIX_C, AdultPlan, AttackerOdds
 
-__all__ = ["PAPER_RECORDS", "Claim", "assess", "tail_condition", "write_report"]
+__all__ = ["PAPER_RECORDS", "Claim", "assess", "attacker_claims", "tail_condition", "write_report"]
 
 #: Section 4: "It contains 32652 records".
 PAPER_RECORDS = 32_652
@@ -114,6 +114,22 @@ def assess(appendix: Mapping[str, KantorovichPlan], counting: Mapping[str, Mappi
                         f"largest 2 phi(t)/(t delta): {printed:.4f} with 0.41 (at delta = 0.3: "
                         f"{tail_condition(PRINTED_CONSTANT, 0.3):.4f}), {corrected:.4f} with 0.4187",
                         printed < 1))
+    return claims
+
+
+def attacker_claims(attacks: Sequence[AttackerOdds]) -> list[Claim]:
+    """What the guarantee means in odds: a calibrated release moves no prior odds by more than e^eps,
+    an under-calibrated one does (the attacker's posterior, which the paper does not compute)."""
+    claims = []
+    for attack in attacks:
+        calibrated = attack.label == "Theorem 1"
+        within = "stay within" if calibrated else "leave"
+        claims.append(Claim(
+            f"Bayesian attacker, Adult (14 levels), {attack.label} (scale {attack.scale:.3f}) at eps = "
+            f"{attack.epsilon:g}: the posterior odds of White vs Asian-Pac-Islander {within} e^(+-eps) times the "
+            f"prior odds" + (" for every one" if calibrated else " for some") + f" of {attack.log_factors.size:,} "
+            "releases", "not computed", f"largest abs(log odds factor) = {attack.largest:.3f}",
+            (attack.largest <= attack.epsilon + 1e-9) == calibrated))
     return claims
 
 
