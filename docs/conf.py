@@ -54,7 +54,7 @@ ppd_public_modules = [
     "ppdinfer", "ppdinfer.inference", "ppdinfer.mechanisms", "ppdinfer.mechanisms.distribution", "ppdinfer.priors", "ppdinfer.generators",
     "ppdinfer.privacy", "ppdinfer.invariants", "ppdinfer.datasets", "ppdinfer.projection", "ppdinfer.postprocessing", "ppdinfer.pymc",
     "ppdinfer.models",
-    "ppdinfer.models.beta_binomial", "ppdinfer.models.congenial_counts", "ppdinfer.models.county_counts", "ppdinfer.models.pufferfish_secret",
+    "ppdinfer.models.beta_binomial", "ppdinfer.models.congenial_counts", "ppdinfer.models.county_counts", "ppdinfer.models.property_secret", "ppdinfer.models.pufferfish_secret",
     "ppdinfer.models.semidp_table",
     "ppdinfer.models.table_2x2",
 ]

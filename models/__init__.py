@@ -5,6 +5,8 @@
   congenial mechanism (noise conditioned on the invariants; no PyMC twin).
 - :mod:`~ppdinfer.models.county_counts`: county counts given a public total, with a Dirichlet
   prior centred on last month's public counts.
+- :mod:`~ppdinfer.models.property_secret`: a global property of a dataset as the secret (distribution
+  privacy): the attacker's posterior over candidate values, in closed form and by the samplers.
 - :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
   attacker's posterior of the secret given a release.
 - :mod:`~ppdinfer.models.semidp_table`: an r x c table with public margins released by the Semi-DP
@@ -13,6 +15,6 @@
   (discrete Laplace, Tulap or any canonical noise on the free cell).
 """
 
-from . import beta_binomial, congenial_counts, county_counts, pufferfish_secret, semidp_table, table_2x2
+from . import beta_binomial, congenial_counts, county_counts, property_secret, pufferfish_secret, semidp_table, table_2x2
 
-__all__ = ["beta_binomial", "congenial_counts", "county_counts", "pufferfish_secret", "semidp_table", "table_2x2"]
+__all__ = ["beta_binomial", "congenial_counts", "county_counts", "property_secret", "pufferfish_secret", "semidp_table", "table_2x2"]

@@ -42,12 +42,11 @@ import itertools
 
 import numpy as np
 
-from .._validation import finite_array, positive_finite, probability
+from .._validation import finite_array, positive_finite, probability, probability_vector
 from ..generators import DataModel, _draw_from_support
 from ..inference import PPDModel
 from ..inference.attacker import secret_posterior
 from ..mechanisms import Laplace, Mechanism
-from .._validation import probability_vector
 from ..priors import Categorical
 from ..privacy import w_inf
 
