@@ -34,8 +34,13 @@ def test_quick_reproduction_writes_the_report_and_its_numbers_hold(tmp_path):
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
     assert "**no**" not in text and "7394.67" in text and "Phi(m/2)" in text
-    for name in ["figure2_error_vs_epsilon", "figure3_error_vs_gap", "figure4_attack", "figure5_gaussian_fits"]:
+    for name in ["figure2_error_vs_epsilon", "figure3_error_vs_gap", "figure4_attack", "figure5_gaussian_fits",
+                 "bayes_odds_daum"]:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    # The Bayesian attacker: DauM(G) keeps far more releases' odds factors inside e^(+-eps) than no defense.
+    rows = {line.split("|")[1].strip(): float(line.split("|")[4]) for line in text.splitlines()
+            if line.startswith("| no defense |") or line.startswith("| DauM(G) | 0.")}
+    assert rows["DauM(G)"] < 0.1 < 0.5 < rows["no defense"]
     table2 = pd.read_csv(tmp_path / "table2_errors.csv")
     sweep = pd.read_csv(tmp_path / "figure3_gap_sweep.csv")
     attack = pd.read_csv(tmp_path / "attack_accuracy.csv", keep_default_na=True)

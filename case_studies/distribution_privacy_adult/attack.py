@@ -23,11 +23,11 @@ from scipy import stats
 
 from ..._random import SeedLike, as_generator
 from ..._validation import positive_int
-from ...mechanisms.distribution import DistributionFamily
+from ...mechanisms.distribution import CorrelatedGaussian, DistributionFamily
 from .data import IncomePools, subset_queries
 from .experiments import build_mechanisms, noise_covariance
 
-__all__ = ["ATTACKERS", "attack_accuracies", "attack_table", "best_accuracy"]
+__all__ = ["ATTACKERS", "attack_accuracies", "attack_table", "bayesian_log_odds", "best_accuracy"]
 
 #: "informed": the meta-classifier trains on shadow releases through the defense; "naive": on noiseless shadows.
 ATTACKERS = ("informed", "naive")
@@ -143,3 +143,36 @@ def attack_table(auxiliary: IncomePools, test: IncomePools, family: Distribution
                          accuracy_se=values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else np.nan,
                          best_accuracy=best_accuracy(family, covariance), releases=2 * tests * repetitions))
     return pd.DataFrame(rows)
+
+
+def bayesian_log_odds(family: DistributionFamily, covariance, releases: int, random_seed: SeedLike = None) -> np.ndarray:
+    """The Bayesian attacker: log P(y | theta_1) / P(y | theta_0), the factor a release applies to the prior odds.
+
+    Releases y = F + N(0, C) are drawn, half under each of the family's two shares, and the factor is the
+    closed form of the gallery's ``property_secret`` model (F | theta Gaussian, so y | theta is
+    N(mu_theta, Sigma_theta + C)). (eps, delta) distribution privacy keeps it within +-eps except on
+    releases of small probability.
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms.distribution import GaussianLaw
+    >>> family = DistributionFamily({0.45: GaussianLaw([0.0], [[1.0]]), 0.55: GaussianLaw([1.0], [[1.0]])})
+    >>> log_odds = bayesian_log_odds(family, [[3.0]], 1000, random_seed=0)
+    >>> log_odds.shape, bool(abs(log_odds).max() < 5)
+    ((1000,), True)
+    """
+    from ...models import property_secret
+
+    releases = positive_int(releases, "releases")
+    laws = list(family.laws.values())
+    if len(laws) != 2:
+        raise ValueError(f"the family must hold two shares, got {len(laws)}")
+    model = property_secret.model([law.mean for law in laws], [law.covariance for law in laws],
+                                  CorrelatedGaussian(np.asarray(covariance, dtype=float)))
+    rng = as_generator(random_seed)
+    secrets = np.repeat([0.0, 1.0], [releases // 2, releases - releases // 2])
+    queries = model.simulate(secrets, None, rng)
+    y = queries + rng.multivariate_normal(np.zeros(queries.shape[1]), model.mechanism.covariance, size=len(queries),
+                                          method="eigh")
+    posterior = model.secret_posterior(y)
+    return np.log(posterior[:, 1]) - np.log(posterior[:, 0])

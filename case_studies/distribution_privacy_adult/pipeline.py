@@ -9,9 +9,10 @@ import pandas as pd
 from tqdm import tqdm
 
 from ...datasets import default_adult_path, load_adult
-from .attack import ATTACKERS, attack_table
+from ...inference import plot_prior_posterior_odds
+from .attack import ATTACKERS, attack_table, bayesian_log_odds
 from .data import income_pools, record_features, record_sensitivities
-from .experiments import DISTRIBUTION_MECHANISMS, fit_family, secret_queries, utility
+from .experiments import DISTRIBUTION_MECHANISMS, build_mechanisms, fit_family, noise_covariance, secret_queries, utility
 from .figures import figure2, figure3, figure4, figure5
 from .report import write_report
 
@@ -26,6 +27,8 @@ FULL = {"seed": 2024, "delta": 1e-3, "gap": 0.1, "subsets": 1000, "repetitions":
         "table3_deltas": [1e-4, 1e-2], "per_class": (100, 100), "attack_repetitions": 50}
 QUICK = {**FULL, "subsets": 300, "repetitions": 20, "epsilons": [0.2, 1.0, 5.0, 10.0], "gaps": [0.05, 0.1, 0.15, 0.2],
          "attack_epsilons": [0.1, 1.0, 5.0], "table3_deltas": [], "attack_repetitions": 4}
+#: The Bayesian attacker (not in the paper): releases of F under each share, no defense and DauM(G), analytic.
+BAYES = {"epsilon": 1.0, "releases": 4000}
 
 
 def _attack_settings(plan) -> list[tuple[str, str, float, float]]:
@@ -35,6 +38,15 @@ def _attack_settings(plan) -> list[tuple[str, str, float, float]]:
     settings += [(mechanism, "classical", epsilon, delta) for mechanism in DISTRIBUTION_MECHANISMS
                  for epsilon in plan["table3_epsilons"] for delta in plan["table3_deltas"]]
     return settings
+
+
+def bayesian_attacker(family, delta: float, record_l2: float, seed) -> dict[str, np.ndarray]:
+    """Log posterior odds factors of the Bayesian attacker over ``BAYES`` releases, with no noise and with the
+    analytic DauM(G) at ``BAYES["epsilon"]``."""
+    daum = build_mechanisms(family, BAYES["epsilon"], delta, "analytic", record_l2)["DauM(G)"]
+    return {name: bayesian_log_odds(family, covariance, BAYES["releases"], seed)
+            for name, covariance in (("no defense", np.zeros((family.dim, family.dim))),
+                                     ("DauM(G)", noise_covariance(daum, family.dim)))}
 
 
 def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None) -> Path:
@@ -68,6 +80,7 @@ def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data
                                  plan["repetitions"], gap_seeds[1]).assign(gap=gap))
         sweep = pd.concat(sweep, ignore_index=True)
         bar.update()
+        bayes = bayesian_attacker(family, plan["delta"], record_l2, seeds[3])
         auxiliary, test = pools.split(seeds[2])
         attack = pd.concat([attack_table(auxiliary, test, family, _attack_settings(plan), record_l2, plan["per_class"],
                                          plan["attack_repetitions"], seeds[3], attacker) for attacker in ATTACKERS],
@@ -77,10 +90,12 @@ def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data
             frame_out.to_csv(results / f"{name}.csv", index=False)
         figures = {}
         for name, figure in (("figure2_error_vs_epsilon", figure2(table2)), ("figure3_error_vs_gap", figure3(sweep)),
-                             ("figure4_attack", figure4(attack)), ("figure5_gaussian_fits", figure5(queries))):
+                             ("figure4_attack", figure4(attack)), ("figure5_gaussian_fits", figure5(queries)),
+                             ("bayes_odds_daum", plot_prior_posterior_odds(np.exp(bayes["DauM(G)"]), BAYES["epsilon"],
+                                                                           max_lines=500))):
             figures[name] = results / f"{name}.png"
             figure.savefig(figures[name], dpi=110)
         bar.update()
     facts = {"records": len(frame), "positive": len(pools.positive), "sensitivities": sensitivities,
-             "record_l2": record_l2, "family": family, "queries": queries}
+             "record_l2": record_l2, "family": family, "queries": queries, "bayes": bayes, "bayes_epsilon": BAYES["epsilon"]}
     return write_report(table2, sweep, attack, facts, figures, results, plan)
