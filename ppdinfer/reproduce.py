@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,3 +77,51 @@ def listing() -> str:
                   f"{default_results(study.name, False)}/)",
                   f"    quick: {study.command(quick=True)}  (about {quick:g} min)"]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of a paper (or of the notes' errata), the printed value, what a run measured, whether it holds.
+
+    Examples
+    --------
+    >>> from ppdinfer.reproduce import Claim
+    >>> Claim("eps of the Census release", "17.91528", "17.91528", True).holds
+    True
+    """
+
+    statement: str
+    paper: str
+    measured: str
+    holds: bool
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table of strings.
+
+    Examples
+    --------
+    >>> from ppdinfer.reproduce import markdown_table
+    >>> print(markdown_table(["a", "b"], [["1", "2"]]))
+    | a | b |
+    |---|---|
+    | 1 | 2 |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def claims_table(claims: Sequence[Claim]) -> str:
+    """The claims table of a report: number, claim, paper, measured, and "yes" or a bold "no".
+
+    Examples
+    --------
+    >>> from ppdinfer.reproduce import Claim, claims_table
+    >>> print(claims_table([Claim("W_inf of Figure 1", "97", "97", True)]))
+    | # | claim | paper | measured | holds |
+    |---|---|---|---|---|
+    | 1 | W_inf of Figure 1 | 97 | 97 | yes |
+    """
+    return markdown_table(["#", "claim", "paper", "measured", "holds"],
+                          [[str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
+                           for i, c in enumerate(claims, start=1)])

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -11,12 +10,12 @@ import pandas as pd
 
 from ...mechanisms.distribution import classical_constant
 from ...mechanisms.gaussian import gaussian_delta
+from ...reproduce import Claim, claims_table, markdown_table
 from .data import QUERY_NAMES
 from .experiments import DISTRIBUTION_MECHANISMS, GROUP_SIZE, audited_delta
 
 __all__ = ["PAPER_ATTACK", "PAPER_CROSSOVER", "PAPER_FEMALE_VARIANCE", "PAPER_TABLE2", "PAPER_TABLE3_EPS5",
-           "TABLE2_EPSILONS",
-           "TABLE2_TOLERANCE", "Claim", "assess", "crossover_gap", "write_report"]
+           "TABLE2_EPSILONS", "TABLE2_TOLERANCE", "assess", "crossover_gap", "write_report"]
 
 TABLE2_EPSILONS = (0.2, 1.0, 5.0)
 #: Table 2 of the paper (delta = 0.001, Delta_p = 0.1, classical c).
@@ -37,22 +36,6 @@ ATTACK_TOLERANCE = 0.05
 EIGENVECTOR_SLACK = 0.05
 #: An accuracy is consistent with the bound Phi(m / 2) when it exceeds it by less than this many SEs.
 BOUND_Z = 3.0
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One statement of the paper (or of its errata), the printed value, what this run measured.
-
-    Examples
-    --------
-    >>> Claim("attack with no defense", "about 75%", "0.755", True).holds
-    True
-    """
-
-    statement: str
-    paper: str
-    measured: str
-    holds: bool
 
 
 def crossover_gap(sweep: pd.DataFrame, mechanism: str = "DauM(G)", reference: str = "DP(G)") -> float:
@@ -233,12 +216,7 @@ def assess(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame, quer
     return claims + ([extra] if extra is not None else [])
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def _error_table(table2: pd.DataFrame) -> str:
+def _errormarkdown_table(table2: pd.DataFrame) -> str:
     rows = []
     for (mechanism, calibration), cells in table2.groupby(["mechanism", "calibration"], sort=False):
         printed = PAPER_TABLE2.get(mechanism) if calibration == "classical" else None
@@ -250,15 +228,15 @@ def _error_table(table2: pd.DataFrame) -> str:
                          f"{cell['error']:.2f} ± {cell['error_se']:.2f}",
                          f"{cell['expected_error']:.2f}", paper, f"{cell['delta_audited']:.3g}"])
     header = ["mechanism", "calibration", "eps", "mean L2 error ± SE", "expected", "paper", "audited delta"]
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
-def _attack_table(attack: pd.DataFrame) -> str:
+def _attackmarkdown_table(attack: pd.DataFrame) -> str:
     rows = [[r["mechanism"], r["calibration"] if isinstance(r["calibration"], str) else "", r["attacker"],
              "" if np.isnan(r["epsilon"]) else f"{r['epsilon']:g}",
              "" if np.isnan(r["delta"]) else f"{r['delta']:g}", f"{r['accuracy']:.3f} ± {r['accuracy_se']:.3f}",
              f"{r['best_accuracy']:.3f}"] for _, r in attack.iterrows()]
-    return _table(["defense", "calibration", "attacker", "eps", "delta", "accuracy ± SE", "Phi(m/2)"], rows)
+    return markdown_table(["defense", "calibration", "attacker", "eps", "delta", "accuracy ± SE", "Phi(m/2)"], rows)
 
 
 def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame, facts: Mapping[str, object],
@@ -305,9 +283,7 @@ def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame
         "",
         "## The paper's claims on this run",
         "",
-        _table(["#", "claim", "paper", "measured", "holds"],
-               [[str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
-                for i, c in enumerate(claims, start=1)]),
+        claims_table(claims),
         "",
         "## Figures",
         "",
@@ -315,7 +291,7 @@ def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame
         "",
         "## Table 2 and Figure 2: L2 error (Delta_p = 0.1, delta = 0.001)",
         "",
-        _error_table(table2),
+        _errormarkdown_table(table2),
         "",
         "## The Bayesian attacker (not in the paper)",
         "",
@@ -326,13 +302,13 @@ def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame
         "P(L > eps) - e^eps P(L' < -eps) by delta, so the share of releases outside the band may exceed delta, "
         "as measured here; what it guarantees is that the factor is rarely far outside.",
         "",
-        _table(["release", "median abs(log factor)", "largest abs(log factor)", f"share outside e^(+-{facts['bayes_epsilon']:g})"],
+        markdown_table(["release", "median abs(log factor)", "largest abs(log factor)", f"share outside e^(+-{facts['bayes_epsilon']:g})"],
                [[name, f"{np.median(np.abs(v)):.3f}", f"{np.abs(v).max():.3f}",
                  f"{np.mean(np.abs(v) > facts['bayes_epsilon']):.4f}"] for name, v in facts["bayes"].items()]),
         "",
         "## Figure 4 and Table 3: attack accuracy",
         "",
-        _attack_table(attack),
+        _attackmarkdown_table(attack),
         "",
     ]
     path = out_dir / "report.md"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,22 +12,13 @@ from scipy import stats
 
 from ppdinfer.privacy.kantorovich import CORRECTED_CONSTANT, PRINTED_CONSTANT, KantorovichPlan, theorem3_constant
 
+from ...reproduce import Claim, claims_table, markdown_table
 from .experiments import APPENDIX_C, AdultPlan, AttackerOdds
 
-__all__ = ["PAPER_RECORDS", "Claim", "assess", "attacker_claims", "tail_condition", "write_report"]
+__all__ = ["PAPER_RECORDS", "assess", "attacker_claims", "tail_condition", "write_report"]
 
 #: Section 4: "It contains 32652 records".
 PAPER_RECORDS = 32_652
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One statement of the paper (or of the notes' errata), the printed value, what this run measured."""
-
-    statement: str
-    paper: str
-    measured: str
-    holds: bool
 
 
 def tail_condition(constant: float, delta: float, epsilon: float = 1.0) -> float:
@@ -133,11 +123,6 @@ def attacker_claims(attacks: Sequence[AttackerOdds]) -> list[Claim]:
     return claims
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
 def _unnoised_loss(plan: KantorovichPlan) -> float:
     """max abs(log p / q) over the support: the loss of releasing X itself (noise scale 0)."""
     with np.errstate(divide="ignore"):
@@ -164,13 +149,11 @@ def write_report(claims: Sequence[Claim], adult: Mapping[str, AdultPlan], curves
         "",
         "## The paper's claims on this run",
         "",
-        _table(["#", "claim", "paper", "measured", "holds"],
-               [[str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
-                for i, c in enumerate(claims, start=1)]),
+        claims_table(claims),
         "",
         "## Adult: sensitivity by category order",
         "",
-        _table(["order", "records White / Asian-Pac-Islander", "support diameter", "plan sensitivity",
+        markdown_table(["order", "records White / Asian-Pac-Islander", "support diameter", "plan sensitivity",
                 "loss of X itself, max abs(log p/q)", "order used"],
                [[name, " / ".join(f"{n:,}" for n in entry.records.values()), f"{entry.diameter:g}",
                  f"{entry.plan.sensitivity:g}", f"{_unnoised_loss(entry.plan):.3f}",
@@ -183,7 +166,7 @@ def write_report(claims: Sequence[Claim], adult: Mapping[str, AdultPlan], curves
         "",
         "## Calibrations and their exact privacy loss (the paper's 14 levels)",
         "",
-        _table(["calibration", "eps", "delta", "scale (theta or sigma)", "exact loss", "target", "smallest passing scale"],
+        markdown_table(["calibration", "eps", "delta", "scale (theta or sigma)", "exact loss", "target", "smallest passing scale"],
                [[row.calibration, f"{row.epsilon:g}", "-" if np.isnan(row.delta) else f"{row.delta:g}",
                  f"{row.scale:.4f}", f"{row.exact:.3g}", f"{row.target:g}", f"{row.smallest:.4f}"]
                 for row in calibrations.itertuples()]),
@@ -192,7 +175,7 @@ def write_report(claims: Sequence[Claim], adult: Mapping[str, AdultPlan], curves
         "",
         *[part for name, frame in curves.items() for part in (
             f"### {name}", "",
-            _table(["eps", "Theorem 1", "Theorem 2", "exact smallest", "loss, Theorem 1", "loss, Theorem 2"],
+            markdown_table(["eps", "Theorem 1", "Theorem 2", "exact smallest", "loss, Theorem 1", "loss, Theorem 2"],
                    [[f"{r.epsilon:g}", f"{r.theorem1:.4f}", f"{r.theorem2:.4f}", f"{r.smallest:.4f}",
                      f"{r.loss_theorem1:.4f}", f"{r.loss_theorem2:.4f}"] for r in frame.itertuples()]), "")],
         "## Figures",

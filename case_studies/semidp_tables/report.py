@@ -4,29 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from ...reproduce import Claim, claims_table, markdown_table
 from .census import CENSUS_DELTA, CENSUS_RHO, PAPER_EPSILONS, census_accounts
 from .experiments import N_RECORDS, NAIVE_CHANGES, expected_gaussian_cost
 
-__all__ = ["Claim", "assess", "write_report"]
+__all__ = ["assess", "write_report"]
 
 #: A difference between Models I and II counts as Monte Carlo error below this many standard errors.
 MODEL_AGREEMENT_Z = 4.0
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One statement of the paper (or of its errata), the printed value, what this run measured."""
-
-    statement: str
-    paper: str
-    measured: str
-    holds: bool
 
 
 def _ratio_range(costs: xr.DataArray, better: str, worse: Sequence[str]) -> tuple[float, float, bool]:
@@ -100,12 +90,7 @@ def assess(fig2: xr.Dataset, fig3: xr.Dataset) -> list[Claim]:
     return claims
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def _cost_table(costs: xr.Dataset, level_name: str) -> str:
+def _costmarkdown_table(costs: xr.Dataset, level_name: str) -> str:
     rows = []
     for model in costs["model"].values:
         for k in costs["k"].values:
@@ -114,7 +99,7 @@ def _cost_table(costs: xr.Dataset, level_name: str) -> str:
                 rows.append([model, str(k), f"{level:g}"] + [
                     f"{float(cell['cost'].sel(design=d)):.2f} ± {float(cell['cost_se'].sel(design=d)):.2f} "
                     f"({float(cell['cost_clamped'].sel(design=d)):.2f})" for d in costs["design"].values])
-    return _table(["model", "k", level_name, *costs["design"].values], rows)
+    return markdown_table(["model", "k", level_name, *costs["design"].values], rows)
 
 
 def write_report(fig2: xr.Dataset, fig3: xr.Dataset, figures: Mapping[str, Path], out_dir: Path,
@@ -140,13 +125,11 @@ def write_report(fig2: xr.Dataset, fig3: xr.Dataset, figures: Mapping[str, Path]
         "",
         "## The paper's claims on this run",
         "",
-        _table(["#", "claim", "paper", "measured", "holds"],
-               [[str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
-                for i, c in enumerate(claims, start=1)]),
+        claims_table(claims),
         "",
         "## Census accounting (Section 6)",
         "",
-        _table(["guarantee", "k", "zCDP rho", "eps by rho + 2 sqrt(rho log 1/delta)", "eps, exact Gaussian", "paper"],
+        markdown_table(["guarantee", "k", "zCDP rho", "eps by rho + 2 sqrt(rho log 1/delta)", "eps, exact Gaussian", "paper"],
                [["DP, as advertised" if k == 1 else "Semi-DP, state populations invariant", str(k),
                  f"{a.rho:g}", f"{a.epsilon_bound:.5f}", f"{a.epsilon_gaussian:.5f}", f"{PAPER_EPSILONS[k]}"]
                 for k, a in accounts.items()]),
@@ -159,11 +142,11 @@ def write_report(fig2: xr.Dataset, fig3: xr.Dataset, figures: Mapping[str, Path]
         "",
         "### Figure 2",
         "",
-        _cost_table(fig2, "mu"),
+        _costmarkdown_table(fig2, "mu"),
         "",
         "### Figure 3",
         "",
-        _cost_table(fig3, "eps"),
+        _costmarkdown_table(fig3, "eps"),
         "",
     ]
     path = out_dir / "report.md"
