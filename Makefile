@@ -11,7 +11,7 @@ PYTHON_CANDIDATES := python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.
 BASE_PYTHON := $(shell for p in $(PYTHON_CANDIDATES); do \
 	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
 
-.PHONY: demo test docs bench reproduce covid covid-quick clean venv
+.PHONY: demo test docs bench notebooks reproduce covid covid-quick clean venv
 
 venv: $(STAMP)
 
@@ -38,6 +38,11 @@ test: $(STAMP)
 # name without a docstring example) fails the build. Notebooks are shown as stored, not run.
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -n -b html docs docs/_build/html
+
+# The teaching notebooks in JupyterLab (installs the `notebooks` extra on first use).
+notebooks: $(STAMP)
+	@$(VENV)/bin/python -c 'import jupyterlab' 2>/dev/null || $(PY) -m pip install --quiet -e '.[notebooks]'
+	$(VENV)/bin/jupyter lab notebooks/
 
 bench: $(STAMP)
 	$(PY) benchmarks/rejection_throughput.py
