@@ -4,7 +4,7 @@ A release mechanism is both a sampler and a likelihood; a model is the triple
 (prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
 """
 
-from . import datasets, generators, invariants, mechanisms, priors, privacy, projection
+from . import datasets, generators, interop, invariants, mechanisms, priors, privacy, projection
 from .inference import (
     BudgetWarning,
     ImportanceWarning,
@@ -37,6 +37,7 @@ __all__ = [
     "exact_posterior",
     "exchange_sample",
     "generators",
+    "interop",
     "importance_sample",
     "invariants",
     "mechanisms",
