@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["ADULT_COLUMNS", "ADULT_ENV", "EDUCATION_ORDER", "KANTOROVICH_EDUCATION_ORDER", "default_adult_path",
-           "load_adult"]
+           "find_shared_data", "load_adult"]
 
 #: The 15 columns of adult.data under their clean names (the file's header, lower case, "-" as "_").
 ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education_num", "marital_status", "occupation",
@@ -39,6 +39,37 @@ ADULT_ENV = "PPDINFER_ADULT_DATA"
 ADULT_RELATIVE = Path("..", "shared", "data", "adult", "adult.data")
 
 
+def find_shared_data(relative: Path, env: str, what: str, hint: str = "its path", anchor=__file__) -> Path:
+    """``$env`` if set, else the first existing ``relative`` (a file or folder under ``../shared/data``) from the
+    current folder or from the repository root (the first folder above ``anchor``, a module's file, holding
+    pyproject.toml).
+
+    Raises FileNotFoundError ("no ``what``: pass ``hint`` or set ``env``", with the places looked in)
+    when there is none.
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> from unittest import mock
+    >>> from ppdinfer.datasets import find_shared_data
+    >>> with mock.patch.dict(os.environ, {"MY_DATA": "/data/x.csv"}):
+    ...     print(find_shared_data(Path("..", "shared", "data", "x.csv"), "MY_DATA", "x.csv").as_posix())
+    /data/x.csv
+    """
+    if os.environ.get(env):
+        return Path(os.environ[env])
+    places = [Path.cwd() / relative]
+    root = next((folder for folder in Path(anchor).resolve().parents if (folder / "pyproject.toml").is_file()), None)
+    if root is not None:
+        places.append(root / relative)
+    for place in places:
+        if place.exists():
+            return place.resolve()
+    raise FileNotFoundError(f"no {what}: pass {hint} or set {env} "
+                            f"(looked in {' and '.join(str(place) for place in places)})")
+
+
 def default_adult_path() -> Path:
     """The adult.data file: $PPDINFER_ADULT_DATA if set, else the first existing
     ``../shared/data/adult/adult.data`` from the current folder or from the repository root.
@@ -54,17 +85,7 @@ def default_adult_path() -> Path:
     ...     print(default_adult_path().as_posix())
     /data/adult.data
     """
-    if os.environ.get(ADULT_ENV):
-        return Path(os.environ[ADULT_ENV])
-    places = [Path.cwd() / ADULT_RELATIVE]
-    root = next((folder for folder in Path(__file__).resolve().parents if (folder / "pyproject.toml").is_file()), None)
-    if root is not None:
-        places.append(root / ADULT_RELATIVE)
-    for place in places:
-        if place.is_file():
-            return place.resolve()
-    raise FileNotFoundError(f"no adult.data: pass its path or set {ADULT_ENV} "
-                            f"(looked in {' and '.join(str(place) for place in places)})")
+    return find_shared_data(ADULT_RELATIVE, ADULT_ENV, "adult.data")
 
 
 def load_adult(path, *, drop_missing: bool = False) -> pd.DataFrame:

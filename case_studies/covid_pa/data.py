@@ -18,7 +18,6 @@ negative count is an error.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...datasets import find_shared_data
 from .table import Adjustment, CovidTable, month_labels
 
 __all__ = ["DATA_ENV", "DOCUMENTED_DEATH_CORRECTIONS", "DataError", "default_data", "integers", "load_monthly",
@@ -54,18 +54,8 @@ DATA_RELATIVE = Path("..", "shared", "data", "covid_pa")
 
 def default_data() -> Path:
     """$PPDINFER_COVID_DATA if set, else the first existing ../shared/data/covid_pa from the current
-    folder or from the repository root (the folder above this module holding pyproject.toml)."""
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV])
-    places = [Path.cwd() / DATA_RELATIVE]
-    root = next((folder for folder in Path(__file__).resolve().parents if (folder / "pyproject.toml").is_file()), None)
-    if root is not None:
-        places.append(root / DATA_RELATIVE)
-    for place in places:
-        if place.is_dir():
-            return place.resolve()
-    raise FileNotFoundError(f"no data folder: pass --data DIR or set {DATA_ENV} "
-                            f"(looked in {' and '.join(str(place) for place in places)})")
+    folder or from the repository root."""
+    return find_shared_data(DATA_RELATIVE, DATA_ENV, "data folder", "--data DIR", anchor=__file__)
 
 
 class DataError(ValueError):
