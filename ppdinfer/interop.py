@@ -1,22 +1,32 @@
-r"""Release with OpenDP, analyse with ppdinfer: OpenDP noise measurements as ppdinfer mechanisms.
+r"""Releases made with other DP libraries, analysed with ppdinfer: their noise as ppdinfer mechanisms.
 
-OpenDP (the ``opendp`` package) adds noise of a ``scale`` s. Its conventions, read from the
-OpenDP 0.16 documentation and checked against its privacy maps and its releases:
+A release made by OpenDP, IBM's diffprivlib or Tumult Analytics adds noise y = x + K of a known
+family and scale; ppdinfer needs the same law as a likelihood. Each library names the scale
+differently, so each has a converter here, and they all end in :func:`from_noise`. The
+conventions, read from each library's documentation and checked against its releases in the tests:
 
 .. math::
 
     \text{Laplace, integers: } P(K = k) \propto e^{-|k| / s}, \qquad
     \text{Gaussian, integers: } P(K = k) \propto e^{-k^2 / (2 s^2)},
 
-and, on floating-point inputs, the continuous Laplace density proportional to
-:math:`e^{-|e| / s}` and the normal density of standard deviation s (drawn by OpenDP on a lattice
-of spacing :math:`2^k` that, by default, is the finest the float type has). ppdinfer's
-``DiscreteLaplace(epsilon, sensitivity)`` and ``Laplace(epsilon, sensitivity)`` have the rate
-epsilon / sensitivity, so s maps to epsilon = 1, sensitivity = s (rate 1 / s, exactly in floating
-point; ppdinfer's exact sampler then uses the scale s itself); the Gaussian ones take sigma = s.
-The pair (1, s) describes the noise, not the privacy of the release: that is OpenDP's
-``measurement.map(d_in)`` (for the Laplace family d_in / s, for the Gaussian one the zCDP
-rho = d_in^2 / (2 s^2)).
+and on the reals the Laplace density proportional to :math:`e^{-|e| / s}` and the normal density
+of standard deviation s. The scale s is
+
+* OpenDP (``opendp`` 0.16): the measurement's ``scale`` (:func:`from_opendp`); its floats are
+  drawn on a lattice of spacing :math:`2^k` that by default is the finest the float type has;
+* diffprivlib (0.6): ``sensitivity / epsilon`` for ``Geometric``, ``sensitivity / (epsilon -
+  log(1 - delta))`` for ``Laplace``, and the calibrated standard deviation for ``Gaussian``,
+  ``GaussianAnalytic`` and ``GaussianDiscrete`` (:func:`from_diffprivlib`);
+* Tumult (Core 0.20 / Analytics, as its noise information reports it): ``alpha`` of the geometric
+  noise and ``scale`` of the Laplace noise, and the square root of ``sigma_squared`` of the
+  (discrete) Gaussian noise (:func:`from_tumult`).
+
+ppdinfer's ``DiscreteLaplace(epsilon, sensitivity)`` and ``Laplace(epsilon, sensitivity)`` have the
+rate epsilon / sensitivity, so s maps to epsilon = 1, sensitivity = s (rate 1 / s, exactly in
+floating point; ppdinfer's exact sampler then uses the scale s itself); the Gaussian ones take
+sigma = s. The pair (1, s) describes the noise, not the privacy of the release, which stays the
+producing library's statement (e.g. OpenDP's ``measurement.map(d_in)``).
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ _LOSS_AT_ONE = {"laplace": lambda s: 1 / s, "gaussian": lambda s: 1 / (2 * s**2)
 
 
 def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseMechanism:
-    r"""The ppdinfer mechanism adding OpenDP's noise of the given family and ``scale``.
+    r"""The ppdinfer mechanism adding noise of the given family and ``scale`` s.
 
     .. math::
 
@@ -51,7 +61,7 @@ def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseM
     distribution : {"laplace", "gaussian"}
         The noise family.
     scale : float
-        OpenDP's ``scale`` s > 0.
+        The scale s > 0 (OpenDP's ``scale``; see the module's table for the other libraries).
     integer : bool
         Whether the noise lives on the integers.
 
@@ -162,3 +172,141 @@ def _check_privacy_map(measurement, family: str, scale: float, integer: bool) ->
     if not math.isclose(loss, expected, rel_tol=1e-9):
         raise ValueError(f"OpenDP measurement's privacy map gives {loss!r} at d_in = 1, not {expected!r} as a "
                          f"{family} scale of {scale!r} implies: unsupported OpenDP noise convention")
+
+
+#: diffprivlib mechanism class -> (noise family, integer noise). Subclasses with bounds, folding or
+#: truncation are other laws and are refused by name.
+_DIFFPRIVLIB_NOISE = {"Geometric": ("laplace", True), "Laplace": ("laplace", False),
+                      "Gaussian": ("gaussian", False), "GaussianAnalytic": ("gaussian", False),
+                      "GaussianDiscrete": ("gaussian", True)}
+
+
+def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
+    r"""The ppdinfer mechanism equal in law to a diffprivlib noise mechanism.
+
+    diffprivlib's ``randomise(x)`` returns :math:`y = x + K` with
+
+    .. math::
+
+        \text{Geometric: } P(K = k) \propto e^{-\epsilon |k| / \Delta}, \qquad
+        \text{Laplace: } p(e) \propto e^{-(\epsilon - \log(1 - \delta)) |e| / \Delta},
+
+    and normal noise of the calibrated standard deviation :math:`\sigma` for ``Gaussian``
+    (:math:`\sigma = \Delta \sqrt{2 \log(1.25 / \delta)} / \epsilon`) and ``GaussianAnalytic``,
+    or discrete Gaussian noise :math:`P(K = k) \propto e^{-k^2 / (2 \sigma^2)}` for
+    ``GaussianDiscrete``, whose :math:`\sigma` diffprivlib finds numerically and keeps in the
+    mechanism (read from there: diffprivlib has no public accessor for it).
+
+    Parameters
+    ----------
+    mechanism : diffprivlib.mechanisms.DPMechanism
+        A ``Geometric``, ``Laplace``, ``Gaussian``, ``GaussianAnalytic`` or ``GaussianDiscrete``.
+
+    Returns
+    -------
+    AdditiveNoiseMechanism
+        ``DiscreteLaplace(epsilon, sensitivity)``, ``Laplace(epsilon - log(1 - delta),
+        sensitivity)``, ``Gaussian(sigma)`` or ``DiscreteGaussian(sigma)``.
+
+    Raises
+    ------
+    ValueError
+        For any other object or diffprivlib mechanism (the bounded, folded and truncated
+        variants, the staircase, exponential and binary mechanisms, ...), naming its class, and
+        for a mechanism that adds no noise.
+
+    Examples
+    --------
+    >>> from diffprivlib.mechanisms import Geometric, Laplace
+    >>> from_diffprivlib(Geometric(epsilon=0.5, sensitivity=2))
+    DiscreteLaplace(epsilon=0.5, sensitivity=2.0)
+    >>> from_diffprivlib(Laplace(epsilon=1.0, sensitivity=0.5))
+    Laplace(epsilon=1.0, sensitivity=0.5)
+    """
+    kind = type(mechanism)
+    name = kind.__name__
+    if not kind.__module__.startswith("diffprivlib.") or name not in _DIFFPRIVLIB_NOISE:
+        raise ValueError(f"unsupported diffprivlib mechanism {kind.__module__}.{name}: only plain additive noise "
+                         f"from {sorted(_DIFFPRIVLIB_NOISE)} can be converted")
+    family, integer = _DIFFPRIVLIB_NOISE[name]
+    epsilon, sensitivity = float(mechanism.epsilon), float(mechanism.sensitivity)
+    if family == "laplace":
+        rate_epsilon = epsilon - math.log1p(-float(getattr(mechanism, "delta", 0.0)))
+        if sensitivity <= 0 or not math.isfinite(rate_epsilon):
+            raise ValueError(f"diffprivlib {name} with epsilon={epsilon!r}, sensitivity={sensitivity!r} adds no "
+                             "noise: there is no likelihood to convert")
+        return (DiscreteLaplace if integer else Laplace)(epsilon=rate_epsilon, sensitivity=sensitivity)
+    return from_noise(family, float(mechanism._scale), integer)
+
+
+#: Tumult's noise mechanism name -> (noise family, integer noise, parameter is a variance).
+_TUMULT_NOISE = {"GEOMETRIC": ("laplace", True, False), "LAPLACE": ("laplace", False, False),
+                 "DISCRETE_GAUSSIAN": ("gaussian", True, True), "GAUSSIAN": ("gaussian", False, True)}
+
+
+def from_tumult(noise_info) -> AdditiveNoiseMechanism:
+    r"""The ppdinfer mechanism of one noise draw that Tumult Analytics reports for a query.
+
+    Tumult reports the noise of a query (``Session._noise_info(query, budget)`` in Tumult
+    Analytics) as entries ``{"noise_mechanism": ..., "noise_parameter": p}``. The laws, from
+    Tumult Core's ``AddGeometricNoise(alpha)``, ``AddLaplaceNoise(scale)``,
+    ``AddDiscreteGaussianNoise(sigma_squared)`` and ``AddGaussianNoise(sigma_squared)``:
+
+    .. math::
+
+        \text{GEOMETRIC: } P(K = k) \propto e^{-|k| / \alpha}, \qquad
+        \text{DISCRETE\_GAUSSIAN: } P(K = k) \propto e^{-k^2 / (2 \sigma^2)},
+
+    LAPLACE the density proportional to :math:`e^{-|e| / b}` and GAUSSIAN the normal of variance
+    :math:`\sigma^2`. The parameter is :math:`\alpha`, b or :math:`\sigma^2`. Tumult's privacy
+    functions (loss :math:`d_{in} / \alpha` under PureDP, :math:`\rho = d_{in}^2 / (2 \sigma^2)`
+    under RhoZCDP) give, for a query of sensitivity :math:`\Delta` on a budget
+    ``PureDP(epsilon)`` or ``RhoZCDP(rho)``, :math:`\alpha = \Delta / \epsilon` and
+    :math:`\sigma^2 = \Delta^2 / (2 \rho)`: ``DiscreteLaplace(epsilon, Delta)`` and
+    ``DiscreteGaussian(Delta / sqrt(2 rho))``.
+
+    Parameters
+    ----------
+    noise_info : dict or sequence of one dict
+        One entry, or Tumult's whole report when it holds exactly one. ``noise_mechanism`` may be
+        Tumult's enum member or its name as a string.
+
+    Returns
+    -------
+    AdditiveNoiseMechanism
+
+    Raises
+    ------
+    ValueError
+        For a report of several noise draws (a composed query: convert each entry), an
+        unsupported mechanism (e.g. the exponential mechanism of a quantile), or a bad parameter.
+
+    Examples
+    --------
+    >>> from_tumult({"noise_mechanism": "GEOMETRIC", "noise_parameter": 2})
+    DiscreteLaplace(epsilon=1.0, sensitivity=2.0)
+    >>> from_tumult([{"noise_mechanism": "DISCRETE_GAUSSIAN", "noise_parameter": 2.25}])
+    DiscreteGaussian(sigma=1.5)
+    """
+    entry = _single_noise_entry(noise_info)
+    mechanism = entry.get("noise_mechanism")
+    name = str(getattr(mechanism, "name", mechanism)).upper()
+    if name not in _TUMULT_NOISE:
+        raise ValueError(f"unsupported Tumult noise mechanism {mechanism!r}: expected one of {sorted(_TUMULT_NOISE)}")
+    family, integer, is_variance = _TUMULT_NOISE[name]
+    parameter = positive_finite(entry.get("noise_parameter"), "noise_parameter")
+    return from_noise(family, math.sqrt(parameter) if is_variance else parameter, integer)
+
+
+def _single_noise_entry(noise_info) -> dict:
+    """The one entry of a Tumult noise report, or a ValueError saying why there is not one."""
+    if isinstance(noise_info, dict):
+        return noise_info
+    try:
+        entries = list(noise_info)
+    except TypeError:
+        raise ValueError(f"noise_info must be a dict or a sequence of dicts, got {type(noise_info).__name__}") from None
+    if len(entries) != 1 or not isinstance(entries[0], dict):
+        raise ValueError(f"noise_info must hold exactly one noise draw, got {len(entries)} entries: a composed "
+                         "query is several releases; convert each entry")
+    return entries[0]

@@ -60,5 +60,5 @@ def test_every_public_name_has_an_example_and_the_site_builds_strictly(tmp_path)
     )
     assert build.returncode == 0, build.stderr[-5000:]
     html = tmp_path / "html"
-    assert (html / "notebooks" / "01_privatized_count.html").exists()  # rendered as stored, not executed
+    assert (html / "notebooks" / "00_privatized_count.html").exists()  # rendered as stored, not executed
     assert (html / "_images" / "figure4_correlated_counts.png").exists()
