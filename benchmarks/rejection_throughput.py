@@ -10,7 +10,8 @@ the discrete Laplace pmf.
 
 Four implementations run for the same wall-clock budget each:
 
-1. ``ppdinfer``: :func:`ppdinfer.rejection_sample` (blocks of 4096 proposals, numba kernels).
+1. ``ppdinfer``: :func:`ppdinfer.rejection_sample` (blocks of 4096 proposals, numba kernels),
+   on one core, and again on every available core (``cores=None``: blocks on threads, same draws).
 2. ``numpy``: a plain vectorized NumPy loop over batches of 100 000 proposals with one
    Generator, the discrete Laplace log pmf computed with NumPy.
 3. ``python loop``: one proposal at a time, as in the paper's pseudo-code (``random``,
@@ -24,7 +25,8 @@ Exact rejection sampling is only practical when proposals are cheap, since the a
 rate here is about 2e-3 and falls as n grows. The targets are that ppdinfer spends at most
 twice the RNG floor per proposal (its bookkeeping, per-block streams and checks cost at most
 as much as the random numbers) and that it beats the naive per-proposal loop by at least
-100x. All four implementations target the same posterior, so their acceptance rates must
+100x, and that all cores make at least 0.9x their number times the proposals of one core (1.8x
+on 2 cores); the same scaling is printed for ``importance_sample``. All four implementations target the same posterior, so their acceptance rates must
 agree with the exact acceptance probability, which the script computes by enumerating x.
 
 Compile time is excluded: numba kernels and every code path are warmed up before timing.
@@ -45,6 +47,7 @@ import numpy as np
 from scipy import stats
 
 import ppdinfer as pp
+from ppdinfer.inference.parallel import available_cores
 from ppdinfer.models import beta_binomial
 
 N_RECORDS = 1000
@@ -108,19 +111,31 @@ def exact_acceptance_rate(s: Setup) -> float:
 
 # -- the four implementations -------------------------------------------------------------
 
-def run_ppdinfer(model, s: Setup, seconds: float, seed: int) -> Measurement:
-    """pp.rejection_sample asked for more draws than it can make, stopped by max_seconds."""
+def run_ppdinfer(model, s: Setup, seconds: float, seed: int, cores: int = 1) -> Measurement:
+    """pp.rejection_sample on ``cores`` threads, asked for more draws than it can make, stopped by max_seconds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pp.BudgetWarning)
         start = time.perf_counter()
-        result = pp.rejection_sample(model, s.y, draws=10**9, random_seed=seed,
-                                     progressbar=False, max_seconds=seconds)
+        result = pp.rejection_sample(model, s.y, draws=10**7, random_seed=seed,
+                                     progressbar=False, max_seconds=seconds, cores=cores)
         elapsed = time.perf_counter() - start
     stats_ = result["sample_stats"]
     proposals = int(stats_["total_proposals"])
     accepted = result["posterior"]["p"].size
     assert math.isclose(accepted / proposals, float(stats_["acceptance_rate"]))
-    return Measurement("ppdinfer", proposals, accepted, elapsed)
+    return Measurement("ppdinfer" if cores == 1 else f"ppdinfer, {cores} cores", proposals, accepted, elapsed)
+
+
+def importance_scaling(model, s: Setup, cores: int, seed: int, draws: int = 2_000_000) -> str:
+    """Seconds of pp.importance_sample on 1 core and on ``cores``, and whether the results agree."""
+    seconds, results = [], []
+    for c in (1, cores):
+        start = time.perf_counter()
+        results.append(pp.importance_sample(model, s.y, draws=draws, random_seed=seed, cores=c))
+        seconds.append(time.perf_counter() - start)
+    same = np.array_equal(results[0]["proposal"]["log_weight"].values, results[1]["proposal"]["log_weight"].values)
+    return (f"importance_sample, {draws:,} proposals: {seconds[0]:.2f} s on 1 core, {seconds[1]:.2f} s on {cores} "
+            f"({seconds[0] / seconds[1]:.2f}x); identical weights: {same}")
 
 
 def numpy_batch_accepted(s: Setup, rng: np.random.Generator, size: int) -> int:
@@ -179,8 +194,8 @@ def warm_up(model, s: Setup) -> None:
     """Compile the numba kernels and touch every code path once, outside the timings."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pp.BudgetWarning)
-        pp.rejection_sample(model, s.y, draws=10**9, random_seed=0, progressbar=False,
-                            max_proposals=20 * 4096)
+        pp.rejection_sample(model, s.y, draws=10**7, random_seed=0, progressbar=False,
+                            max_proposals=20 * 4096, cores=1)
     run_batched("numpy", numpy_batch_accepted, s, 0.05, 0)
     run_batched("rng only", rng_only_batch, s, 0.05, 0)
     run_python_loop(s, 0.05, 0)
@@ -237,11 +252,13 @@ def main(argv=None) -> int:
           f"y = {s.y}; budget {args.seconds:g} s per implementation ({args.loop_seconds:g} s for the loop)")
     warm_up(model, s)
 
+    cores = available_cores()
     ppd = run_ppdinfer(model, s, args.seconds, args.seed)
+    parallel = run_ppdinfer(model, s, args.seconds, args.seed, cores=cores)
     vec = run_batched("numpy", numpy_batch_accepted, s, args.seconds, args.seed)
     loop = run_python_loop(s, args.loop_seconds, args.seed)
     floor = run_batched("rng only", rng_only_batch, s, args.seconds, args.seed)
-    results = [ppd, vec, loop, floor]
+    results = [ppd, parallel, vec, loop, floor]
 
     print()
     print(format_table(results, floor, loop))
@@ -252,6 +269,11 @@ def main(argv=None) -> int:
           f"{'met' if ratio <= 2 else 'MISSED'}")
     print(f"ppdinfer is {speedup:.0f}x faster than the per-proposal loop (target >= 100x): "
           f"{'met' if speedup >= 100 else 'MISSED'}")
+    scaling = ppd.seconds_per_proposal / parallel.seconds_per_proposal
+    target = 0.9 * cores
+    print(f"ppdinfer on {cores} cores makes {scaling:.2f}x the proposals per second of 1 core "
+          f"(target >= {target:.1f}x): {'met' if scaling >= target else 'MISSED'}")
+    print(importance_scaling(model, s, cores, args.seed))
     lines, _ = agreement_lines(results, exact_acceptance_rate(s))
     print("\n".join(lines))
     return 0

@@ -10,14 +10,18 @@ that every ArviZ function (which knows no weights) summarises the posterior.
 from __future__ import annotations
 
 import warnings
+from concurrent.futures import Executor
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 from scipy import special
 
-from .._random import SeedLike, as_generator
+from .._random import SeedLike, as_generator, block_generator, root_seed
 from .._validation import positive_int
 from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
+from .parallel import block_map
+from .rejection import BLOCK_SIZE
 from .results import assemble, posterior_dataset
 
 #: Pareto-k above this makes the importance estimate unreliable (Vehtari et al. 2024).
@@ -46,7 +50,8 @@ class ImportanceWarning(UserWarning):
 
 
 def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, proposal=None,
-                      random_seed: SeedLike = None) -> xr.DataTree:
+                      random_seed: SeedLike = None, cores: int | None = None,
+                      executor: Executor | None = None) -> xr.DataTree:
     r"""Weighted draws of theta and x given the release y and public information z.
 
     The corrected Algorithm 2: theta_j ~ g, x_j ~ pi(x | theta_j, z), and the self-normalized
@@ -76,6 +81,11 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         The distribution g of theta (``rvs`` and ``logpdf``, like a prior). Default: the prior,
         in which case w_j = pi(y | x_j, z).
     random_seed : int, SeedSequence or Generator, optional
+        The same seed gives the same draws whatever ``cores`` or ``executor`` is: proposals come
+        in blocks of 4096, each from its own stream, and the resample from one more.
+    cores, executor : optional
+        As for :func:`rejection_sample`: threads that draw and weigh blocks concurrently
+        (default: every available core), or an executor of your own.
 
     Returns
     -------
@@ -100,22 +110,17 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     0.4
     """
     draws = positive_int(draws, "draws")
-    rng = as_generator(random_seed)
+    root = root_seed(random_seed)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
-    g = model.prior if proposal is None else proposal
     if proposal is not None:
         check_distribution(proposal, "proposal")
-    theta = draw_theta(g, draws, rng, z)
+    n_blocks = -(-draws // BLOCK_SIZE)
+    weigh_block = _WeightedBlock(model, y, z, root, proposal, draws)
+    with block_map(cores, executor) as run:
+        theta, x, log_w = (np.concatenate(part) for part in zip(*run(weigh_block, range(n_blocks))))
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
         raise ValueError(f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}")
-    x = model.simulate_x(theta, z, rng)
-    log_w = model.loglik(y, x, z)
-    if proposal is not None:
-        log_g = theta_logpdf(proposal, theta, z)
-        if np.any(np.isneginf(log_g)):
-            raise ValueError("the proposal's logpdf is -inf at one of its own draws")
-        log_w = log_w + model.prior_logpdf(theta, z) - log_g
     if not np.any(np.isfinite(log_w)):
         raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is")
     log_w = log_w - special.logsumexp(log_w)
@@ -130,12 +135,41 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
             ImportanceWarning, stacklevel=2,
         )
     proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
-    posterior = _take(proposals, _stratified(np.exp(log_w), draws, rng))
+    posterior = _take(proposals, _stratified(np.exp(log_w), draws, block_generator(root, n_blocks)))
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
     proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
                                  psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
     stats = xr.Dataset({"ess": ((), ess), "pareto_k": ((), pareto_k)})
     return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, proposal=proposals)
+
+
+@dataclass(frozen=True)
+class _WeightedBlock:
+    """Draw and weigh one block of proposals: theta, x and the unnormalized log weights.
+
+    A module-level class (not a closure) so that a process pool can pickle it.
+    """
+
+    model: PPDModel
+    y: np.ndarray
+    z: dict
+    root: np.random.SeedSequence
+    proposal: object
+    draws: int
+
+    def __call__(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rng = block_generator(self.root, block)
+        size = min(BLOCK_SIZE, self.draws - block * BLOCK_SIZE)
+        g = self.model.prior if self.proposal is None else self.proposal
+        theta = draw_theta(g, size, rng, self.z)
+        x = self.model.simulate_x(theta, self.z, rng)
+        log_w = self.model.loglik(self.y, x, self.z)
+        if self.proposal is not None:
+            log_g = theta_logpdf(self.proposal, theta, self.z)
+            if np.any(np.isneginf(log_g)):
+                raise ValueError("the proposal's logpdf is -inf at one of its own draws")
+            log_w = log_w + self.model.prior_logpdf(theta, self.z) - log_g
+        return theta, x, log_w
 
 
 def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from concurrent.futures import Executor
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -20,6 +22,7 @@ from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
 from .model import PPDModel
+from .parallel import block_map, resolve_cores
 from .results import assemble, posterior_dataset
 
 #: Proposals per random stream. A batch is a whole number of blocks, which makes the draws
@@ -53,7 +56,8 @@ class BudgetWarning(UserWarning):
 
 def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_seed: SeedLike = None,
                      batch_size: int | str = "auto", max_proposals: int | None = None,
-                     max_seconds: float | None = None, progressbar: bool = True) -> xr.DataTree:
+                     max_seconds: float | None = None, progressbar: bool = True, cores: int | None = None,
+                     executor: Executor | None = None) -> xr.DataTree:
     r"""Exact posterior draws of theta and x given the release y and public information z.
 
     The corrected Algorithm 1: propose theta ~ pi(theta | z) and x ~ pi(x | theta, z), draw
@@ -77,7 +81,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     draws : int
         Accepted draws wanted.
     random_seed : int, SeedSequence or Generator, optional
-        The same seed gives the same draws whatever ``batch_size`` is.
+        The same seed gives the same draws whatever ``batch_size``, ``cores`` or ``executor`` is.
     batch_size : int or "auto"
         Proposals generated and tested at once (rounded up to whole blocks of 4096). "auto"
         aims at about 0.1 s per batch.
@@ -86,6 +90,12 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         a :class:`BudgetWarning` that says how long the full request would take. Without
         ``max_seconds`` the time budget is 600 s. Ctrl-C also stops it with the draws so far.
     progressbar : bool
+    cores : int, optional
+        Threads that propose and test blocks concurrently (default: every available core). One
+        core runs without threads.
+    executor : concurrent.futures.Executor, optional
+        Runs the blocks instead of the thread pool, e.g. a ``ProcessPoolExecutor`` when the
+        model's simulator is pure Python and holds the GIL (the model must then pickle).
 
     Returns
     -------
@@ -126,6 +136,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     bytes_per_block = BLOCK_SIZE * 8 * (int(np.prod(x_shape)) + int(np.prod(theta_shape)) + 3)
     max_blocks = max(1, _MAX_BATCH_BYTES // bytes_per_block)
 
+    workers = resolve_cores(cores)
+    propose_block = _ProposalBlock(model, y_flat, z, root, log_bound)
     accepted_theta, accepted_x, accepted_index = [], [], []
     n_accepted = 0
     n_proposals = 0
@@ -134,48 +146,40 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     warned_early = False
     start = time.perf_counter()
     bar = tqdm(total=draws, desc="rejection", unit="draw", disable=not progressbar, leave=False)
-    try:
-        while n_accepted < draws:
-            elapsed = time.perf_counter() - start
-            if elapsed >= max_seconds:
-                stop_reason = f"max_seconds={max_seconds:g}"
-                break
-            if n_proposals >= max_proposals:
-                stop_reason = f"max_proposals={max_proposals}"
-                break
-            n_blocks = blocks_per_batch or _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks)
-            if math.isfinite(max_proposals):
-                n_blocks = min(n_blocks, -(-(max_proposals - n_proposals) // BLOCK_SIZE))
-            thetas, xs, uniforms = [], [], []
-            for block in range(next_block, next_block + n_blocks):
-                rng = block_generator(root, block)
-                theta = model.sample_prior(BLOCK_SIZE, rng, z)
-                thetas.append(theta)
-                xs.append(model.simulate_x(theta, z, rng))
-                uniforms.append(rng.random(BLOCK_SIZE))
-            theta = np.concatenate(thetas)
-            x = np.concatenate(xs)
-            loglik = model.loglik(y_flat, x, z)
-            keep = select_accepted(loglik, np.concatenate(uniforms), log_bound)
-            index = keep + next_block * BLOCK_SIZE
-            if math.isfinite(max_proposals):
-                keep, index = keep[index < max_proposals], index[index < max_proposals]
-            accepted_theta.append(theta[keep])
-            accepted_x.append(x[keep])
-            accepted_index.append(index)
-            n_accepted += keep.size
-            n_proposals = min((next_block + n_blocks) * BLOCK_SIZE, max_proposals)
-            next_block += n_blocks
-            bar.update(min(keep.size, draws - bar.n))
-            bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}")
-            if not warned_early and time.perf_counter() - start > 1.0:
-                warned_early = True
-                _warn_if_over_budget(n_accepted, n_proposals, draws, time.perf_counter() - start,
-                                     max_seconds, max_proposals)
-    except KeyboardInterrupt:
-        stop_reason = "an interrupt"
-    finally:
-        bar.close()
+    with block_map(workers, executor) as run:
+        try:
+            while n_accepted < draws:
+                elapsed = time.perf_counter() - start
+                if elapsed >= max_seconds:
+                    stop_reason = f"max_seconds={max_seconds:g}"
+                    break
+                if n_proposals >= max_proposals:
+                    stop_reason = f"max_proposals={max_proposals}"
+                    break
+                n_blocks = blocks_per_batch or _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks, workers)
+                if math.isfinite(max_proposals):
+                    n_blocks = min(n_blocks, -(-(max_proposals - n_proposals) // BLOCK_SIZE))
+                batch = list(run(propose_block, range(next_block, next_block + n_blocks)))
+                keep_theta, keep_x, index = (np.concatenate(part) for part in zip(*batch))
+                if math.isfinite(max_proposals):
+                    within = index < max_proposals
+                    keep_theta, keep_x, index = keep_theta[within], keep_x[within], index[within]
+                accepted_theta.append(keep_theta)
+                accepted_x.append(keep_x)
+                accepted_index.append(index)
+                n_accepted += index.size
+                n_proposals = min((next_block + n_blocks) * BLOCK_SIZE, max_proposals)
+                next_block += n_blocks
+                bar.update(min(index.size, draws - bar.n))
+                bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}")
+                if not warned_early and time.perf_counter() - start > 1.0:
+                    warned_early = True
+                    _warn_if_over_budget(n_accepted, n_proposals, draws, time.perf_counter() - start,
+                                         max_seconds, max_proposals)
+        except KeyboardInterrupt:
+            stop_reason = "an interrupt"
+        finally:
+            bar.close()
     seconds = time.perf_counter() - start
 
     theta = np.concatenate(accepted_theta)[:draws] if accepted_theta else np.empty((0, int(np.prod(theta_shape))))
@@ -211,16 +215,39 @@ def _seconds_budget(max_seconds) -> float:
     return positive_finite(max_seconds, "max_seconds")
 
 
-def _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks) -> int:
-    """Blocks for the next batch: about 0.1 s of work, and not much more than still needed."""
+@dataclass(frozen=True)
+class _ProposalBlock:
+    """Propose and test one block: the accepted theta, x and their global proposal indices.
+
+    A module-level class (not a closure) so that a process pool can pickle it.
+    """
+
+    model: PPDModel
+    y: np.ndarray
+    z: dict
+    root: np.random.SeedSequence
+    log_bound: float
+
+    def __call__(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rng = block_generator(self.root, block)
+        theta = self.model.sample_prior(BLOCK_SIZE, rng, self.z)
+        x = self.model.simulate_x(theta, self.z, rng)
+        uniforms = rng.random(BLOCK_SIZE)
+        keep = select_accepted(self.model.loglik(self.y, x, self.z), uniforms, self.log_bound)
+        return theta[keep], x[keep], keep + block * BLOCK_SIZE
+
+
+def _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks, workers) -> int:
+    """Blocks for the next batch: about 0.1 s of work, not much more than still needed, and at
+    least one block per worker."""
     if n_proposals == 0:
-        return 1
+        return workers
     blocks_done = n_proposals / BLOCK_SIZE
     by_time = _TARGET_BATCH_SECONDS / max(elapsed / blocks_done, 1e-9)
     if n_accepted > 0:
         needed = 1.2 * (draws - n_accepted) * n_proposals / n_accepted / BLOCK_SIZE
         by_time = min(by_time, needed)
-    return int(max(1, min(by_time, max_blocks, 2 * blocks_done)))
+    return int(max(workers, min(by_time, max_blocks, 2 * blocks_done)))
 
 
 def _duration(seconds: float) -> str:

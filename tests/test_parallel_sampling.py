@@ -1,0 +1,95 @@
+"""The exact samplers on several cores: the same draws as on one, whatever the cores or batches."""
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+import ppdinfer as pp
+from ppdinfer.inference.parallel import available_cores, block_map, resolve_cores
+from ppdinfer.models import beta_binomial
+
+MODEL = beta_binomial.model(n=200, epsilon=0.5)
+
+
+def rejection(**kwargs):
+    options = dict(draws=300, random_seed=7, progressbar=False) | kwargs
+    return pp.rejection_sample(MODEL, 80, **options)
+
+
+def test_rejection_draws_do_not_depend_on_cores_batch_size_or_executor():
+    reference = rejection(cores=1)
+    variants = [rejection(cores=2), rejection(cores=3, batch_size=3 * 4096), rejection(cores=2, batch_size=1)]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        variants.append(rejection(executor=pool))
+    for result in variants:
+        np.testing.assert_array_equal(result["posterior"]["p"].values, reference["posterior"]["p"].values)
+        np.testing.assert_array_equal(result["posterior"]["x"].values, reference["posterior"]["x"].values)
+        np.testing.assert_array_equal(result["sample_stats"]["proposals"].values,
+                                      reference["sample_stats"]["proposals"].values)
+
+
+def test_a_proposal_budget_stops_at_the_same_draws_on_any_number_of_cores():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pp.BudgetWarning)
+        one, two = (rejection(draws=10_000, max_proposals=50_000, cores=c) for c in (1, 2))
+    assert not one.attrs["complete"] and 0 < one["posterior"].sizes["draw"] < 10_000
+    np.testing.assert_array_equal(one["posterior"]["x"].values, two["posterior"]["x"].values)
+    assert int(one["sample_stats"]["total_proposals"]) == int(two["sample_stats"]["total_proposals"]) == 50_000
+
+
+def test_importance_draws_do_not_depend_on_cores_or_executor():
+    def run(**kwargs):
+        return pp.importance_sample(MODEL, 80, draws=10_000, random_seed=3, **kwargs)
+
+    reference = run(cores=1)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        variants = [run(cores=2), run(cores=4), run(executor=pool)]
+    for result in variants:
+        np.testing.assert_array_equal(result["proposal"]["log_weight"].values, reference["proposal"]["log_weight"].values)
+        np.testing.assert_array_equal(result["posterior"]["x"].values, reference["posterior"]["x"].values)
+    # the blocked importance sampler still targets the exact posterior
+    exact = pp.exact_posterior(MODEL, 80)
+    mean, sd = float(exact["exact"]["theta_mean"][0]), float(exact["exact"]["theta_sd"][0])
+    ess = float(reference["sample_stats"]["ess"])
+    assert abs(float(pp.weighted_mean(reference)["p"]) - mean) < 4 * sd / np.sqrt(ess)
+
+
+def test_ctrl_c_on_several_cores_returns_the_draws_so_far():
+    hard = beta_binomial.model(n=5000, epsilon=2.0)  # acceptance about 1e-3: many batches
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.warns(pp.BudgetWarning, match="interrupt"):
+            result = pp.rejection_sample(hard, 2000, draws=10**7, random_seed=1, progressbar=False, cores=2)
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - start < 3.0
+    assert result.attrs["stopped_by"] == "an interrupt" and not result.attrs["complete"]
+    assert result["posterior"].sizes["draw"] > 0
+
+
+def test_block_map_keeps_block_order_and_uses_threads():
+    def which_thread(block):
+        time.sleep(0.01 * (5 - block))  # later blocks finish first
+        return block, threading.current_thread().name
+
+    with block_map(cores=3) as run:
+        results = list(run(which_thread, range(5)))
+    assert [block for block, _ in results] == list(range(5))
+    assert len({name for _, name in results}) > 1 and all(n.startswith("ppdinfer-block") for _, n in results)
+    with block_map(cores=1) as run:
+        assert {name for _, name in run(which_thread, range(2))} == {threading.current_thread().name}
+
+
+def test_cores_must_be_a_positive_integer():
+    assert resolve_cores(None) == available_cores() >= 1
+    with pytest.raises(ValueError, match="cores"):
+        rejection(cores=0)
