@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/congenial_release.py
 	$(PY) benchmarks/knorm_release.py
 	$(PY) benchmarks/kantorovich_plan.py
+	$(PY) benchmarks/memory_limits.py
 
 # The case studies (case_studies/<name>/, listed by `ppdinfer reproduce --list`): each writes
 # its figures and report.md with the paper's claims checked in numbers. Resumes if interrupted.
