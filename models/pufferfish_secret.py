@@ -50,6 +50,9 @@ from ..mechanisms import Laplace, Mechanism
 from ..priors import Categorical
 from ..privacy import w_inf
 
+#: Default tie tolerance of the W_inf sensitivity: well above double rounding, far below any real mass.
+TIE_TOLERANCE = 1e-12
+
 
 class SecretConditional(DataModel):
     r"""x given the secret index s: the pmf ``conditionals[s]`` on the finite, increasing ``values``.
@@ -133,13 +136,14 @@ class PufferfishSecretModel(PPDModel):
     the secret is a discrete parameter:
     """
 
-    def __init__(self, conditionals, values, epsilon: float | None, prior, noise: str | Mechanism):
+    def __init__(self, conditionals, values, epsilon: float | None, prior, noise: str | Mechanism,
+                 tie_tolerance: float = TIE_TOLERANCE):
         data = SecretConditional(conditionals, values)
         if not isinstance(prior, Categorical):
             prior = Categorical(np.full(data.n_secrets, 1 / data.n_secrets) if prior is None else prior)
         if prior.probabilities.size != data.n_secrets:
             raise ValueError(f"prior has {prior.probabilities.size} secrets but conditionals has {data.n_secrets}")
-        self.sensitivity = max(w_inf(data.conditionals[i], data.conditionals[j], data.values)
+        self.sensitivity = max(w_inf(data.conditionals[i], data.conditionals[j], data.values, tie_tolerance=tie_tolerance)
                                for i, j in itertools.combinations(range(data.n_secrets), 2))
         super().__init__(prior, data, _noise_mechanism(noise, epsilon, self.sensitivity), names="secret")
 
@@ -173,7 +177,7 @@ class PufferfishSecretModel(PPDModel):
 
 
 def model(conditionals, values, epsilon: float | None = 1.0, prior=None,
-          noise: str | Mechanism = "laplace") -> PufferfishSecretModel:
+          noise: str | Mechanism = "laplace", tie_tolerance: float = TIE_TOLERANCE) -> PufferfishSecretModel:
     r"""The Pufferfish secret model for the conditionals P(x | s) on ``values``.
 
     Parameters
@@ -189,6 +193,12 @@ def model(conditionals, values, epsilon: float | None = 1.0, prior=None,
         The attacker's prior over the secrets (default uniform).
     noise : "laplace" or Mechanism
         The calibrated Laplace noise, or any mechanism for one value.
+    tie_tolerance : float
+        Cumulative masses of two conditionals closer than this count as tied when W_inf is
+        computed (:func:`ppdinfer.privacy.quantile_coupling`). Conditionals computed in floating
+        point (products of probabilities, then checked to sum to one) tie only up to rounding,
+        and an exact tie broken by a rounding crumb would move the coupling to the next support
+        point and inflate the sensitivity; 0 demands exact ties.
 
     Examples
     --------
@@ -206,7 +216,7 @@ def model(conditionals, values, epsilon: float | None = 1.0, prior=None,
     >>> gaussian.mechanism
     Gaussian(sigma=2.0)
     """
-    return PufferfishSecretModel(conditionals, values, epsilon, prior, noise)
+    return PufferfishSecretModel(conditionals, values, epsilon, prior, noise, tie_tolerance)
 
 
 def _noise_mechanism(noise, epsilon, sensitivity: float) -> Mechanism:

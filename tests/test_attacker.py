@@ -265,3 +265,17 @@ def test_the_data_model_draws_its_conditionals_and_the_model_refuses_bad_setting
         pufferfish_secret.model(conditionals, SUPPORT, prior=[0.2, 0.3, 0.5])
     with pytest.raises(NotImplementedError, match="discrete parameter"):
         pufferfish_secret.model(conditionals, SUPPORT).to_pymc(1.0)
+
+
+def test_gallery_sensitivity_ignores_rounding_crumbs_of_floating_point_conditionals():
+    """A household of 3 answering as one: W_inf is 3 (Lemma 2), not 4 from a renormalization crumb."""
+    from ppdinfer.privacy.kantorovich import separable_query_conditionals, separable_sensitivity
+
+    values, probabilities = [[0, 3]] + [[0, 1]] * 27, [[0.7, 0.3]] * 28
+    conditionals = separable_query_conditionals(values=values, probabilities=probabilities)
+    rows = np.stack([conditionals.pmfs[0], conditionals.pmfs[1]])
+    model = pufferfish_secret.model(rows, conditionals.support, epsilon=1.0)
+    assert model.sensitivity == 3.0 == separable_sensitivity(values)
+    assert model.mechanism == pp.mechanisms.Laplace(1.0, 3.0)
+    exact_ties = pufferfish_secret.model(rows, conditionals.support, epsilon=1.0, tie_tolerance=0.0)
+    assert exact_ties.sensitivity == 4.0  # the crumb the default tolerance absorbs
