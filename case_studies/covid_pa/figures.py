@@ -127,6 +127,11 @@ def _rate_axis(ax, released: np.ndarray, truth: np.ndarray) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
+def _count(n: int, noun: str) -> str:
+    """'1 month', '12 months'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def figure1(table: CovidTable, results: xr.Dataset, counties: Sequence[str] = FIGURE1_COUNTIES) -> Figure:
     """Box plots over replicates of the synthetic case rates of ``counties`` by month.
 
@@ -223,7 +228,7 @@ def figure3(table: CovidTable, results: xr.Dataset, n: int = 5) -> Figure:
     axes[-1].set_xlabel("county and population (most populous left, least populous right)")
     axes[0].legend(loc="upper left")
     figure.suptitle("Post-processing contractions by county and privacy budget\n"
-                    f"share of {table.n_months} months x {results.sizes['replicate']} replicates", fontsize="large")
+                    f"share of {_count(table.n_months, 'month')} x {_count(results.sizes['replicate'], 'replicate')}", fontsize="large")
     return figure
 
 
