@@ -31,6 +31,22 @@ def test_too_few_draws_for_psis_skip_it_and_warn(draws):
     assert result["posterior"].sizes["draw"] == draws
 
 
+def test_a_discrete_tail_leaves_pareto_k_undefined_and_the_ess_decides():
+    # discrete Laplace weights take a handful of values: a Pareto fit to them reported k = 5.7
+    model = beta_binomial.model(n=1000, epsilon=2.0, a=2, b=2)
+    with pytest.warns(pp.ImportanceWarning, match="effective sample size"):
+        result = pp.importance_sample(model, 400, draws=20_000, random_seed=1)
+    assert np.isnan(float(result["sample_stats"]["pareto_k"]))
+    assert float(result["sample_stats"]["ess"]) < 100
+
+
+def test_continuous_weights_keep_their_pareto_k():
+    # a proposal other than the prior makes the weights depend on theta continuously
+    model = beta_binomial.model(n=50, epsilon=1.0, a=2, b=2)
+    result = pp.importance_sample(model, 10, draws=20_000, proposal=stats.beta(1, 3), random_seed=1)
+    assert np.isfinite(float(result["sample_stats"]["pareto_k"]))
+
+
 def test_good_importance_run_does_not_warn():
     model = beta_binomial.model(n=30, epsilon=1.0, a=2, b=2)
     with warnings.catch_warnings():

@@ -176,12 +176,14 @@ def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     """Pareto-smoothed normalized log weights and the tail shape k (Vehtari et al. 2024).
 
     k is NaN, and the raw weights are returned, when PSIS cannot fit a tail: fewer than
-    ``MIN_PSIS_DRAWS`` weights, or tied largest weights (common with a discrete likelihood).
-    Read the ESS in that case.
+    ``MIN_PSIS_DRAWS`` weights, or largest weights that take few distinct values (fewer than
+    half the tail's size: a discrete likelihood, whose weights are bounded and whose fitted
+    "tail shape" would be an artefact of the ties, e.g. k = 5.7 from 9 distinct values). Read
+    the ESS in that case.
     """
     from arviz_stats.base import array_stats  # imported here: it takes seconds to import
 
-    if log_w.size < MIN_PSIS_DRAWS:
+    if log_w.size < MIN_PSIS_DRAWS or _tail_is_discrete(log_w):
         return log_w, float("nan")
     try:
         # arviz-stats smooths LOO ratios 1 / p(y_i | theta), so it takes a log likelihood: negate.
@@ -189,6 +191,13 @@ def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
     except ValueError:  # "All tail values are the same"
         return log_w, float("nan")
     return smoothed - special.logsumexp(smoothed), float(k)
+
+
+def _tail_is_discrete(log_w: np.ndarray) -> bool:
+    """Whether the PSIS tail (the ceil(min(0.2 S, 3 sqrt S)) largest weights) has fewer distinct
+    values than half its size."""
+    tail = int(np.ceil(min(0.2 * log_w.size, 3 * np.sqrt(log_w.size))))
+    return np.unique(np.partition(log_w, log_w.size - tail)[-tail:]).size < tail / 2
 
 
 def _stratified(weights: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
