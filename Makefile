@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/knorm_release.py
 	$(PY) benchmarks/kantorovich_plan.py
 	$(PY) benchmarks/memory_limits.py
+	$(PY) benchmarks/national_pymc.py
 
 # The case studies (case_studies/<name>/, listed by `ppdinfer reproduce --list`): each writes
 # its figures and report.md with the paper's claims checked in numbers. Resumes if interrupted.

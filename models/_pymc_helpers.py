@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
+from ..pymc.from_model import feasible_total_start  # noqa: F401  (re-exported for the twins)
+
 
 def noise_likelihood(name: str, mu, mechanism, observed):
     """The release y ~ mechanism centred on mu, as a PyMC observed variable."""
@@ -23,13 +25,3 @@ def marginal_release(name: str, support: np.ndarray, log_weights, mechanism, obs
     components = DiscreteLaplace.dist(mu=support, epsilon=mechanism.epsilon, sensitivity=mechanism.sensitivity)
     weights = pt.exp(log_weights - pt.logsumexp(log_weights))
     return pm.Mixture(name, w=weights, comp_dists=components, observed=observed)
-
-
-def feasible_total_start(y, total: int) -> np.ndarray:
-    """A start for a multinomial latent: y clipped at 0, rescaled to the total, largest remainders rounded up."""
-    y = np.clip(np.asarray(y, dtype=float), 0, None)
-    shares = y / y.sum() if y.sum() > 0 else np.full(y.size, 1 / y.size)
-    exact = shares * total
-    start = np.floor(exact).astype(np.int64)
-    start[np.argsort(start - exact)[: total - start.sum()]] += 1
-    return start

@@ -58,7 +58,8 @@ class CountyCountsModel(PPDModel):
         ``pm.set_data({"y_release": y_new})``."""
         import pymc as pm
 
-        from ._pymc_helpers import feasible_total_start, noise_likelihood
+        from ..pymc import feasible_total_start
+        from ._pymc_helpers import noise_likelihood
 
         y, z, _, _ = self.prepare(y, z)
         total = self.simulate.total(z)

@@ -2,6 +2,9 @@
 
 from .augmentation import ConjugateDirichlet, PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
+from .from_model import MechanismAugmentation, MechanismLogLikelihood, feasible_total_start, from_model, sample_model
 from .sampling import sample
 
-__all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "PrivacyAugmentation", "WassersteinNaive", "sample"]
+__all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "MechanismAugmentation",
+           "MechanismLogLikelihood", "PrivacyAugmentation", "WassersteinNaive", "feasible_total_start", "from_model", "sample",
+           "sample_model"]
