@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/kantorovich_plan.py
 	$(PY) benchmarks/memory_limits.py
 	$(PY) benchmarks/national_pymc.py
+	$(PY) benchmarks/covid_executors.py
 
 # The case studies (case_studies/<name>/, listed by `ppdinfer reproduce --list`): each writes
 # its figures and report.md with the paper's claims checked in numbers. Resumes if interrupted.

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 
-from ..pymc.from_model import feasible_total_start  # noqa: F401  (re-exported for the twins)
-
 
 def noise_likelihood(name: str, mu, mechanism, observed):
     """The release y ~ mechanism centred on mu, as a PyMC observed variable."""

@@ -1,5 +1,6 @@
 """Posterior inference for the case study: intervals, coverage bookkeeping, agreement with exact methods."""
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,8 @@ def test_wem_coordinate_quantile_matches_the_lattice_mechanism():
 
 def test_coverage_study_bookkeeping(table):
     small = table.subset(counties=["Allegheny", "Erie", "Cameron", "Forest"])
-    study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False)
+    study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False,
+                           executor=ThreadPoolExecutor(1))  # in this process: no workers to start
     assert len(study) == 2 * 2 * 2 * 4  # releases x epsilons x replicates x counties
     assert (study["bayes_lower"] <= study["bayes_mean"]).all() and (study["bayes_mean"] <= study["bayes_upper"]).all()
     for end in ("bayes_lower", "bayes_upper"):  # intervals of counts are counts (discrete quantiles)

@@ -48,6 +48,12 @@ def register(commands) -> None:
     infer.add_argument("--seed", type=non_negative_int, default=2024)
     infer.add_argument("--check-month", default="2020-07",
                        help="month of the few-county check against exact samplers (small counts; default 2020-07)")
+    infer.add_argument("--workers", type=positive_int, default=None, help="local processes (default: all cores)")
+    infer.add_argument("--scheduler", default=None,
+                       help="address of a dask.distributed scheduler (needs the 'dask' extra)")
+    infer.add_argument("--fresh", action="store_true",
+                       help="delete the finished fits of an earlier study first (needed to change its seed, "
+                            "table, month or concentration; more replicates or epsilons extend it)")
     infer.add_argument("--no-progress", action="store_true")
     infer.set_defaults(handler=_infer)
 
@@ -102,7 +108,7 @@ def _infer(args) -> None:
 
     infer_step(_load_table(args), args.results, month=args.month, check_month=args.check_month,
                replicates=args.replicates, epsilons=args.epsilons, concentration=args.concentration, seed=args.seed,
-               progressbar=not args.no_progress)
+               workers=args.workers, executor=_executor(args), fresh=args.fresh, progressbar=not args.no_progress)
 
 
 def _report(args) -> None:

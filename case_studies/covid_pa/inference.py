@@ -11,7 +11,8 @@ For one month t, each replicate releases the county case counts with discrete La
 - **Plug-in**: the post-processed Y* (:func:`ppdinfer.postprocessing.postprocess`) taken as the
   truth plus discrete Laplace noise: Y*_j +- the noise's central quantile.
 
-:func:`coverage_study` records both intervals for every county and replicate;
+:func:`coverage_study` records both intervals for every county and replicate, one checkpointed
+task per (release, epsilon, replicate) on any executor (:func:`.synthesis.run_tasks`);
 :func:`coverage_summary` reports how often each covers the true rate, for small and large
 counties, at each epsilon.
 """
@@ -19,20 +20,28 @@ counties, at each epsilon.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
+import tempfile
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 from scipy import stats
-from tqdm import tqdm
 
+from ... import __version__
+from ..._validation import positive_finite, positive_int, probability
 from ...mechanisms import DiscreteLaplace
 from ...models import county_counts
 from ...postprocessing import postprocess
-from .synthesis import DELTA_Z
+from . import results_dir as rundir
+from .synthesis import DELTA_Z, run_tasks, write_result
 from .table import CovidTable
 
 
@@ -43,12 +52,14 @@ def laplace_quantile(mechanism: DiscreteLaplace, prob: float) -> int:
     return max(0, int(np.ceil(np.log((1 - prob) * (1 + a) / 2) / np.log(a) - 1)))
 
 
+@functools.lru_cache(maxsize=64)
 def wem_coordinate_quantile(n: int, epsilon: float, sigma: float, prob: float, draws: int = 200_000,
                             seed: int = 0) -> float:
     """|y_j - x_j| quantile of one coordinate of the naive L2 WEM in n dimensions.
 
     Continuous approximation: the noise is R U with R ~ Gamma(n, epsilon / (2 sigma)) and U
-    uniform on the unit sphere, so a coordinate is R U_1 (Monte Carlo).
+    uniform on the unit sphere, so a coordinate is R U_1 (Monte Carlo). Cached: every task of a
+    (release, epsilon) in a worker needs the same value (a third of a second at n = 67).
     """
     rng = np.random.default_rng(seed)
     radius = rng.gamma(n, 2 * sigma / epsilon, size=draws)
@@ -80,7 +91,7 @@ def _wem_twin(epsilon, concentration, z, y):
     import pymc as pm
 
     from ... import pymc as ppm
-    from ...models._pymc_helpers import feasible_total_start
+    from ...pymc import feasible_total_start
 
     alpha = county_counts.model(epsilon=epsilon, concentration=concentration).prior.concentration_vector(z)
     with pm.Model(coords={"county": np.arange(y.size)}) as twin:
@@ -110,9 +121,99 @@ RELEASES = {
 }
 
 
+#: The per-county values of a replicate's file (rates per 100,000 people), in the study's column order.
+COLUMNS = ("population", "true_rate", "bayes_mean", "bayes_lower", "bayes_upper", "plugin", "plugin_lower",
+           "plugin_upper")
+
+
+@dataclass(frozen=True)
+class CoverageTask:
+    """One (release, epsilon, replicate) of the coverage study: one release, one PyMC fit."""
+
+    release: str
+    epsilon: float
+    replicate: int
+
+    @property
+    def filename(self) -> str:
+        return f"{self.release}_eps{self.epsilon!r}_rep{self.replicate:03d}.nc"  # repr: one name per epsilon
+
+    def seed(self, seed: int) -> np.random.SeedSequence:
+        """The task's own stream: a function of (seed, release, epsilon, replicate) only; the
+        epsilon enters by its bits, so that its position among the study's epsilons does not matter."""
+        epsilon_bits = int(np.float64(self.epsilon).view(np.uint64))
+        return np.random.SeedSequence(seed, spawn_key=(list(RELEASES).index(self.release), epsilon_bits,
+                                                       self.replicate))
+
+
+def coverage_config(table: CovidTable, month: str, *, concentration: float = 1000.0, prob: float = 0.9,
+                    draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024) -> dict:
+    """What a coverage study's results depend on besides (release, epsilon, replicate): the
+    table (counties, months, digest of its counts), the month, the model, the sampler and the seed."""
+    month = table.months[table.month_index(month)]  # its label, also when given by index
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed}")
+    if int(tune) != tune or tune < 0:
+        raise ValueError(f"tune must be a non-negative integer, got {tune}")
+    draws, chains = positive_int(draws, "draws"), positive_int(chains, "chains")
+    prob, concentration = probability(prob, "prob"), positive_finite(concentration, "concentration")
+    return {"month": month, "concentration": float(concentration), "prob": float(prob), "draws": int(draws),
+            "tune": int(tune), "chains": int(chains), "seed": int(seed), "counties": list(table.counties),
+            "months": list(table.months), "data": rundir.table_digest(table), "version": __version__}
+
+
+def coverage_tasks(releases: Sequence[str] = ("laplace", "wem_naive"), epsilons: Sequence[float] = (0.01, 1.0),
+                   replicates: int = 20) -> list[CoverageTask]:
+    """Every (release, epsilon, replicate) of a study, validated."""
+    unknown = set(releases) - set(RELEASES)
+    if unknown:
+        raise ValueError(f"releases: unknown {sorted(unknown)}; choose from {list(RELEASES)}")
+    epsilons = [positive_finite(e, "epsilons") for e in epsilons]
+    replicates = positive_int(replicates, "replicates")
+    return [CoverageTask(r, e, i) for r in releases for e in epsilons for i in range(replicates)]
+
+
+def fit_replicate(table: CovidTable, task: CoverageTask, config: dict) -> xr.Dataset:
+    """Bayes and plug-in intervals of every county's case rate for one task, stamped with ``config``
+    (:func:`.results_dir.stamp`): one release of the month, its own PyMC twin, one fit."""
+    from ... import pymc as ppm
+
+    t = table.month_index(config["month"])
+    truth = table.x(t)
+    z_month = table.z(t)
+    z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
+    prob = config["prob"]
+    build_twin, plugin_half_width = RELEASES[task.release]
+    half_width = plugin_half_width(table.n_counties, task.epsilon, prob)
+    rng = np.random.default_rng(task.seed(config["seed"]))
+    y, plugin = _release(task.release, truth, task.epsilon, z_month["total"], rng)
+    with build_twin(task.epsilon, config["concentration"], z, y), _quiet_pymc():
+        idata = ppm.sample(draws=config["draws"], tune=config["tune"], chains=config["chains"], cores=1,
+                           random_seed=rng, progressbar=False, compute_convergence_checks=False)
+    cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
+    # discrete quantiles: integer counts, each tail outside the interval at most (1 - prob) / 2
+    lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf")
+    per_100k = 1e5 / table.population
+    # population as int32: the netCDF 3 files have no 64-bit integers
+    values = {"population": table.population.astype(np.int32), "true_rate": truth[0] * per_100k,
+              "bayes_mean": cases.mean(axis=0) * per_100k, "bayes_lower": lower * per_100k,
+              "bayes_upper": upper * per_100k, "plugin": plugin * per_100k,
+              "plugin_lower": (plugin - half_width) * per_100k, "plugin_upper": (plugin + half_width) * per_100k}
+    dataset = xr.Dataset({name: ("county", np.asarray(v)) for name, v in values.items()},
+                         coords={"county": list(table.counties)},
+                         attrs={"release": task.release, "epsilon": task.epsilon, "replicate": task.replicate})
+    return rundir.stamp(dataset, config)
+
+
+def _run_coverage_task(table: CovidTable, task: CoverageTask, config: dict, folder: Path) -> CoverageTask:
+    write_result(fit_replicate(table, task, config), folder / task.filename)
+    return task
+
+
 def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = ("laplace", "wem_naive"),
                    epsilons: Sequence[float] = (0.01, 1.0), replicates: int = 20, concentration: float = 1000.0,
                    prob: float = 0.9, draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024,
+                   results_dir: str | Path | None = None, executor: Executor | None = None, fresh: bool = False,
                    progressbar: bool = True) -> pd.DataFrame:
     """Bayes and plug-in intervals for every county's case rate, per release, epsilon and replicate.
 
@@ -120,52 +221,46 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
     post-processed Y*) and "wem_naive" (the Wasserstein exponential mechanism with the L2 loss and
     the naive base measure on the J case counts; plug-in from y itself). Returns one row per
     (release, epsilon, replicate, county) with the true rate, the posterior mean and interval,
-    and the plug-in estimate and interval (rates per 100,000 people).
+    and the plug-in estimate and interval (rates per 100,000 people), in that order.
+
+    Each (release, epsilon, replicate) is a task (:func:`fit_replicate`) run on ``executor``
+    (default: a local process pool of all cores; or e.g. ``distributed.Client(address).get_executor()``,
+    which gets the table once) that writes one checked file to ``results_dir`` (default: a
+    temporary folder). A rerun into the same folder skips the finished tasks, so an interrupted
+    study resumes; more releases, epsilons or replicates extend it. A task's random stream depends
+    only on (seed, release, epsilon, replicate), so the frame is the same whatever the executor,
+    the number of workers, the order tasks finish in, or interruptions.
+
+    Raises
+    ------
+    ResultsError
+        ``results_dir`` holds a study of another configuration (:func:`coverage_config`; ``fresh``
+        deletes its results first), or another run is using it.
     """
-    import pymc as pm
+    planned = coverage_tasks(releases, epsilons, replicates)
+    config = coverage_config(table, month, concentration=concentration, prob=prob, draws=draws, tune=tune,
+                             chains=chains, seed=seed)
+    with contextlib.ExitStack() as stack:
+        if results_dir is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="coverage_")))
+        else:
+            folder = Path(results_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(rundir.locked(folder))
+        rundir.prepare(folder, config, fresh)
+        todo = [task for task in planned if not rundir.usable(folder / task.filename, config)]
+        run_tasks(_run_coverage_task, todo, table, config, folder, executor=executor, desc="coverage",
+                  progressbar=progressbar)
+        return pd.concat([_rows(rundir.read_result(folder / task.filename)[0]) for task in planned],
+                         ignore_index=True)
 
-    from ... import pymc as ppm
 
-    unknown = set(releases) - set(RELEASES)
-    if unknown:
-        raise ValueError(f"releases: unknown {sorted(unknown)}; choose from {list(RELEASES)}")
-    t = table.month_index(month)
-    truth = table.x(t)
-    z_month = table.z(t)
-    z = county_counts.public_information(z_month["previous_cases"], z_month["total"])
-    per_100k = 1e5 / table.population
-    rows = []
-    bar = tqdm(total=len(releases) * len(epsilons) * replicates, desc="coverage", disable=not progressbar)
-    for release in releases:
-        build_twin, plugin_half_width = RELEASES[release]
-        for e_index, epsilon in enumerate(epsilons):
-            half_width = plugin_half_width(table.n_counties, epsilon, prob)
-            twin = None
-            for r in range(replicates):
-                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(list(RELEASES).index(release),
-                                                                                    e_index, r)))
-                y, plugin = _release(release, truth, epsilon, z_month["total"], rng)
-                twin = twin or build_twin(epsilon, concentration, z, y)
-                with twin, _quiet_pymc():
-                    pm.set_data({"y_release": y})
-                    idata = ppm.sample(draws=draws, tune=tune, chains=chains, cores=1, random_seed=rng,
-                                       progressbar=False, compute_convergence_checks=False)
-                cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
-                # discrete quantiles: integer counts, each tail outside the interval at most (1 - prob) / 2
-                lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf")
-                for j, county in enumerate(table.counties):
-                    rows.append({
-                        "release": release, "epsilon": epsilon, "replicate": r, "county": county,
-                        "population": table.population[j], "true_rate": truth[0, j] * per_100k[j],
-                        "bayes_mean": cases[:, j].mean() * per_100k[j],
-                        "bayes_lower": lower[j] * per_100k[j], "bayes_upper": upper[j] * per_100k[j],
-                        "plugin": plugin[j] * per_100k[j],
-                        "plugin_lower": (plugin[j] - half_width) * per_100k[j],
-                        "plugin_upper": (plugin[j] + half_width) * per_100k[j],
-                    })
-                bar.update()
-    bar.close()
-    return pd.DataFrame(rows)
+def _rows(dataset: xr.Dataset) -> pd.DataFrame:
+    """A task file as the study's rows, one per county."""
+    rows = dataset[list(COLUMNS)].to_dataframe().reset_index()
+    keys = {"release": str(dataset.attrs["release"]), "epsilon": float(dataset.attrs["epsilon"]),
+            "replicate": int(dataset.attrs["replicate"])}
+    return rows.assign(**keys, population=rows["population"].astype(np.int64))[[*keys, "county", *COLUMNS]]
 
 
 def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3, confidence: float = 0.95) -> pd.DataFrame:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -30,28 +31,39 @@ def load_table(data: Path | None = None, counties: Sequence[str] | None = None,
     return table.subset(counties=counties, months=months) if counties or months else table
 
 
-def synthesize_step(table: CovidTable, results: Path, *, replicates: int, seed: int = 2024, sweeps: int | None = None,
-                    methods: Sequence[str] | None = None, epsilons: Sequence[float] | None = None,
-                    workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
-                    progressbar: bool = True) -> list:
-    """:func:`.synthesis.run_synthesis` on a local pool of ``workers`` processes (or ``executor``),
-    ending the pool at once on Ctrl-C; prints what it wrote."""
-    from .synthesis import EPSILONS, METHODS, LocalPool, run_synthesis
+@contextlib.contextmanager
+def _pool(workers: int | None, executor: Executor | None, results: Path):
+    """``executor``, or a local pool of ``workers`` processes made and ended here, at once on
+    Ctrl-C; an interrupt says how to resume."""
+    from .synthesis import LocalPool
 
     own = executor is None
     executor = LocalPool(workers) if own else executor
-    start = time.perf_counter()
     try:
-        done = run_synthesis(table, results, methods=methods or METHODS, epsilons=epsilons or EPSILONS,
-                             replicates=replicates, seed=seed, executor=executor, sweeps=sweeps,
-                             progressbar=progressbar, fresh=fresh)
+        yield executor
     except KeyboardInterrupt as err:
         if own:
             executor.stop()
         raise KeyboardInterrupt(f"interrupted: finished tasks are kept in {results}; "
                                 "run the same command to resume") from err
     finally:
-        executor.shutdown(wait=False, cancel_futures=True)
+        if own:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+
+def synthesize_step(table: CovidTable, results: Path, *, replicates: int, seed: int = 2024, sweeps: int | None = None,
+                    methods: Sequence[str] | None = None, epsilons: Sequence[float] | None = None,
+                    workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
+                    progressbar: bool = True) -> list:
+    """:func:`.synthesis.run_synthesis` on a local pool of ``workers`` processes (or ``executor``),
+    ending the pool at once on Ctrl-C; prints what it wrote."""
+    from .synthesis import EPSILONS, METHODS, run_synthesis
+
+    start = time.perf_counter()
+    with _pool(workers, executor, results) as pool:
+        done = run_synthesis(table, results, methods=methods or METHODS, epsilons=epsilons or EPSILONS,
+                             replicates=replicates, seed=seed, executor=pool, sweeps=sweeps,
+                             progressbar=progressbar, fresh=fresh)
     print(f"{len(done)} tasks written to {results} in {time.perf_counter() - start:.0f} s "
           f"({table.n_counties} counties x {table.n_months} months)")
     return done
@@ -59,8 +71,13 @@ def synthesize_step(table: CovidTable, results: Path, *, replicates: int, seed: 
 
 def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", check_month: str = "2020-07",
                replicates: int = 50, epsilons: Sequence[float] = (0.01, 1.0), concentration: float = 1000.0,
-               seed: int = 2024, progressbar: bool = True) -> Path:
-    """The coverage study and the few-county check into ``results/inference`` (``run.json`` last)."""
+               seed: int = 2024, workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
+               progressbar: bool = True) -> Path:
+    """The coverage study and the few-county check into ``results/inference`` (``run.json`` last).
+
+    The study's fits run as tasks on a local pool of ``workers`` processes (or ``executor``), each
+    checkpointed in ``results/inference/tasks``: a rerun resumes; ``fresh`` deletes them first.
+    """
     from ... import __version__
     from .inference import coverage_study, coverage_summary, enumerable_counties, subproblem_check
     from .results_dir import locked, write_json
@@ -70,8 +87,10 @@ def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", chec
     start = time.perf_counter()
     with locked(out):
         (out / "run.json").unlink(missing_ok=True)  # written last: its presence marks a finished study
-        study = coverage_study(table, month, epsilons=epsilons, replicates=replicates, concentration=concentration,
-                               seed=seed, progressbar=progressbar)
+        with _pool(workers, executor, out / "tasks") as pool:
+            study = coverage_study(table, month, epsilons=epsilons, replicates=replicates,
+                                   concentration=concentration, seed=seed, results_dir=out / "tasks",
+                                   executor=pool, fresh=fresh, progressbar=progressbar)
         study.to_csv(out / "coverage_study.csv", index=False)
         summary = coverage_summary(study)
         summary.to_csv(out / "coverage_summary.csv")

@@ -5,7 +5,9 @@ one netCDF file to the results directory (atomically: written to a temporary nam
 renamed), with the run's configuration and a checksum (:mod:`.results_dir`). Its random stream
 depends only on (seed, method, epsilon, replicate), so results do not depend on the order tasks
 run in, the executor, or whether the run was interrupted: :func:`run_synthesis` skips the tasks
-whose files are sound and gives the same final results as an uninterrupted run.
+whose files are sound and gives the same final results as an uninterrupted run. The executor
+machinery (:class:`LocalPool`, :func:`share`, :func:`run_tasks`) serves the coverage study
+(:mod:`.inference`) too.
 
 Methods (Delta_Z = 2 throughout, as in the paper):
 
@@ -118,12 +120,16 @@ def synthesize(table: CovidTable, task: Task, seed: int, sweeps: int | None = No
     return rundir.stamp(dataset, config)
 
 
-def _run_task(table: CovidTable, task: Task, seed: int, results_dir: Path, sweeps: int | None) -> Task:
-    dataset = synthesize(table, task, seed, sweeps)
-    handle, tmp = tempfile.mkstemp(dir=results_dir, suffix=".tmp")
+def write_result(dataset: xr.Dataset, path: Path) -> None:
+    """Write a result file atomically: to a temporary name in its folder, then renamed to ``path``."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     os.close(handle)
     dataset.to_netcdf(tmp, engine="scipy")
-    os.replace(tmp, results_dir / task.filename)
+    os.replace(tmp, path)
+
+
+def _run_task(table: CovidTable, task: Task, seed: int, results_dir: Path, sweeps: int | None) -> Task:
+    write_result(synthesize(table, task, seed, sweeps), results_dir / task.filename)
     return task
 
 
@@ -178,6 +184,50 @@ class LocalPool(ProcessPoolExecutor):
         self.shutdown(wait=False, cancel_futures=True)
 
 
+def share(executor: Executor, value):
+    """``value`` as the tasks of ``executor`` should receive it: for a dask executor
+    (``distributed.Client(address).get_executor()``) a future of ``value`` scattered once to every
+    worker, which dask hands to each task as the value itself; for any other executor ``value``."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None or not isinstance(executor, distributed.cfexecutor.ClientExecutor):
+        return value
+    # hash=False: a key of its own, which an earlier run's release of an equal value cannot take away
+    return executor._client.scatter(value, broadcast=True, hash=False)  # the Client the executor submits to
+
+
+def run_tasks(function, todo: Sequence, shared, *args, executor: Executor | None = None, desc: str = "tasks",
+              progressbar: bool = True) -> list:
+    """``function(shared, task, *args)`` for every task of ``todo`` on ``executor`` (default: a
+    :class:`LocalPool` of all cores); returns the results in the order they finished.
+
+    ``shared`` (the table) goes to each dask worker once (:func:`share`). A tqdm bar counts the
+    finished tasks. On any exception, Ctrl-C included, the tasks not finished are cancelled (and
+    a pool made here is ended at once) before it propagates: what the finished tasks wrote stays.
+    """
+    if not todo:
+        return []
+    own = executor is None
+    executor = executor or LocalPool()
+    done, futures = [], []
+    try:
+        shared = share(executor, shared)
+        futures = [executor.submit(function, shared, task, *args) for task in todo]
+        with tqdm(total=len(futures), desc=desc, unit="task", disable=not progressbar) as bar:
+            for future in as_completed(futures):
+                done.append(future.result())
+                bar.update()
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        if own:
+            executor.stop()
+        raise
+    finally:
+        if own:
+            executor.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
 def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequence[str] = METHODS,
                   epsilons: Sequence[float] = EPSILONS, replicates: int = 100, seed: int = 2024,
                   executor: Executor | None = None, sweeps: int | None = None,
@@ -209,27 +259,8 @@ def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequen
     with rundir.locked(results_dir):
         rundir.prepare(results_dir, config, fresh)
         todo = [task for task in planned if not rundir.usable(results_dir / task.filename, config)]
-        if not todo:
-            return []
-        own = executor is None
-        executor = executor or LocalPool()
-        done, futures = [], []
-        try:
-            futures = [executor.submit(_run_task, table, task, seed, results_dir, sweeps) for task in todo]
-            with tqdm(total=len(futures), desc="synthesis", unit="task", disable=not progressbar) as bar:
-                for future in as_completed(futures):
-                    done.append(future.result())
-                    bar.update()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            if own:
-                executor.stop()
-            raise
-        finally:
-            if own:
-                executor.shutdown(wait=True, cancel_futures=True)
-    return done
+        return run_tasks(_run_task, todo, table, seed, results_dir, sweeps, executor=executor, desc="synthesis",
+                         progressbar=progressbar)
 
 
 def load_results(results_dir: str | Path) -> xr.Dataset:
