@@ -78,15 +78,17 @@ def test_ctrl_c_on_several_cores_returns_the_draws_so_far():
 
 def test_block_map_keeps_block_order_and_uses_threads():
     def which_thread(block):
-        time.sleep(0.01 * (5 - block))  # later blocks finish first
-        return block, threading.current_thread().name
+        time.sleep(0.002 * (40 - block))  # later blocks finish first
+        return np.array([block]), np.array([threading.current_thread().name])
 
     with block_map(cores=3) as run:
-        results = list(run(which_thread, range(5)))
-    assert [block for block, _ in results] == list(range(5))
-    assert len({name for _, name in results}) > 1 and all(n.startswith("ppdinfer-block") for _, n in results)
+        chunks = list(run(which_thread, range(40)))
+    blocks, names = (np.concatenate(part) for part in zip(*chunks))
+    assert blocks.tolist() == list(range(40)) and len(chunks) > 3
+    assert len(set(names)) > 1 and all(name.startswith("ppdinfer-block") for name in names)
     with block_map(cores=1) as run:
-        assert {name for _, name in run(which_thread, range(2))} == {threading.current_thread().name}
+        (blocks, names), = run(which_thread, range(3))
+    assert blocks.tolist() == [0, 1, 2] and set(names) == {threading.current_thread().name}
 
 
 def test_cores_must_be_a_positive_integer():

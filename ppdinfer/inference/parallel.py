@@ -15,7 +15,10 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TypeVar
+
+import numpy as np
 
 from .._validation import positive_int
 
@@ -49,39 +52,71 @@ def resolve_cores(cores: int | None) -> int:
     return available_cores() if cores is None else positive_int(cores, "cores")
 
 
+#: Chunks of contiguous blocks per worker in one call of ``run``: a few, so that the workers finish
+#: together, while each task is long enough that thread hand-offs cost little.
+CHUNKS_PER_WORKER = 4
+
+
 @contextmanager
 def block_map(cores: int | None = None, executor: Executor | None = None) -> Iterator[Callable]:
-    """A ``map(function, blocks)`` that runs blocks concurrently and yields results in block order.
+    """A ``run(function, blocks)`` that works on blocks concurrently and yields results in block order.
 
-    With one core (and no ``executor``) it is the built-in ``map``, with no thread at all. With
-    more, a thread pool of ``cores`` workers, shut down on exit without waiting for queued blocks
-    (so an interrupt stops within one block's work). A user's ``executor`` (for instance a
-    ``ProcessPoolExecutor`` for a model whose simulator holds the GIL) is used as given and left
-    open; its work must then pickle.
+    ``function(block)`` returns a tuple of arrays. ``run`` groups the blocks into contiguous
+    chunks (``CHUNKS_PER_WORKER`` per worker), calls ``function`` on each block of a chunk in
+    one task, and yields, chunk by chunk in block order, the tuple of the chunk's arrays
+    concatenated part by part. With one core (and no ``executor``) everything runs in this
+    thread. With more, a thread pool of ``cores`` workers, shut down on exit without waiting for
+    queued chunks (so an interrupt stops within one chunk's work). A user's ``executor`` (for
+    instance a ``ProcessPoolExecutor`` for a model whose simulator holds the GIL) is used as
+    given and left open; ``function`` must then pickle.
 
     Examples
     --------
+    >>> import numpy as np
     >>> with block_map(cores=2) as run:
-    ...     list(run(lambda block: block * block, range(5)))
-    [0, 1, 4, 9, 16]
+    ...     chunks = list(run(lambda block: (np.array([block, block * block]),), range(5)))
+    >>> np.concatenate([squares for (squares,) in chunks])
+    array([ 0,  0,  1,  1,  2,  4,  3,  9,  4, 16])
     """
     if executor is not None:
-        yield lambda function, blocks: _ordered(executor, function, blocks)
+        yield lambda function, blocks: _ordered(executor, _Chunk(function), _chunked(blocks, 2))
         return
     workers = resolve_cores(cores)
     if workers == 1:
-        yield map
+        yield lambda function, blocks: map(_Chunk(function), _chunked(blocks, 1))
         return
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ppdinfer-block")
     try:
-        yield lambda function, blocks: _ordered(pool, function, blocks)
+        yield lambda function, blocks: _ordered(pool, _Chunk(function), _chunked(blocks, workers))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ordered(executor: Executor, function: Callable[[int], T], blocks: Iterable[int]) -> Iterator[T]:
-    """Submit every block, then yield the results in submission order (cancelling the rest on exit)."""
-    futures = [executor.submit(function, block) for block in blocks]
+@dataclass(frozen=True)
+class _Chunk:
+    """``function`` over a run of blocks, its tuples concatenated part by part (picklable)."""
+
+    function: Callable
+
+    def __call__(self, blocks: range) -> tuple:
+        parts = [self.function(block) for block in blocks]
+        return tuple(np.concatenate(part) for part in zip(*parts))
+
+
+def _chunked(blocks: Iterable[int], workers: int) -> list[range]:
+    """Contiguous blocks as ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one worker)."""
+    blocks = list(blocks)
+    if not blocks:
+        return []
+    if blocks != list(range(blocks[0], blocks[0] + len(blocks))):
+        raise ValueError("blocks must be consecutive block numbers")
+    size = len(blocks) if workers == 1 else max(1, -(-len(blocks) // (CHUNKS_PER_WORKER * workers)))
+    return [range(start, min(start + size, blocks[0] + len(blocks))) for start in range(blocks[0], blocks[0] + len(blocks), size)]
+
+
+def _ordered(executor: Executor, function: Callable[[range], T], chunks: Iterable[range]) -> Iterator[T]:
+    """Submit every chunk, then yield the results in submission order (cancelling the rest on exit)."""
+    futures = [executor.submit(function, chunk) for chunk in chunks]
     try:
         for future in futures:
             yield future.result()
