@@ -18,7 +18,9 @@ Problems (shapes of the project's case studies):
 * ``2 x 23 table``: 46 cells with a public total, the shape of the congenial case study's table
   (the county model's structure with 46 cells);
 * ``67 counties``: the COVID county model's shape (67 shares, 67 counts, a public total);
-* enumeration: the county model on 4 counties, by the number of splits of the total.
+* enumeration: the county model on 4 counties, by the number of splits of the total;
+* ``pymc``: the 67-county model's PyMC twin with the data-augmentation step (one chain; PyMC keeps
+  every draw of every variable in memory).
 
 Run: ``.venv/bin/python benchmarks/memory_limits.py`` (about 3 minutes on 2 cores).
 """
@@ -66,6 +68,11 @@ CHILD = textwrap.dedent(r"""
             return pp.rejection_sample(model, y, z, draws=n, random_seed=2, progressbar=False)
         if sampler == "importance":
             return pp.importance_sample(model, y, z, draws=n, random_seed=2)
+        if sampler == "pymc":
+            import ppdinfer.pymc as ppm
+            with model.to_pymc(y, z):
+                return ppm.sample(draws=n, tune=100, chains=1, cores=1, random_seed=2, progressbar=False,
+                                  compute_convergence_checks=False)
         return pp.exact_posterior(model, y, z, draws=1000, random_seed=2)
 
     enumerating = sampler == "enumeration"
@@ -85,6 +92,7 @@ CONFIGS = [
     ("importance", "beta-binomial", (1_000_000, 10_000_000)),
     ("importance", "2 x 23 table", (100_000, 1_000_000)),
     ("importance", "67 counties", (100_000, 1_000_000)),
+    ("pymc", "67 counties", (2_000, 50_000)),
     ("enumeration", "4 counties", (60, 150)),
 ]
 
@@ -110,10 +118,10 @@ def main(argv=None) -> int:
         largest = (MACHINE_BYTES - b["before"] - fixed) / per_unit if per_unit > 0 else float("inf")
         unit = "tables" if sampler == "enumeration" else "draws"
         estimate = b["estimate_per_draw"]
-        if sampler != "enumeration":
+        if sampler not in ("enumeration", "pymc"):  # check_memory guards the exact samplers
             safe &= estimate >= per_unit
         print(f"{sampler:<12} {problem:<15} {a['units']:>10,}/{b['units']:>11,} {per_unit:>11,.0f} "
-              f"{estimate if sampler != 'enumeration' else '-':>9} {b['before'] / 2**20:>7,.0f}Mi "
+              f"{estimate if sampler not in ('enumeration', 'pymc') else '-':>9} {b['before'] / 2**20:>7,.0f}Mi "
               f"{largest:>12.3g} {unit}")
     print(f"\ncheck_memory's estimate per draw is at least the measured cost for every sampler: "
           f"{'met' if safe else 'MISSED'}")
