@@ -40,6 +40,7 @@ CHILD = textwrap.dedent(r"""
     import json, resource, sys, warnings
     import numpy as np
     import ppdinfer as pp
+    from ppdinfer.inference.model import _MEMORY_COPIES
     from ppdinfer.models import beta_binomial, county_counts
 
     sampler, problem, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -83,7 +84,7 @@ CHILD = textwrap.dedent(r"""
     units = int(result["exact"].sizes["support"]) if enumerating else size
     theta_shape = result["posterior"]["share" if "share" in result["posterior"] else "p"].shape[2:]
     x_shape = result["posterior"]["cases" if "cases" in result["posterior"] else "x"].shape[2:]
-    estimate = (int(np.prod(theta_shape)) + int(np.prod(x_shape)) + 2) * 8 * 4
+    estimate = (int(np.prod(theta_shape)) + int(np.prod(x_shape)) + 2) * 8 * _MEMORY_COPIES  # check_memory's
     print(json.dumps({"before": before, "peak": peak, "units": units, "estimate_per_draw": estimate}))
 """)
 

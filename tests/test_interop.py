@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import ppdinfer as pp
 from ppdinfer.interop import from_noise, from_opendp
 from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
+
+from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 
 dp = pytest.importorskip("opendp.prelude")
 dp.enable_features("contrib")
@@ -21,17 +22,6 @@ dp.enable_features("contrib")
 INTEGERS = dp.atom_domain(T=int), dp.absolute_distance(T=int)
 FLOATS = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
 INTEGER_VECTORS = dp.vector_domain(dp.atom_domain(T=int))
-
-
-def chi_square_p_value(noise, mechanism, half_width):
-    """p-value of the noise against the mechanism's pmf on -half_width..half_width plus two tail bins."""
-    k = np.arange(-half_width, half_width + 1)
-    pmf = np.exp(mechanism.logpdf(0, k))
-    tail = (1 - pmf.sum()) / 2
-    observed = np.concatenate([[np.sum(noise < -half_width)], [np.sum(noise == v) for v in k],
-                               [np.sum(noise > half_width)]])
-    expected = np.concatenate([[tail], pmf, [tail]]) * noise.size
-    return stats.chisquare(observed, expected).pvalue
 
 
 @pytest.mark.parametrize(
@@ -91,14 +81,7 @@ def test_privacy_of_the_opendp_measurement_matches_the_converted_rate():
 
 def test_posterior_from_an_opendp_release_matches_the_exact_posterior():
     measurement = dp.m.make_laplace(*INTEGERS, scale=2.0)
-    model = pp.PPDModel(pp.priors.Beta(1, 1), pp.generators.Binomial(50), from_opendp(measurement), names="p")
-    y = measurement(20)
-    exact = pp.exact_posterior(model, y)
-    draws = pp.rejection_sample(model, y, draws=2000, random_seed=1, progressbar=False)
-    exact_mean = float(exact["exact"]["theta_mean"].values[0])
-    exact_sd = float(exact["exact"]["theta_sd"].values[0])
-    sampled = draws["posterior"]["p"].values.ravel()
-    assert abs(sampled.mean() - exact_mean) < 4 * exact_sd / math.sqrt(sampled.size)
+    assert_rejection_matches_exact_posterior(from_opendp(measurement), measurement(20))
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import ppdinfer as pp
 from ppdinfer.interop import from_diffprivlib
 from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
+
+from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 
 mechanisms = pytest.importorskip("diffprivlib.mechanisms")
 DRAWS = 20_000
@@ -20,17 +21,6 @@ DRAWS = 20_000
 
 def released_noise(mechanism, x, draws=DRAWS):
     return np.array([mechanism.randomise(x) for _ in range(draws)]) - x
-
-
-def chi_square_p_value(noise, mechanism, half_width):
-    """p-value of integer noise against the mechanism's pmf on -half_width..half_width plus two tail bins."""
-    k = np.arange(-half_width, half_width + 1)
-    pmf = np.exp(mechanism.logpdf(0, k))
-    tail = (1 - pmf.sum()) / 2
-    observed = np.concatenate([[np.sum(noise < -half_width)], [np.sum(noise == v) for v in k],
-                               [np.sum(noise > half_width)]])
-    expected = np.concatenate([[tail], pmf, [tail]]) * noise.size
-    return stats.chisquare(observed, expected).pvalue
 
 
 def test_geometric_releases_follow_the_discrete_laplace_pmf():
@@ -82,14 +72,7 @@ def test_gaussian_releases_follow_the_converted_density(kind):
 
 def test_posterior_from_a_diffprivlib_release_matches_the_exact_posterior():
     source = mechanisms.Geometric(epsilon=0.5, sensitivity=1, random_state=5)
-    model = pp.PPDModel(pp.priors.Beta(1, 1), pp.generators.Binomial(50), from_diffprivlib(source), names="p")
-    y = source.randomise(20)
-    exact = pp.exact_posterior(model, y)
-    draws = pp.rejection_sample(model, y, draws=2000, random_seed=1, progressbar=False)
-    exact_mean = float(exact["exact"]["theta_mean"].values[0])
-    exact_sd = float(exact["exact"]["theta_sd"].values[0])
-    sampled = draws["posterior"]["p"].values.ravel()
-    assert abs(sampled.mean() - exact_mean) < 4 * exact_sd / math.sqrt(sampled.size)
+    assert_rejection_matches_exact_posterior(from_diffprivlib(source), source.randomise(20))
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,7 @@ CHUNKS_PER_WORKER = 4
 
 @contextmanager
 def block_map(cores: int | None = None, executor: Executor | None = None) -> Iterator[Callable]:
-    """A ``run(function, blocks)`` that works on blocks concurrently and yields results in block order.
+    """A ``run(function, blocks)`` (``blocks`` a range) that works on blocks concurrently and yields results in block order.
 
     ``function(block)`` returns a tuple of arrays. ``run`` groups the blocks into contiguous
     chunks (``CHUNKS_PER_WORKER`` per worker), calls ``function`` on each block of a chunk in
@@ -103,15 +103,10 @@ class _Chunk:
         return tuple(np.concatenate(part) for part in zip(*parts))
 
 
-def _chunked(blocks: Iterable[int], workers: int) -> list[range]:
-    """Contiguous blocks as ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one worker)."""
-    blocks = list(blocks)
-    if not blocks:
-        return []
-    if blocks != list(range(blocks[0], blocks[0] + len(blocks))):
-        raise ValueError("blocks must be consecutive block numbers")
-    size = len(blocks) if workers == 1 else max(1, -(-len(blocks) // (CHUNKS_PER_WORKER * workers)))
-    return [range(start, min(start + size, blocks[0] + len(blocks))) for start in range(blocks[0], blocks[0] + len(blocks), size)]
+def _chunked(blocks: range, workers: int) -> list[range]:
+    """``blocks`` as contiguous ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one worker)."""
+    size = len(blocks) if workers == 1 else -(-len(blocks) // (CHUNKS_PER_WORKER * workers))
+    return [blocks[start:start + size] for start in range(0, len(blocks), max(size, 1))]
 
 
 def _ordered(executor: Executor, function: Callable[[range], T], chunks: Iterable[range]) -> Iterator[T]:

@@ -128,7 +128,7 @@ class PrivacyAugmentation(BlockedStep):
                  initial_point=None, compile_kwargs=None, blocked=True):
         model = pm.modelcontext(model)
         if len(vars) != 1:
-            raise ValueError("PrivacyAugmentation updates one latent variable at a time")
+            raise ValueError(f"{type(self).__name__} updates one latent variable at a time")
         value_var = model.rvs_to_values.get(vars[0], vars[0])
         x_rv = model.values_to_rvs[value_var]
         kind = _KINDS.get(type(x_rv.owner.op))
@@ -140,9 +140,7 @@ class PrivacyAugmentation(BlockedStep):
         self.vars = [value_var]
         self.sweeps = sweeps
         self.kind = kind
-        y_data, self.rate, self.power, self.norm, self.noise_sd = _noise_of(model, x_rv)
-        # read y at every step: pm.set_data may change it between runs of one model
-        self._y = pytensor.function([], pt.cast(y_data, "float64"))
+        self._set_likelihood(model, x_rv)
         _, _, *params = x_rv.owner.inputs
         self.alpha = None
         if collapse:
@@ -163,6 +161,14 @@ class PrivacyAugmentation(BlockedStep):
             except ValueError:
                 pass  # a total that depends on model variables is read from each point
         self.rng = np.random.default_rng(rng)
+
+    def _set_likelihood(self, model, x_rv) -> None:
+        """The release's likelihood as the kernel reads it: ``_y`` (a function giving y), ``rate``,
+        ``power``, ``norm`` and ``noise_sd``. Subclasses with another source of the likelihood
+        override this alone."""
+        y_data, self.rate, self.power, self.norm, self.noise_sd = _noise_of(model, x_rv)
+        # read y at every step: pm.set_data may change it between runs of one model
+        self._y = pytensor.function([], pt.cast(y_data, "float64"))
 
     def _prior_parameters(self, point, shape):
         """(n, p, prior sd) of x's prior per coordinate; p is alpha when theta is integrated out."""

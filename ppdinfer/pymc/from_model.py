@@ -29,7 +29,7 @@ from .. import generators, priors
 from ..inference.model import PPDModel
 from ..kernels.augmentation import BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, _cell_log_weight, _log_prior
 from ..mechanisms.base import AdditiveNoiseMechanism
-from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, _common_constant, _constant
+from .augmentation import ConjugateDirichlet, PrivacyAugmentation
 from .sampling import conjugate_dirichlets
 
 class MechanismLogLikelihood(Op):
@@ -228,21 +228,8 @@ class MechanismAugmentation(PrivacyAugmentation):
 
     name = "mechanism_augmentation"
 
-    def __init__(self, vars, *, sweeps: int = 5, collapse: bool = False, model=None, rng=None,
-                 initial_point=None, compile_kwargs=None, blocked=True):
-        model = pm.modelcontext(model)
-        if len(vars) != 1:
-            raise ValueError("MechanismAugmentation updates one latent variable at a time")
-        value_var = model.rvs_to_values.get(vars[0], vars[0])
-        x_rv = model.values_to_rvs[value_var]
-        kind = _KINDS.get(type(x_rv.owner.op))
-        if kind is None:
-            raise ValueError(f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, "
-                             f"not {type(x_rv.owner.op).__name__}")
-        if not isinstance(sweeps, int) or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+    def _set_likelihood(self, model, x_rv) -> None:
         self.release = _release_of(model, x_rv)
-        self.vars, self.sweeps, self.kind = [value_var], sweeps, kind
         mechanism = self.release.mechanism
         self.additive = isinstance(mechanism, AdditiveNoiseMechanism)
         # the compiled kernel's separable likelihood -rate * sum |y - x| ** power
@@ -251,19 +238,6 @@ class MechanismAugmentation(PrivacyAugmentation):
         self.noise_sd = _noise_sd(mechanism) if self.additive else 1.0
         y = np.asarray(self.release.y, dtype=float)
         self._y = lambda: y
-        _, _, *params = x_rv.owner.inputs
-        self.alpha, self._fixed_total = None, None
-        if collapse:
-            theta_rv = params[-1]
-            if kind != MULTINOMIAL or theta_rv not in conjugate_dirichlets(model):
-                raise ValueError(f"collapse=True needs {x_rv.name} ~ Multinomial(n, theta) with theta ~ Dirichlet "
-                                 "entering no other part of the model")
-            self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
-            self._fixed_total = _common_constant(params[0], "the multinomial total")
-            self.kind = DIRICHLET_MULTINOMIAL
-        self._params = model.compile_fn(model.replace_rvs_by_values(params), inputs=model.value_vars,
-                                        on_unused_input="ignore", **(compile_kwargs or {}))
-        self.rng = np.random.default_rng(rng)
 
     def step(self, point):
         if self.additive:
