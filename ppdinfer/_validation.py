@@ -51,9 +51,13 @@ def integer_valued(values, name: str) -> np.ndarray:
     arr = np.asarray(values)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold integers, got {values!r}")
-    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must hold integers, got {values!r}")
-    if np.any(np.abs(arr.astype(np.float64)) > MAX_INTEGER):
+    if arr.dtype.kind in "iu":  # whole numbers already: only the magnitude to check, by two reductions
+        too_large = arr.size > 0 and max(-int(arr.min()), int(arr.max())) > MAX_INTEGER
+    else:
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise ValueError(f"{name} must hold integers, got {values!r}")
+        too_large = np.any(np.abs(arr.astype(np.float64)) > MAX_INTEGER)
+    if too_large:
         raise ValueError(f"{name} must hold integers of magnitude at most 2^53 = {MAX_INTEGER:,} (beyond it "
                          f"float64 likelihoods and int64 releases lose them), got {values!r}")
     return arr.astype(np.int64)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import ppdinfer as pp
-from ppdinfer.inference.parallel import available_cores, block_map, resolve_cores
+from ppdinfer.inference.parallel import LOOKAHEAD_PER_WORKER, BlockPool, available_cores, resolve_cores
+from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.models import beta_binomial
 
 MODEL = beta_binomial.model(n=200, epsilon=0.5)
@@ -25,7 +26,7 @@ def rejection(**kwargs):
 
 def test_rejection_draws_do_not_depend_on_cores_batch_size_or_executor():
     reference = rejection(cores=1)
-    variants = [rejection(cores=2), rejection(cores=3, batch_size=3 * 4096), rejection(cores=2, batch_size=1)]
+    variants = [rejection(cores=2), rejection(cores=3, batch_size=3 * BLOCK_SIZE), rejection(cores=2, batch_size=1)]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         variants.append(rejection(executor=pool))
     for result in variants:
@@ -76,19 +77,36 @@ def test_ctrl_c_on_several_cores_returns_the_draws_so_far():
     assert result["posterior"].sizes["draw"] > 0
 
 
-def test_block_map_keeps_block_order_and_uses_threads():
+def test_block_pool_keeps_block_order_and_uses_threads():
     def which_thread(block):
         time.sleep(0.002 * (40 - block))  # later blocks finish first
         return np.array([block]), np.array([threading.current_thread().name])
 
-    with block_map(cores=3) as run:
-        chunks = list(run(which_thread, range(40)))
-    blocks, names = (np.concatenate(part) for part in zip(*chunks))
+    with BlockPool(cores=3) as pool:
+        chunks = list(pool.map(which_thread, pool.even_chunks(range(40))))
+    blocks, names = (np.concatenate(part) for part in zip(*(parts for _, parts in chunks)))
     assert blocks.tolist() == list(range(40)) and len(chunks) > 3
+    assert [block for chunk, _ in chunks for block in chunk] == list(range(40))
     assert len(set(names)) > 1 and all(name.startswith("ppdinfer-block") for name in names)
-    with block_map(cores=1) as run:
-        (blocks, names), = run(which_thread, range(3))
-    assert blocks.tolist() == [0, 1, 2] and set(names) == {threading.current_thread().name}
+    with BlockPool(cores=1) as pool:
+        ((chunk, (blocks, names)),) = pool.map(which_thread, pool.even_chunks(range(3)))
+    assert chunk == range(3) and blocks.tolist() == [0, 1, 2] and set(names) == {threading.current_thread().name}
+
+
+def test_block_pool_reads_chunks_lazily_and_cancels_the_rest():
+    submitted = []
+
+    def chunks():
+        for block in range(1000):
+            submitted.append(block)
+            yield range(block, block + 1)
+
+    with BlockPool(cores=2) as pool:
+        for chunk, _ in pool.map(lambda block: (np.array([block]),), chunks()):
+            if chunk.start == 5:
+                break
+    # the chunk being collected and at most LOOKAHEAD_PER_WORKER per worker ahead of it
+    assert len(submitted) <= 6 + LOOKAHEAD_PER_WORKER * 2
 
 
 def test_cores_must_be_a_positive_integer():

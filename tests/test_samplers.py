@@ -8,6 +8,7 @@ from conftest import matches_exact, theta_mean_z_scores
 from scipy import special, stats
 
 import ppdinfer as pp
+from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.inference.results import assemble, posterior_dataset
 from ppdinfer.mechanisms import Mechanism
 from ppdinfer.models import beta_binomial, county_counts, table_2x2
@@ -232,7 +233,7 @@ def test_simulation_based_calibration():
 def test_same_seed_same_draws_whatever_the_batch_size():
     model, y, z = GALLERY["county_counts"]
     runs = [pp.rejection_sample(model, y, z, draws=700, random_seed=42, batch_size=b, progressbar=False)
-            for b in (4096, 5 * 4096, "auto")]
+            for b in (BLOCK_SIZE, 5 * BLOCK_SIZE, "auto")]
     for other in runs[1:]:
         assert np.array_equal(runs[0]["posterior"]["share"].values, other["posterior"]["share"].values)
         assert np.array_equal(runs[0]["posterior"]["cases"].values, other["posterior"]["cases"].values)

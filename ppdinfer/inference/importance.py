@@ -19,8 +19,9 @@ from scipy import special
 
 from .._random import SeedLike, as_generator, block_generator, root_seed
 from .._validation import positive_int
+from ..kernels import sorted_search
 from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
-from .parallel import block_map
+from .parallel import BlockPool
 from .rejection import BLOCK_SIZE
 from .results import assemble, posterior_dataset
 
@@ -82,7 +83,7 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         in which case w_j = pi(y | x_j, z).
     random_seed : int, SeedSequence or Generator, optional
         The same seed gives the same draws whatever ``cores`` or ``executor`` is: proposals come
-        in blocks of 4096, each from its own stream, and the resample from one more.
+        in blocks of 16,384, each from its own stream, and the resample from one more.
     cores, executor : optional
         As for :func:`rejection_sample`: threads that draw and weigh blocks concurrently
         (default: every available core), or an executor of your own.
@@ -119,15 +120,16 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         check_distribution(proposal, "proposal")
     n_blocks = -(-draws // BLOCK_SIZE)
     weigh_block = _WeightedBlock(model, y, z, root, proposal, draws)
-    with block_map(cores, executor) as run:
-        theta, x, log_w = (np.concatenate(part) for part in zip(*run(weigh_block, range(n_blocks))))
+    with BlockPool(cores, executor) as pool:
+        chunks = pool.map(weigh_block, pool.even_chunks(range(n_blocks)))
+        theta, x, log_w = (np.concatenate(part) for part in zip(*(parts for _, parts in chunks)))
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
         raise ValueError(f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}")
     if not np.any(np.isfinite(log_w)):
         raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is")
-    log_w = log_w - special.logsumexp(log_w)
+    log_w, weights = _normalized(log_w)
     psis_log_w, pareto_k = pareto_smooth(log_w)
-    ess = float(np.exp(-special.logsumexp(2 * log_w)))
+    ess = float(1 / np.dot(weights, weights))
     if pareto_k > PARETO_K_THRESHOLD or ess < MIN_ESS:
         problem = (f"Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy tail"
                    if pareto_k > PARETO_K_THRESHOLD else f"the effective sample size is below {MIN_ESS}")
@@ -137,7 +139,7 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
             ImportanceWarning, stacklevel=2,
         )
     proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
-    posterior = _take(proposals, _stratified(np.exp(log_w), draws, block_generator(root, n_blocks)))
+    posterior = _take(proposals, _stratified(weights, draws, block_generator(root, n_blocks)))
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
     proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
                                  psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
@@ -202,12 +204,20 @@ def _tail_is_discrete(log_w: np.ndarray) -> bool:
     return np.unique(np.partition(log_w, log_w.size - tail)[-tail:]).size < tail / 2
 
 
+def _normalized(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The log weights normalized to sum to one, and the weights themselves (one pass of exp)."""
+    top = log_w.max()
+    weights = np.exp(log_w - top)
+    total = weights.sum()
+    return log_w - (top + np.log(total)), weights / total
+
+
 def _stratified(weights: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Indices of ``draws`` equal-weight draws: one uniform in each of ``draws`` equal strata of
-    the cumulative weights, so the indices come out sorted."""
+    the cumulative weights, so the indices come out sorted (and are found in one merge pass)."""
     cumulative = np.cumsum(weights)
     u = (np.arange(draws) + rng.random(draws)) / draws * cumulative[-1]
-    return np.minimum(np.searchsorted(cumulative, u, side="right"), weights.size - 1)  # guard rounding
+    return sorted_search(cumulative, u)  # capped at the last index: a guard against rounding
 
 
 def _take(proposals: xr.Dataset, index: np.ndarray) -> xr.Dataset:

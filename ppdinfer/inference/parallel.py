@@ -1,4 +1,4 @@
-"""Blocks of proposals on several cores, results in block order.
+"""Chunks of blocks of proposals on several cores, results in block order.
 
 The exact samplers draw their proposals in fixed-size blocks, each from its own random stream
 (``ppdinfer._random.block_generator``), and the work on one block (propose, weigh, test)
@@ -12,17 +12,14 @@ threads' small overhead.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
 from .._validation import positive_int
-
-T = TypeVar("T")
 
 
 def available_cores() -> int:
@@ -52,44 +49,80 @@ def resolve_cores(cores: int | None) -> int:
     return available_cores() if cores is None else positive_int(cores, "cores")
 
 
-#: Chunks of contiguous blocks per worker in one call of ``run``: a few, so that the workers finish
-#: together, while each task is long enough that thread hand-offs cost little.
+#: Chunks of contiguous blocks per worker when the work is known in advance: a few, so that the
+#: workers finish together, while each task is long enough that thread hand-offs cost little.
 CHUNKS_PER_WORKER = 4
+#: Chunks submitted ahead of the one being collected, per worker: enough that no worker waits for
+#: the next chunk while the caller looks at a result.
+LOOKAHEAD_PER_WORKER = 2
 
 
-@contextmanager
-def block_map(cores: int | None = None, executor: Executor | None = None) -> Iterator[Callable]:
-    """A ``run(function, blocks)`` (``blocks`` a range) that works on blocks concurrently and yields results in block order.
+class BlockPool:
+    """Runs a function over chunks of blocks concurrently and gives the results back in block order.
 
-    ``function(block)`` returns a tuple of arrays. ``run`` groups the blocks into contiguous
-    chunks (``CHUNKS_PER_WORKER`` per worker), calls ``function`` on each block of a chunk in
-    one task, and yields, chunk by chunk in block order, the tuple of the chunk's arrays
-    concatenated part by part. With one core (and no ``executor``) everything runs in this
-    thread. With more, a thread pool of ``cores`` workers, shut down on exit without waiting for
-    queued chunks (so an interrupt stops within one chunk's work). A user's ``executor`` (for
-    instance a ``ProcessPoolExecutor`` for a model whose simulator holds the GIL) is used as
-    given and left open; ``function`` must then pickle.
+    With one core (and no ``executor``) every chunk runs in the calling thread. With more, on a
+    thread pool of ``cores`` workers, shut down on exit without waiting for queued chunks (so an
+    interrupt stops within one chunk's work). A user's ``executor`` (for instance a
+    ``ProcessPoolExecutor`` for a model whose simulator holds the GIL) is used as given and left
+    open; the function must then pickle, and ``workers`` counts the available cores.
 
     Examples
     --------
     >>> import numpy as np
-    >>> with block_map(cores=2) as run:
-    ...     chunks = list(run(lambda block: (np.array([block, block * block]),), range(5)))
-    >>> np.concatenate([squares for (squares,) in chunks])
+    >>> with BlockPool(cores=2) as pool:
+    ...     results = list(pool.map(lambda block: (np.array([block, block * block]),), pool.even_chunks(range(5))))
+    >>> [list(chunk) for chunk, _ in results][:2]
+    [[0], [1]]
+    >>> np.concatenate([squares for _, (squares,) in results])
     array([ 0,  0,  1,  1,  2,  4,  3,  9,  4, 16])
     """
-    if executor is not None:
-        yield lambda function, blocks: _ordered(executor, _Chunk(function), _chunked(blocks, 2))
-        return
-    workers = resolve_cores(cores)
-    if workers == 1:
-        yield lambda function, blocks: map(_Chunk(function), _chunked(blocks, 1))
-        return
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ppdinfer-block")
-    try:
-        yield lambda function, blocks: _ordered(pool, _Chunk(function), _chunked(blocks, workers))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+
+    def __init__(self, cores: int | None = None, executor: Executor | None = None):
+        self.workers = available_cores() if executor is not None else resolve_cores(cores)
+        self._own = executor is None and self.workers > 1
+        self._executor = (ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ppdinfer-block")
+                          if self._own else executor)
+
+    def __enter__(self) -> BlockPool:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._own:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def even_chunks(self, blocks: range) -> list[range]:
+        """``blocks`` as contiguous ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one core)."""
+        size = len(blocks) if self._executor is None else -(-len(blocks) // (CHUNKS_PER_WORKER * self.workers))
+        return [blocks[start:start + size] for start in range(0, len(blocks), max(size, 1))]
+
+    def map(self, function: Callable[[int], tuple], chunks: Iterable[range]) -> Iterator[tuple[range, tuple]]:
+        """``(chunk, parts)`` for each chunk, in order: ``parts`` is the tuple of arrays that
+        ``function(block)`` returns, concatenated part by part over the chunk's blocks.
+
+        ``chunks`` is read lazily, ``LOOKAHEAD_PER_WORKER`` chunks per worker ahead of the one
+        being collected, so a caller can size the next chunks from the results so far (and stop
+        reading: the chunks submitted and not started are then cancelled).
+        """
+        run_chunk = _Chunk(function)
+        if self._executor is None:
+            yield from ((chunk, run_chunk(chunk)) for chunk in chunks)
+            return
+        chunks = iter(chunks)
+        pending = deque()
+        try:
+            while True:
+                while len(pending) < LOOKAHEAD_PER_WORKER * self.workers:
+                    chunk = next(chunks, None)
+                    if chunk is None:
+                        break
+                    pending.append((chunk, self._executor.submit(run_chunk, chunk)))
+                if not pending:
+                    return
+                chunk, future = pending.popleft()
+                yield chunk, future.result()
+        finally:
+            for _, future in pending:
+                future.cancel()
 
 
 @dataclass(frozen=True)
@@ -101,20 +134,3 @@ class _Chunk:
     def __call__(self, blocks: range) -> tuple:
         parts = [self.function(block) for block in blocks]
         return tuple(np.concatenate(part) for part in zip(*parts))
-
-
-def _chunked(blocks: range, workers: int) -> list[range]:
-    """``blocks`` as contiguous ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one worker)."""
-    size = len(blocks) if workers == 1 else -(-len(blocks) // (CHUNKS_PER_WORKER * workers))
-    return [blocks[start:start + size] for start in range(0, len(blocks), max(size, 1))]
-
-
-def _ordered(executor: Executor, function: Callable[[range], T], chunks: Iterable[range]) -> Iterator[T]:
-    """Submit every chunk, then yield the results in submission order (cancelling the rest on exit)."""
-    futures = [executor.submit(function, chunk) for chunk in chunks]
-    try:
-        for future in futures:
-            yield future.result()
-    finally:
-        for future in futures:
-            future.cancel()

@@ -22,16 +22,16 @@ from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
 from .model import PPDModel
-from .parallel import block_map, resolve_cores
+from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
 from .results import assemble, posterior_dataset
 
-#: Proposals per random stream. A batch is a whole number of blocks, which makes the draws
-#: of a seed independent of the batch size.
-BLOCK_SIZE = 4096
+#: Proposals per random stream. A task is a whole number of blocks, which makes the draws
+#: of a seed independent of the batch size and of the cores.
+BLOCK_SIZE = 16384
 #: Default time budget in seconds when ``max_seconds`` is not given.
 DEFAULT_MAX_SECONDS = 600.0
-_TARGET_BATCH_SECONDS = 0.1
-_MAX_BATCH_BYTES = 256 * 2**20
+_TARGET_CHUNK_SECONDS = 0.05
+_MAX_IN_FLIGHT_BYTES = 256 * 2**20
 
 
 class BudgetWarning(UserWarning):
@@ -83,8 +83,9 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     random_seed : int, SeedSequence or Generator, optional
         The same seed gives the same draws whatever ``batch_size``, ``cores`` or ``executor`` is.
     batch_size : int or "auto"
-        Proposals generated and tested at once (rounded up to whole blocks of 4096). "auto"
-        aims at about 0.1 s per batch.
+        Proposals generated and tested in one task (rounded up to whole blocks of 16,384); the
+        workers take tasks one after another, a few ahead of the one being collected. "auto"
+        aims at about 0.05 s of one worker's work per task, less near the end of the run.
     max_proposals, max_seconds : optional
         Budgets. The sampler stops at the first one reached and returns the draws it has, with
         a :class:`BudgetWarning` that says how long the full request would take. Without
@@ -122,7 +123,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     draws = positive_int(draws, "draws")
     max_seconds = _seconds_budget(max_seconds)
     max_proposals = math.inf if max_proposals is None else positive_int(max_proposals, "max_proposals")
-    blocks_per_batch = None if batch_size == "auto" else -(-positive_int(batch_size, "batch_size") // BLOCK_SIZE)
+    blocks_per_chunk = None if batch_size == "auto" else -(-positive_int(batch_size, "batch_size") // BLOCK_SIZE)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
     log_bound = float(model.mechanism.log_bound(z, size=y.size))
@@ -134,33 +135,21 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     root = root_seed(random_seed)
     y_flat = y.reshape(-1).astype(np.float64)
     bytes_per_block = BLOCK_SIZE * 8 * (int(np.prod(x_shape)) + int(np.prod(theta_shape)) + 3)
-    max_blocks = max(1, _MAX_BATCH_BYTES // bytes_per_block)
+    max_blocks = max(1, _MAX_IN_FLIGHT_BYTES // bytes_per_block)  # blocks in flight at once
 
-    workers = resolve_cores(cores)
     propose_block = _ProposalBlock(model, y_flat, z, root, log_bound)
     accepted_theta, accepted_x, accepted_index = [], [], []
     n_accepted = 0
     n_proposals = 0
-    next_block = 0
     stop_reason = None
     warned_early = False
     start = time.perf_counter()
     bar = tqdm(total=draws, desc="rejection", unit="draw", disable=not progressbar, leave=False)
-    with block_map(workers, executor) as run:
+    with BlockPool(cores, executor) as pool:
+        plan = _ChunkPlan(draws, pool.workers, blocks_per_chunk, max_blocks,
+                          last_block=math.inf if math.isinf(max_proposals) else -(-max_proposals // BLOCK_SIZE))
         try:
-            while n_accepted < draws:
-                elapsed = time.perf_counter() - start
-                if elapsed >= max_seconds:
-                    stop_reason = f"max_seconds={max_seconds:g}"
-                    break
-                if n_proposals >= max_proposals:
-                    stop_reason = f"max_proposals={max_proposals}"
-                    break
-                n_blocks = blocks_per_batch or _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks, workers)
-                if math.isfinite(max_proposals):
-                    n_blocks = min(n_blocks, -(-(max_proposals - n_proposals) // BLOCK_SIZE))
-                batch = list(run(propose_block, range(next_block, next_block + n_blocks)))
-                keep_theta, keep_x, index = (np.concatenate(part) for part in zip(*batch))
+            for chunk, (keep_theta, keep_x, index) in pool.map(propose_block, plan):
                 if math.isfinite(max_proposals):
                     within = index < max_proposals
                     keep_theta, keep_x, index = keep_theta[within], keep_x[within], index[within]
@@ -168,14 +157,21 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
                 accepted_x.append(keep_x)
                 accepted_index.append(index)
                 n_accepted += index.size
-                n_proposals = min((next_block + n_blocks) * BLOCK_SIZE, max_proposals)
-                next_block += n_blocks
+                n_proposals = min(chunk.stop * BLOCK_SIZE, max_proposals)
+                elapsed = time.perf_counter() - start
+                plan.record(chunk, n_accepted, elapsed)
                 bar.update(min(index.size, draws - bar.n))
                 bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}")
-                if not warned_early and time.perf_counter() - start > 1.0:
+                if n_accepted >= draws:
+                    break
+                if elapsed >= max_seconds:
+                    stop_reason = f"max_seconds={max_seconds:g}"
+                    break
+                if not warned_early and elapsed > 1.0:
                     warned_early = True
-                    _warn_if_over_budget(n_accepted, n_proposals, draws, time.perf_counter() - start,
-                                         max_seconds, max_proposals)
+                    _warn_if_over_budget(n_accepted, n_proposals, draws, elapsed, max_seconds, max_proposals)
+            else:  # the plan ended: the proposal budget is spent
+                stop_reason = f"max_proposals={max_proposals}"
         except KeyboardInterrupt:
             stop_reason = "an interrupt"
         finally:
@@ -237,17 +233,39 @@ class _ProposalBlock:
         return theta[keep], x[keep], keep + block * BLOCK_SIZE
 
 
-def _auto_blocks(n_proposals, n_accepted, draws, elapsed, max_blocks, workers) -> int:
-    """Blocks for the next batch: about 0.1 s of work, not much more than still needed, and at
-    least one block per worker."""
-    if n_proposals == 0:
-        return workers
-    blocks_done = n_proposals / BLOCK_SIZE
-    by_time = _TARGET_BATCH_SECONDS / max(elapsed / blocks_done, 1e-9)
-    if n_accepted > 0:
-        needed = 1.2 * (draws - n_accepted) * n_proposals / n_accepted / BLOCK_SIZE
-        by_time = min(by_time, needed)
-    return int(max(workers, min(by_time, max_blocks, 2 * blocks_done)))
+class _ChunkPlan:
+    """The chunks of blocks to propose, from block 0 on, each sized when it is submitted.
+
+    A fixed ``blocks_per_chunk``, or by default about ``_TARGET_CHUNK_SECONDS`` of one worker's
+    work, growing at most twofold over the blocks done, never much more than the draws still
+    missing need at the acceptance rate so far (shared by the workers), and with the chunks
+    in flight within ``max_blocks``. Ends before ``last_block`` (the proposal budget).
+    """
+
+    def __init__(self, draws, workers, blocks_per_chunk, max_blocks, last_block):
+        self.draws, self.workers, self.fixed, self.last_block = draws, workers, blocks_per_chunk, last_block
+        self.max_chunk = max(1, max_blocks // (LOOKAHEAD_PER_WORKER * workers))
+        self.blocks_done = self.n_accepted = self.submitted = 0
+        self.elapsed = 0.0
+
+    def record(self, chunk: range, n_accepted: int, elapsed: float) -> None:
+        self.blocks_done, self.n_accepted, self.elapsed = chunk.stop, n_accepted, elapsed
+
+    def __iter__(self):
+        while self.submitted < self.last_block:
+            size = int(min(self.fixed or self._auto_size(), self.last_block - self.submitted))
+            yield range(self.submitted, self.submitted + size)
+            self.submitted += size
+
+    def _auto_size(self) -> int:
+        if self.blocks_done == 0:
+            return 1
+        seconds_per_block = self.elapsed * self.workers / self.blocks_done
+        size = min(_TARGET_CHUNK_SECONDS / max(seconds_per_block, 1e-9), self.blocks_done, self.max_chunk)
+        if self.n_accepted > 0:
+            still_needed = 1.2 * (self.draws - self.n_accepted) * self.blocks_done / self.n_accepted
+            size = min(size, (still_needed - (self.submitted - self.blocks_done)) / self.workers)
+        return max(1, int(size))
 
 
 def _duration(seconds: float) -> str:

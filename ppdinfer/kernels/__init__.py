@@ -2,5 +2,6 @@
 
 from .additive import additive_noise_loglik, select_accepted
 from .independence import independence_chain
+from .resampling import sorted_search
 
-__all__ = ["additive_noise_loglik", "independence_chain", "select_accepted"]
+__all__ = ["additive_noise_loglik", "independence_chain", "select_accepted", "sorted_search"]
