@@ -76,6 +76,22 @@ def test_dask_local_cluster_gives_the_same_results(table, reference, tmp_path):
     xr.testing.assert_identical(got["y"], reference["y"].sel(synthesis=["postprocess", "wem_prior"]))
 
 
+def test_result_files_are_written_without_xarrays_file_lock(tmp_path, monkeypatch):
+    """Given a file name, xarray takes a write lock per file: on a dask worker a distributed lock,
+    a round trip to the scheduler per file (90 ms, nine times the write itself)."""
+    import xarray.backends.scipy_ as scipy_backend
+
+    def no_lock(key):
+        raise AssertionError(f"write_result asked xarray for a lock on {key}")
+
+    monkeypatch.setattr(scipy_backend, "get_write_lock", no_lock)
+    dataset = xr.Dataset({"y": (("county",), np.arange(4, dtype=np.int32))}, attrs={"epsilon": 0.5})
+    synthesis.write_result(dataset, tmp_path / "one.nc")
+    with xr.open_dataset(tmp_path / "one.nc", engine="scipy") as written:
+        xr.testing.assert_identical(written.load(), dataset)
+    assert [path.name for path in tmp_path.iterdir()] == ["one.nc"]  # no temporary file left
+
+
 def test_bad_arguments(table, tmp_path):
     with pytest.raises(ValueError, match="methods"):
         run_synthesis(table, tmp_path, methods=["nope"])
