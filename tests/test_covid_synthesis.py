@@ -92,6 +92,21 @@ def test_result_files_are_written_without_xarrays_file_lock(tmp_path, monkeypatc
     assert [path.name for path in tmp_path.iterdir()] == ["one.nc"]  # no temporary file left
 
 
+def test_the_papers_delta_z_is_an_l2_sensitivity_so_the_per_count_laplace_loses_2_eps():
+    """A person counted as a case and a death moves from county 0 to county 1: four counts change by 1."""
+    from ppdinfer.mechanisms import DiscreteLaplace
+
+    epsilon = 0.5
+    x = np.array([40, 7, 5, 1, 30, 3])  # cases of 3 counties, then their deaths
+    moved = x + np.array([-1, 1, 0, -1, 1, 0])
+    assert np.linalg.norm(moved - x, 2) == synthesis.DELTA_Z  # the WEM's sensitivity: loss <= eps
+    laplace = DiscreteLaplace(epsilon, synthesis.DELTA_Z)
+    releases = np.stack([x, moved, x + np.array([2, -3, 0, 1, -2, 0])])
+    losses = np.array([laplace.logpdf(y, np.stack([x, moved])) @ [1, -1] for y in releases])
+    # the log ratio is (eps / 2) (|y - moved|_1 - |y - x|_1), at most (eps / 2) * 4 = 2 eps, attained at y = x
+    assert np.isclose(np.abs(losses).max(), 2 * epsilon) and np.isclose(losses[0], 2 * epsilon)
+
+
 def test_bad_arguments(table, tmp_path):
     with pytest.raises(ValueError, match="methods"):
         run_synthesis(table, tmp_path, methods=["nope"])
