@@ -139,7 +139,8 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
             ImportanceWarning, stacklevel=2,
         )
     proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
-    posterior = _take(proposals, _stratified(weights, draws, block_generator(root, n_blocks)))
+    index = _stratified(weights, draws, block_generator(root, n_blocks))
+    posterior = posterior_dataset(model, theta[index], x[index], theta_shape, x_shape)  # NumPy indexing: 2x xarray's
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
     proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
                                  psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))

@@ -93,7 +93,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     progressbar : bool
     cores : int, optional
         Threads that propose and test blocks concurrently (default: every available core). One
-        core runs without threads.
+        core runs without threads. Inside tasks that already run in parallel (a process pool's
+        workers, a dask cluster) pass ``cores=1``, or each task takes every core.
     executor : concurrent.futures.Executor, optional
         Runs the blocks instead of the thread pool, e.g. a ``ProcessPoolExecutor`` when the
         model's simulator is pure Python and holds the GIL (the model must then pickle).
