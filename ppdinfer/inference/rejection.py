@@ -161,8 +161,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
                 n_proposals = min(chunk.stop * BLOCK_SIZE, max_proposals)
                 elapsed = time.perf_counter() - start
                 plan.record(chunk, n_accepted, elapsed)
-                bar.update(min(index.size, draws - bar.n))
-                bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}")
+                bar.set_postfix(accept=f"{n_accepted / n_proposals:.2e}", refresh=False)  # drawn by update,
+                bar.update(min(index.size, draws - bar.n))  # at most every 0.1 s
                 if n_accepted >= draws:
                     break
                 if elapsed >= max_seconds:
