@@ -24,6 +24,10 @@ from .._validation import integer_valued
 from .base import Mechanism
 
 
+#: Distinct x whose log-likelihood is remembered for one (y*, z) before the memory starts afresh.
+MEMO_LIMIT = 1_000_000
+
+
 class PostProcessedRelease(Mechanism):
     r"""The published h(y, z) of a raw release y ~ pi(. | x, z): its sampler and its push-forward likelihood.
 
@@ -79,6 +83,7 @@ class PostProcessedRelease(Mechanism):
             raise ValueError(f"box must be a non-empty (N, d) array of raw releases, got shape {box.shape}")
         self.mechanism, self.postprocess, self.box = mechanism, postprocess, box
         self._images: tuple[object, np.ndarray] | None = None  # (key of z, the image of the box under z)
+        self._memo: tuple[object, dict] = (None, {})  # ((key of z, y*), {x row: log pi(y* | x, z)})
 
     @property
     def dim(self) -> int:
@@ -92,8 +97,19 @@ class PostProcessedRelease(Mechanism):
         return published.reshape(np.shape(x)) if published.size == np.size(x) else published
 
     def logpdf(self, y, x, z=None) -> np.ndarray:
-        """log pi(y* | x, z) for each row of ``x``: the log-sum over the raw releases of the box that h maps to y*."""
-        return self._log_total(self.preimage(y, z), x, z)
+        """log pi(y* | x, z) for each row of ``x``: the log-sum over the raw releases of the box that h maps to y*.
+
+        Each distinct x is computed once per (y*, z) and remembered: samplers ask again and again
+        about the few values a count takes.
+        """
+        rows = integer_valued(x, "x").reshape(-1, self.dim)
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        memo = self._memo_for(y, z)
+        missing = [row for row in distinct if row.tobytes() not in memo]
+        if missing:
+            memo.update(zip((row.tobytes() for row in missing),
+                            self._log_total(self.preimage(y, z), np.array(missing), z), strict=True))
+        return np.array([memo[row.tobytes()] for row in distinct])[inverse.reshape(-1)]
 
     def preimage(self, y, z=None) -> np.ndarray:
         """The raw releases of the box that h maps to the published ``y``, one per row."""
@@ -131,6 +147,13 @@ class PostProcessedRelease(Mechanism):
         for raw in raws:
             total = np.logaddexp(total, self.mechanism.logpdf(raw if self.dim > 1 else raw[0], rows, z))
         return total
+
+    def _memo_for(self, y, z) -> dict:
+        """The remembered log-likelihoods of this (y*, z); a new (y*, z) starts afresh."""
+        key = (_z_key(z), np.asarray(y, dtype=float).tobytes())
+        if self._memo[0] != key or len(self._memo[1]) > MEMO_LIMIT:
+            self._memo = (key, {})
+        return self._memo[1]
 
     def _image_of_box(self, z) -> np.ndarray:
         key = _z_key(z)
