@@ -18,6 +18,8 @@ the cells of a multinomial x, theta is integrated out of the x update and drawn 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -350,5 +352,9 @@ def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool
         steps = [MechanismAugmentation([x_rv], sweeps=sweeps, collapse=collapse)]
         if collapse:
             steps.append(ConjugateDirichlet([theta_rv]))
-        return pm.sample(step=steps, **kwargs)
+        with warnings.catch_warnings():
+            # the release's log-likelihood is the mechanism's Python logpdf by design: PyTensor's
+            # numba backend says it calls it in object mode, which is expected here
+            warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
+            return pm.sample(step=steps, **kwargs)
 
