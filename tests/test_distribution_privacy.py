@@ -312,6 +312,20 @@ def test_correlated_gaussian_full_rank_matches_scipy():
     assert np.cov(draws.T) == pytest.approx(covariance, rel=0.1, abs=0.1)
 
 
+def test_correlated_gaussian_releases_a_batch_of_rows():
+    covariance = np.array([[3.0, 1.0], [1.0, 2.0]])
+    x = np.array([1.0, -2.0])
+    offsets = CorrelatedGaussian(covariance).release(np.tile(x, (20_000, 1)), random_seed=3) - x
+    assert offsets.shape == (20_000, 2)
+    assert np.all(np.abs(offsets.mean(axis=0)) < 4.5 * np.sqrt(np.diag(covariance) / 20_000))
+    assert np.cov(offsets.T) == pytest.approx(covariance, rel=0.05, abs=0.05)
+    line = directional_gaussian(eigm_family(covariance=np.diag([0.05, 0.02])), 0.5, 1e-3)   # rank 1
+    across = line.release(np.zeros((500, 2)), random_seed=4) @ np.array([1.0, 1.0])
+    assert np.abs(across).max() < 1e-9 * math.sqrt(np.trace(line.covariance))              # nothing off the line
+    with pytest.raises(ValueError, match=r"x must have shape \(2,\) or \(B, 2\)"):
+        line.release(np.zeros((3, 3)))
+
+
 def test_daum_release_lies_on_the_line_with_the_gaussian_law():
     tight = eigm_family(covariance=np.diag([0.05, 0.02]))
     mechanism = directional_gaussian(tight, 0.5, 1e-3)

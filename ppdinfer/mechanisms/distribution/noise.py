@@ -82,10 +82,12 @@ class CorrelatedGaussian(Mechanism):
         return self.variances.size
 
     def release(self, x, z=None, random_seed: SeedLike = None) -> np.ndarray:
-        """The release x + U (sqrt(s) * N(0, I_r)), x of shape (m,)."""
-        x = self._statistic(x, "x")
+        """The release x + U (sqrt(s) * N(0, I_r)) of x of shape (m,), or of each row of a batch (B, m)."""
+        x = finite_array(x, "x")
+        if x.shape != (self.dim,) and (x.ndim != 2 or x.shape[1] != self.dim):
+            raise ValueError(f"x must have shape ({self.dim},) or (B, {self.dim}), got {x.shape}")
         rng = as_generator(random_seed)
-        return x + self.basis @ (np.sqrt(self.variances) * rng.standard_normal(self.rank))
+        return x + (np.sqrt(self.variances) * rng.standard_normal((*x.shape[:-1], self.rank))) @ self.basis.T
 
     def logpdf(self, y, x, z=None) -> np.ndarray:
         """log pi(y | x) for one x (shape (m,)) or a batch (B, m): the density on x + range(C), -inf off it."""
