@@ -93,6 +93,23 @@ def test_poisson_count_starts_at_the_release_and_gets_the_augmentation_step():
     assert step.additive and step.rate == 1.0
 
 
+def test_named_components_of_theta_match_enumeration():
+    model = pp.PPDModel(pp.priors.Dirichlet([1.0, 2.0, 1.0]), pp.generators.MultinomialTotal("total"),
+                        M.DiscreteLaplace(0.5), names=["north", "centre", "south"], x_name="cases")
+    theta_mean, _ = exact_means(model, [12, 9, 5], {"total": 25})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = sample_model(model, [12, 9, 5], {"total": 25}, draws=1000, **SAMPLE)
+    for name, exact in zip(model.names, theta_mean, strict=True):   # reported under their names, like the exact samplers
+        draws = idata["posterior"][name]
+        assert draws.dims == ("chain", "draw")
+        assert abs(float(draws.mean()) - exact) <= 4 * float(az.mcse(idata, var_names=[name])[name])
+    np.testing.assert_allclose(idata["posterior"]["theta"].values[..., 0], idata["posterior"]["north"].values)
+    clash = pp.PPDModel(model.prior, model.simulate, model.mechanism, names=["theta", "theta_vector", "c"])
+    with pytest.raises(ValueError, match="rename one"):
+        from_model(clash, [12, 9, 5], {"total": 25})
+
+
 def test_unsupported_parts_raise_clear_errors():
     mechanism = M.Laplace(1.0)
     categorical = pp.PPDModel(pp.priors.Categorical([0.5, 0.5]), pp.generators.Binomial(3), mechanism)

@@ -2,9 +2,10 @@
 
 from .augmentation import ConjugateDirichlet, PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
-from .from_model import MechanismAugmentation, MechanismLogLikelihood, feasible_total_start, from_model, sample_model
+from .from_model import (MechanismAugmentation, MechanismLogLikelihood, feasible_total_start, from_model, sample_model,
+                         theta_variable)
 from .sampling import sample
 
 __all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "MechanismAugmentation",
            "MechanismLogLikelihood", "PrivacyAugmentation", "WassersteinNaive", "feasible_total_start", "from_model", "sample",
-           "sample_model"]
+           "sample_model", "theta_variable"]

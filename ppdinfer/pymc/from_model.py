@@ -96,7 +96,8 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
     Parameters
     ----------
     model : PPDModel
-        The model; theta must have one name.
+        The model. When theta's components have names of their own, the vector is the variable
+        ``"theta"`` (:func:`theta_variable`) and each name a deterministic component of it.
     y : array_like
         The release, of x's shape.
     z : dict, optional
@@ -119,16 +120,40 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
     if not isinstance(model, PPDModel):
         raise ValueError(f"model must be a ppdinfer.PPDModel, got {type(model).__name__}")
     y, z, theta_shape, x_shape = model.prepare(y, z)
-    if len(model.names) != 1:
-        raise ValueError(f"from_model needs theta under one name, got names={model.names}")
-    theta_name, x_name = model.names[0], model.x_name
+    theta_name, x_name = theta_variable(model), model.x_name
     coords = {dim: np.arange(size) for name, dims in model.dims.items()
               for dim, size in zip(dims, x_shape if name == x_name else theta_shape, strict=True)}
     with pm.Model(coords=coords) as twin:
         theta = _prior_variable(model.prior, theta_name, z, model.dims.get(theta_name))
+        if len(model.names) > 1:  # named components of a vector theta, as the exact samplers report them
+            for index, name in enumerate(model.names):
+                pm.Deterministic(name, theta[index])
         x = _data_variable(model.simulate, x_name, theta, y, z, x_shape, model.dims.get(x_name))
         pm.Potential("release", MechanismLogLikelihood(model.mechanism, y, z)(x))
     return twin
+
+
+def theta_variable(model: PPDModel) -> str:
+    """The name of theta's random variable in :func:`from_model`'s twin: the model's one name, or
+    ``"theta"`` when theta's components are named one by one (each then a ``pm.Deterministic``).
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer.pymc import theta_variable
+    >>> prior, data = pp.priors.Dirichlet([1.0, 1.0]), pp.generators.MultinomialTotal("total")
+    >>> theta_variable(pp.PPDModel(prior, data, pp.mechanisms.Laplace(1.0), names="share"))
+    'share'
+    >>> theta_variable(pp.PPDModel(prior, data, pp.mechanisms.Laplace(1.0), names=["urban", "rural"]))
+    'theta'
+    """
+    if len(model.names) == 1:
+        return model.names[0]
+    for candidate in ("theta", "theta_vector"):
+        if candidate not in (*model.names, model.x_name):
+            return candidate
+    raise ValueError(f"names {model.names} and x_name {model.x_name!r} take both 'theta' and 'theta_vector', "
+                     "the names from_model gives the vector of theta's components; rename one")
 
 
 def _prior_variable(prior, name, z, dims):
@@ -347,7 +372,7 @@ def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool
     twin = from_model(model, y, z)
     with twin:
         x_rv = twin[model.x_name]
-        theta_rv = twin[model.names[0]]
+        theta_rv = twin[theta_variable(model)]
         collapse = conjugate and theta_rv in conjugate_dirichlets(twin)  # theta feeds only the multinomial x
         steps = [MechanismAugmentation([x_rv], sweeps=sweeps, collapse=collapse)]
         if collapse:
