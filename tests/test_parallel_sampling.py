@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -107,6 +107,15 @@ def test_block_pool_reads_chunks_lazily_and_cancels_the_rest():
                 break
     # the chunk being collected and at most LOOKAHEAD_PER_WORKER per worker ahead of it
     assert len(submitted) <= 6 + LOOKAHEAD_PER_WORKER * 2
+
+
+def test_default_cores_are_all_at_the_top_level_and_one_inside_a_worker():
+    assert resolve_cores(None) == available_cores() >= 1
+    with ThreadPoolExecutor(1) as threads:
+        assert threads.submit(resolve_cores, None).result() == 1
+        assert threads.submit(resolve_cores, 2).result() == 2          # an explicit request holds
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as processes:
+        assert processes.submit(resolve_cores, None).result() == 1
 
 
 def test_cores_must_be_a_positive_integer():

@@ -86,7 +86,8 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         in blocks of 16,384, each from its own stream, and the resample from one more.
     cores, executor : optional
         As for :func:`rejection_sample`: threads that draw and weigh blocks concurrently
-        (default: every available core), or an executor of your own.
+        (default: every available core at the top level, one inside a worker), or an executor
+        of your own.
 
     Returns
     -------

@@ -11,7 +11,9 @@ threads' small overhead.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -37,16 +39,25 @@ def available_cores() -> int:
 
 
 def resolve_cores(cores: int | None) -> int:
-    """``cores`` as a positive int: None means every available core.
+    """``cores`` as a positive int. None means every available core at the top level (the main
+    thread of a process that no multiprocessing parent started), and 1 inside a worker thread or a
+    child process: that caller is parallel already, and threads of its own in every worker would
+    only compete for the same cores.
 
     Examples
     --------
     >>> resolve_cores(2)
     2
-    >>> resolve_cores(None) == available_cores()
+    >>> resolve_cores(None) == available_cores()        # here, at the top level
     True
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> ThreadPoolExecutor(1).submit(resolve_cores, None).result()
+    1
     """
-    return available_cores() if cores is None else positive_int(cores, "cores")
+    if cores is not None:
+        return positive_int(cores, "cores")
+    top_level = threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None
+    return available_cores() if top_level else 1
 
 
 #: Chunks of contiguous blocks per worker when the work is known in advance: a few, so that the

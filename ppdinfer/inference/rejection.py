@@ -92,9 +92,10 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         ``max_seconds`` the time budget is 600 s. Ctrl-C also stops it with the draws so far.
     progressbar : bool
     cores : int, optional
-        Threads that propose and test blocks concurrently (default: every available core). One
-        core runs without threads. Inside tasks that already run in parallel (a process pool's
-        workers, a dask cluster) pass ``cores=1``, or each task takes every core.
+        Threads that propose and test blocks concurrently. One core runs without threads. The
+        default is every available core when called from the main thread of the main process,
+        and one core inside a worker thread or a child process (a thread or process pool, a dask
+        worker), which is parallel already.
     executor : concurrent.futures.Executor, optional
         Runs the blocks instead of the thread pool, e.g. a ``ProcessPoolExecutor`` when the
         model's simulator is pure Python and holds the GIL (the model must then pickle).
