@@ -1,9 +1,9 @@
 """The PyMC layer: privacy-noise distributions and the privacy-aware data-augmentation step."""
 
-from .augmentation import ConjugateDirichlet, PrivacyAugmentation
+from .augmentation import ConjugateDirichlet, MechanismAugmentation, PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
-from .from_model import (MechanismAugmentation, MechanismLogLikelihood, feasible_total_start, from_model, sample_model,
-                         theta_variable)
+from .from_model import feasible_total_start, from_model, sample_model, theta_variable
+from .likelihood import MechanismLogLikelihood
 from .sampling import sample
 
 __all__ = ["ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "MechanismAugmentation",

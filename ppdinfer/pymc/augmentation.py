@@ -25,8 +25,11 @@ from pymc.step_methods.state import dataclass_state
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 
-from ..kernels.augmentation import BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
+from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, _cell_log_weight, _log_prior,
+                                    augmentation_sweeps)
+from ..mechanisms.base import AdditiveNoiseMechanism
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
+from .likelihood import MechanismLogLikelihood
 
 _KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
 
@@ -284,3 +287,141 @@ class ConjugateDirichlet(BlockedStep):
     @staticmethod
     def competence(var):
         return Competence.INCOMPATIBLE
+
+
+def _release_of(model: pm.Model, x_rv) -> MechanismLogLikelihood:
+    """The release Op in ``model.potentials`` applied to x."""
+    for potential in model.potentials:
+        owner = potential.owner
+        if owner is not None and isinstance(owner.op, MechanismLogLikelihood) and owner.inputs[0] is x_rv:
+            return owner.op
+    raise ValueError(f"no MechanismLogLikelihood potential of {x_rv.name}: build the model with from_model")
+
+
+class MechanismAugmentation(PrivacyAugmentation):
+    r"""Data augmentation for an integer x whose release enters through ``mechanism.logpdf``.
+
+    The moves are those of :class:`ppdinfer.pymc.PrivacyAugmentation`: a prior move (x' from
+    x's conditional prior given theta, or a pair's given their sum for a multinomial x) and a
+    symmetric local move, each accepted with the Metropolis-Hastings ratio
+
+    .. math::
+
+        \alpha(x \to x') = \min\left(1, \frac{\pi(x' \mid \theta)\, \pi(y \mid x', z)\, q(x \mid x')}
+                                               {\pi(x \mid \theta)\, \pi(y \mid x, z)\, q(x' \mid x)}\right).
+
+    An additive mechanism (Laplace, discrete Laplace, Gaussian, discrete Gaussian; a real y
+    too) runs in the compiled kernel of :class:`ppdinfer.pymc.PrivacyAugmentation`; any other
+    mechanism runs the same moves in Python, each with one call of its ``logpdf`` on the
+    current and proposed x (so about 4 d calls per sweep over d coordinates).
+
+    Parameters
+    ----------
+    vars : list
+        One latent x (Binomial, Poisson or Multinomial) of a model made by :func:`from_model`.
+    sweeps : int
+        Sweeps over x per step.
+    collapse : bool
+        Integrate a constant-alpha Dirichlet out of a multinomial x's update (pair it with
+        :class:`ppdinfer.pymc.ConjugateDirichlet`).
+
+    Examples
+    --------
+    >>> import ppdinfer as pp
+    >>> from ppdinfer.pymc import MechanismAugmentation, from_model
+    >>> model = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.Tulap(1.0), names="p")
+    >>> with from_model(model, 13.3) as twin:
+    ...     step = MechanismAugmentation([twin["x"]])
+    >>> step.additive
+    False
+    """
+
+    name = "mechanism_augmentation"
+
+    def _set_likelihood(self, model, x_rv) -> None:
+        self.release = _release_of(model, x_rv)
+        mechanism = self.release.mechanism
+        self.additive = isinstance(mechanism, AdditiveNoiseMechanism)
+        # the compiled kernel's separable likelihood -rate * sum |y - x| ** power
+        self.rate, self.power = (mechanism.rate, mechanism.power) if self.additive else (0.0, 1)
+        self.norm = False
+        self.noise_sd = _noise_sd(mechanism) if self.additive else 1.0
+        y = np.asarray(self.release.y, dtype=float)
+        self._y = lambda: y
+
+    def step(self, point):
+        if self.additive:
+            return super().step(point)
+        name = self.vars[0].name
+        x = np.array(point[name], dtype=np.int64, copy=True).reshape(-1)
+        n, p, prior_sd = self._prior_parameters(point, x.shape)
+        n = np.asarray(n, dtype=np.int64).reshape(-1)
+        p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float)
+        scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
+        moves = _GenericMoves(self.release, x, np.shape(point[name]), self.rng)
+        for _ in range(self.sweeps):
+            if self.kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL):
+                moves.pair_sweep(self.kind == DIRICHLET_MULTINOMIAL, p, scale)
+            else:
+                moves.site_sweep(self.kind, n, p, scale)
+        new_point = dict(point)
+        new_point[name] = moves.x.reshape(np.shape(point[name]))
+        rates = moves.accepted / (self.sweeps * x.size)
+        return new_point, [{"accept_prior": float(rates[0]), "accept_local": float(rates[1])}]
+
+
+def _noise_sd(mechanism: AdditiveNoiseMechanism) -> float:
+    """The noise standard deviation (about), which sets the local move's step size."""
+    if mechanism.power == 1:
+        return float(np.sqrt(2.0) / mechanism.rate)
+    return float(np.sqrt(0.5 / mechanism.rate))
+
+
+class _GenericMoves:
+    """The prior and local moves of the augmentation kernel, with the log likelihood from an Op."""
+
+    def __init__(self, release: MechanismLogLikelihood, x: np.ndarray, shape, rng: np.random.Generator):
+        self.release, self.x, self.shape, self.rng = release, x, shape, rng
+        self.current = float(release.loglik(x.reshape(1, *shape))[0])
+        self.accepted = np.zeros(2)
+
+    def _try(self, changes: dict[int, int], log_ratio: float, move: int) -> None:
+        """Accept x with ``changes`` applied w.p. min(1, exp(log_ratio + likelihood change))."""
+        proposal = self.x.copy()
+        for index, value in changes.items():
+            proposal[index] = value
+        proposed = float(self.release.loglik(proposal.reshape(1, *self.shape))[0])
+        change = proposed - self.current if proposed > -np.inf else -np.inf  # never into zero density
+        if np.log(self.rng.random()) <= log_ratio + change:
+            self.x, self.current = proposal, proposed
+            self.accepted[move] += 1
+
+    def _step(self, scale: float) -> int:
+        step = int(round(self.rng.normal() * scale))
+        return step if step != 0 else int(self.rng.choice((-1, 1)))
+
+    def site_sweep(self, kind, n, p, scale):
+        for k in range(self.x.size):
+            nk = n[k]
+            draw = self.rng.binomial(nk, p[k]) if kind == BINOMIAL else self.rng.poisson(p[k])
+            self._try({k: draw}, 0.0, 0)
+            candidate = self.x[k] + self._step(scale[k])
+            prior_ratio = _log_prior(kind, candidate, nk, p[k]) - _log_prior(kind, self.x[k], nk, p[k])
+            if prior_ratio > -np.inf:
+                self._try({k: candidate}, prior_ratio, 1)
+
+    def pair_sweep(self, collapsed, p, scale):
+        dim = self.x.size
+        for _ in range(dim):
+            i, j = self.rng.choice(dim, size=2, replace=False)
+            total = self.x[i] + self.x[j]
+            if total > 0:
+                share = self.rng.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
+                xi = self.rng.binomial(total, share)
+                self._try({i: xi, j: total - xi}, 0.0, 0)
+            step = self._step(0.5 * (scale[i] + scale[j]))
+            xi, xj = self.x[i] + step, self.x[j] - step
+            if xi >= 0 and xj >= 0:
+                weight = (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
+                          - _cell_log_weight(collapsed, self.x[i], p[i]) - _cell_log_weight(collapsed, self.x[j], p[j]))
+                self._try({i: xi, j: xj}, weight, 1)
