@@ -3,7 +3,7 @@
 The model is the county model's shape (ppdinfer.models.county_counts): county shares
 theta ~ Dirichlet centred on last month's counts, this month's counts x ~ Multinomial(total,
 theta) with a public total, released with discrete Laplace noise (epsilon = 1). Each problem is
-fitted through the generic entry point ``sample_model(model, y, z)``: MechanismAugmentation on
+fitted through the generic entry point ``sample_model(model, y, z)``: PrivacyAugmentation on
 x with theta integrated out, then the exact Dirichlet draw of theta.
 
 Problems:

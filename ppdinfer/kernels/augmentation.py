@@ -89,57 +89,98 @@ def _cell_log_weight(collapsed, x, p):
     return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
 
 
+# -- the moves: one implementation, shared by the compiled sweeps below and by the sweeps
+# whose likelihood is a Python callable (ppdinfer.pymc.augmentation.generic_sweeps) --------------
+
+@njit(cache=True, nogil=True)
+def seed_moves(seed):
+    """Seed the generator of the moves (numba's own), so a chain is reproducible."""
+    np.random.seed(seed)
+
+
+@njit(cache=True, nogil=True)
+def log_uniform():
+    """log U, U ~ Uniform(0, 1), from the moves' generator: the Metropolis-Hastings test is log U <= log ratio."""
+    return np.log(np.random.random())
+
+
+@njit(cache=True, nogil=True)
+def choose_pair(dim):
+    """Two distinct cells (i, j), uniformly among the ordered pairs."""
+    i = np.random.randint(dim)
+    j = np.random.randint(dim - 1)
+    if j >= i:
+        j += 1
+    return i, j
+
+
+@njit(cache=True, nogil=True)
+def pair_prior_move(collapsed, x, p, i, j):
+    """x_i | x_i + x_j from the conditional prior: Binomial(total, p_i / (p_i + p_j)), or BetaBinomial
+    when ``collapsed`` (``p`` is then the Dirichlet concentration). Returns (new x_i, new x_j, ok)."""
+    total = x[i] + x[j]
+    if total <= 0 or not p[i] + p[j] > 0:
+        return x[i], x[j], False
+    share = np.random.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
+    xi = np.random.binomial(total, share)
+    return xi, total - xi, True
+
+
+@njit(cache=True, nogil=True)
+def pair_local_move(collapsed, x, p, scale, i, j):
+    """A symmetric transfer of a step from cell j to cell i: (new x_i, new x_j, log prior ratio),
+    the ratio -inf where the move leaves the support (a negative cell, a cell of probability 0)."""
+    step = _local_step(0.5 * (scale[i] + scale[j]))
+    xi, xj = x[i] + step, x[j] - step
+    if xi < 0 or xj < 0 or not p[i] > 0 or not p[j] > 0:
+        return xi, xj, -np.inf
+    return xi, xj, (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
+                    - _cell_log_weight(collapsed, x[i], p[i]) - _cell_log_weight(collapsed, x[j], p[j]))
+
+
+@njit(cache=True, nogil=True)
+def site_prior_move(kind, n, p, k):
+    """A draw of coordinate k from its prior: Binomial(n_k, p_k) or Poisson(p_k)."""
+    return np.random.binomial(n[k], p[k]) if kind == BINOMIAL else np.random.poisson(p[k])
+
+
+@njit(cache=True, nogil=True)
+def site_local_move(kind, x, n, p, scale, k):
+    """A symmetric step of coordinate k: (candidate, log prior ratio), -inf off the support."""
+    candidate = x[k] + _local_step(scale[k])
+    return candidate, _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+
+
+@njit(cache=True, nogil=True)
+def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, accepted, move):
+    if log_ratio > -np.inf and log_uniform() <= log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm,
+                                                                     state):
+        x[i] = new_i
+        if j >= 0:
+            x[j] = new_j
+        _commit(state)
+        accepted[move] += 1
+
+
 @njit(cache=True, nogil=True)
 def _pair_moves(collapsed, x, y, p, rate, power, norm, scale, state, accepted):
-    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances.
-
-    ``p`` holds cell probabilities, or the Dirichlet concentration when ``collapsed``.
-    """
-    dim = x.shape[0]
-    for _ in range(dim):
-        i = np.random.randint(dim)
-        j = np.random.randint(dim - 1)
-        if j >= i:
-            j += 1
-        total = x[i] + x[j]
-        # prior move: x_i | x_i + x_j ~ Binomial(total, p_i / (p_i + p_j)), or BetaBinomial when collapsed
-        if total > 0 and p[i] + p[j] > 0:
-            share = np.random.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
-            xi = np.random.binomial(total, share)
-            if np.log(np.random.random()) <= _change(y, x, i, xi, j, total - xi, rate, power, norm, state):
-                x[i], x[j] = xi, total - xi
-                _commit(state)
-                accepted[0] += 1
-        # local move: transfer a symmetric step from j to i
-        step = _local_step(0.5 * (scale[i] + scale[j]))
-        xi, xj = x[i] + step, x[j] - step
-        if xi >= 0 and xj >= 0 and p[i] > 0 and p[j] > 0:
-            log_ratio = (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
-                         - _cell_log_weight(collapsed, x[i], p[i]) - _cell_log_weight(collapsed, x[j], p[j])
-                         + _change(y, x, i, xi, j, xj, rate, power, norm, state))
-            if np.log(np.random.random()) <= log_ratio:
-                x[i], x[j] = xi, xj
-                _commit(state)
-                accepted[1] += 1
+    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances."""
+    for _ in range(x.shape[0]):
+        i, j = choose_pair(x.shape[0])
+        xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+        if ok:
+            _try_pair(x, y, i, xi, j, xj, 0.0, rate, power, norm, state, accepted, 0)
+        xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+        _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, accepted, 1)
 
 
 @njit(cache=True, nogil=True)
 def _site_moves(kind, x, y, n, p, rate, power, norm, scale, state, accepted):
     """One sweep of single-coordinate moves for independent binomial or Poisson coordinates."""
     for k in range(x.shape[0]):
-        proposal = np.random.binomial(n[k], p[k]) if kind == BINOMIAL else np.random.poisson(p[k])
-        if np.log(np.random.random()) <= _change(y, x, k, proposal, -1, 0, rate, power, norm, state):
-            x[k] = proposal
-            _commit(state)
-            accepted[0] += 1
-        candidate = x[k] + _local_step(scale[k])
-        log_ratio = _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
-        if log_ratio > -np.inf:
-            log_ratio += _change(y, x, k, candidate, -1, 0, rate, power, norm, state)
-            if np.log(np.random.random()) <= log_ratio:
-                x[k] = candidate
-                _commit(state)
-                accepted[1] += 1
+        _try_pair(x, y, k, site_prior_move(kind, n, p, k), -1, 0, 0.0, rate, power, norm, state, accepted, 0)
+        candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+        _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, accepted, 1)
 
 
 @njit(cache=True, nogil=True)
@@ -149,7 +190,7 @@ def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, sweeps, seed
     ``norm`` selects the likelihood -rate * ||y - x||_2 (power must be 2) instead of the separable
     -rate * sum |y - x| ** power.
     """
-    np.random.seed(seed)
+    seed_moves(seed)
     accepted = np.zeros(2)
     state = np.zeros(2)
     for _ in range(sweeps):

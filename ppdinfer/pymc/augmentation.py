@@ -25,11 +25,12 @@ from pymc.step_methods.state import dataclass_state
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
 
-from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, _cell_log_weight, _log_prior,
-                                    augmentation_sweeps)
+from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps, choose_pair,
+                                    log_uniform, pair_local_move, pair_prior_move, seed_moves, site_local_move,
+                                    site_prior_move)
 from ..mechanisms.base import AdditiveNoiseMechanism
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
-from .likelihood import MechanismLogLikelihood
+from .release import ReleaseRV
 
 _KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
 
@@ -55,48 +56,183 @@ def _common_constant(variable, what: str) -> float:
     return float(values[0])
 
 
-def _noise_of(model, x_rv):
-    """(observed data variable, rate, power, norm, noise sd) of the privacy release centred on x."""
-    for obs in model.observed_RVs:
-        op = obs.owner.op
-        if isinstance(op, (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)):
-            _, _, mu, *params = obs.owner.inputs
-            if mu is not x_rv:
-                continue
-            data = model.rvs_to_values[obs]
-            if isinstance(op, DiscreteLaplaceRV):
-                rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
-                a = np.exp(-rate)
-                return data, rate, 1, False, float(np.sqrt(2 * a) / (1 - a))
-            if isinstance(op, LatticeL2RV):
-                rate = _common_constant(params[0] / (2 * params[1]), "epsilon / (2 sigma)")
-                # ||y - x||_2 ~ Gamma(n, rate): about sqrt(n) / rate per coordinate
-                return data, rate, 2, True, float(np.sqrt(int(data.shape[-1].eval())) / rate)
-            sigma = _common_constant(params[0], "sigma")
-            return data, 1 / (2 * sigma**2), 2, False, sigma
-    raise ValueError(f"no observed DiscreteLaplace, DiscreteGaussian or WassersteinNaive release has mu={x_rv.name}")
+_NOISE_OPS = (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
+_PAIR_KINDS = (MULTINOMIAL, DIRICHLET_MULTINOMIAL)
+
+
+def dependents(model: pm.Model, rv) -> list:
+    """The model's random variables and potentials whose log density reads ``rv`` directly (through
+    deterministic expressions, not through another random variable).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Tulap
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.augmentation import dependents
+    >>> with pm.Model() as model:
+    ...     rate = pm.Gamma("rate", 2.0, 1.0)
+    ...     x = pm.Poisson("x", rate, shape=2)
+    ...     y = Release("y", Tulap(1.0), x + 1, observed=[3.2, 1.5])
+    >>> [term.name for term in dependents(model, rate)], [term.name for term in dependents(model, x)]
+    (['x'], ['y'])
+    """
+    others = set(model.basic_RVs)
+    return [term for term in (*model.basic_RVs, *model.potentials)
+            if term is not rv and rv in ancestors([term], blockers=others - {term})]
+
+
+def _separable_release(model, x_rv, children):
+    """(y, rate, power, norm, noise sd) when x's only child is an observed release of x itself whose log
+    density is the compiled kernel's -rate * sum |y - x| ** power (or the norm), else None."""
+    if len(children) != 1 or children[0] not in model.observed_RVs:
+        return None
+    release = children[0]
+    op = release.owner.op
+    _, _, centre, *params = release.owner.inputs
+    if centre is not x_rv:
+        return None
+    y = model.rvs_to_values[release]
+    if isinstance(op, ReleaseRV):
+        mechanism = op.mechanism
+        if not isinstance(mechanism, AdditiveNoiseMechanism):
+            return None
+        return y, mechanism.rate, mechanism.power, False, mechanism.noise_scale()
+    if not isinstance(op, _NOISE_OPS):
+        return None
+    try:
+        if isinstance(op, DiscreteLaplaceRV):
+            rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
+            a = np.exp(-rate)
+            return y, rate, 1, False, float(np.sqrt(2 * a) / (1 - a))
+        if isinstance(op, LatticeL2RV):
+            rate = _common_constant(params[0] / (2 * params[1]), "epsilon / (2 sigma)")
+            # ||y - x||_2 ~ Gamma(n, rate): about sqrt(n) / rate per coordinate
+            return y, rate, 2, True, float(np.sqrt(int(y.shape[-1].eval())) / rate)
+        sigma = _common_constant(params[0], "sigma")
+        return y, 1 / (2 * sigma**2), 2, False, sigma
+    except ValueError:  # parameters that vary by coordinate or with the model: the generic moves
+        return None
+
+
+class _SeparableLikelihood:
+    """A release the compiled kernel evaluates: log L(x) = -rate * sum |y - x| ** power (or the L2 norm)."""
+
+    def __init__(self, y, rate, power, norm, noise_sd):
+        # read y at every step: pm.set_data may change it between runs of one model
+        self.y = pytensor.function([], pt.cast(y, "float64"))
+        self.rate, self.power, self.norm, self.noise_sd = float(rate), int(power), bool(norm), float(noise_sd)
+
+
+class _ModelLikelihood:
+    """The log density of every term that reads x (its releases, any other child), from the model graph."""
+
+    def __init__(self, model, x_rv, children, compile_kwargs):
+        self.name = model.rvs_to_values[x_rv].name
+        self._logp = model.compile_fn(model.logp(vars=children), inputs=model.value_vars, on_unused_input="ignore",
+                                      **compile_kwargs)
+        self._releases = [(term.owner.op, term.owner.inputs[2] is x_rv) for term in children
+                          if isinstance(getattr(term.owner, "op", None), ReleaseRV)]
+        self.noise_sd = None
+        # x's one child a release of x itself: call the mechanism's logpdf directly (half the cost of the graph)
+        self._direct = None
+        if len(children) == 1 and self._releases == [(children[0].owner.op, True)] and children[0] in model.observed_RVs:
+            self._direct = pytensor.function([], model.rvs_to_values[children[0]])
+
+    def at(self, point, shape):
+        """log L as a function of the flat values of x, the rest of ``point`` held."""
+        if self._direct is not None:
+            (op, _), y = self._releases[0], self._direct()
+
+            def direct(flat):
+                return float(op.mechanism.logpdf(y, flat.reshape(1, *shape), op.z)[0])
+
+            return direct
+        trial = dict(point)
+
+        def loglik(flat):
+            trial[self.name] = flat.reshape(shape)
+            return float(self._logp(trial))
+
+        return loglik
+
+    def step_scale(self, x) -> float:
+        """The noise's size for x's local moves: the mechanism's own where a release reads x itself,
+        else infinite (the prior's spread then sets the step)."""
+        if self.noise_sd is None:
+            scales = [op.mechanism.noise_scale(x, op.z) for op, of_x in self._releases if of_x]
+            self.noise_sd = min(scales, default=np.inf)
+        return self.noise_sd
+
+
+def generic_sweeps(kind, x, n, p, scale, sweeps, loglik, seed) -> np.ndarray:
+    """The compiled kernel's sweeps (:func:`ppdinfer.kernels.augmentation.augmentation_sweeps`), the same
+    moves and random stream, with the log likelihood from a Python callable ``loglik(x)``.
+
+    Runs in place on the flat int64 x and returns the acceptance rates of the (prior, local) moves.
+    """
+    seed_moves(seed)
+    accepted = np.zeros(2)
+    current = loglik(x)
+    collapsed = kind == DIRICHLET_MULTINOMIAL
+
+    def attempt(changes, log_ratio, move):
+        nonlocal current
+        if not log_ratio > -np.inf:
+            return
+        log_u = log_uniform()
+        proposal = x.copy()
+        for index, value in changes:
+            proposal[index] = value
+        proposed = loglik(proposal)
+        if proposed > -np.inf and log_u <= log_ratio + proposed - current:
+            x[:] = proposal
+            current = proposed
+            accepted[move] += 1
+
+    for _ in range(sweeps):
+        if kind in _PAIR_KINDS:
+            for _ in range(x.size):
+                i, j = choose_pair(x.size)
+                xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+                if ok:
+                    attempt(((i, xi), (j, xj)), 0.0, 0)
+                xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+                attempt(((i, xi), (j, xj)), log_ratio, 1)
+        else:
+            for k in range(x.size):
+                attempt(((k, site_prior_move(kind, n, p, k)),), 0.0, 0)
+                candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+                attempt(((k, candidate),), log_ratio, 1)
+    return accepted / (sweeps * x.size)
 
 
 class PrivacyAugmentation(BlockedStep):
-    r"""Metropolis-within-Gibbs update of an integer latent x released with privacy noise.
+    r"""Metropolis-within-Gibbs update of an integer latent x observed through a privacy release.
 
     A prior move proposes x' from x's conditional prior given theta (and the other
     coordinates, or the other cell of a pair for a multinomial x), so that the prior cancels
-    from the Metropolis-Hastings ratio and only the mechanism's likelihood remains
+    from the Metropolis-Hastings ratio and only the likelihood remains
     (Ju, Awan, Gong & Rao 2022):
 
     .. math::
 
-        \alpha(x \to x') = \min\left(1, \frac{\pi(y \mid x', z)}{\pi(y \mid x, z)}\right).
+        \alpha(x \to x') = \min\left(1, \frac{L(x')}{L(x)}\right),
 
-    A local move proposes a symmetric integer step (a transfer between two cells for a
-    multinomial x) and accepts with the prior ratio times the likelihood ratio.
+    where L(x) is the density of everything x feeds: its releases (a :class:`ppdinfer.pymc.Release`
+    of any mechanism, ``DiscreteLaplace``, ``DiscreteGaussian``, ``WassersteinNaive``, or any other
+    observed distribution) and its other children. A local move proposes a symmetric integer step
+    (a transfer between two cells of a row for a multinomial x, so the public total holds at every
+    state) and accepts with the prior ratio times the likelihood ratio. Where x's one child is an
+    additive release of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM),
+    the moves run in a compiled kernel; otherwise the same moves (one implementation,
+    :mod:`ppdinfer.kernels.augmentation`) call the model's log density of x's children.
 
     Parameters
     ----------
     vars : list
-        One latent variable x (Multinomial, Binomial or Poisson), observed in the model as
-        ``DiscreteLaplace("y", mu=x, ...)`` or ``DiscreteGaussian("y", mu=x, ...)``.
+        One latent variable x with a Multinomial (rows of a table too: each row keeps its total),
+        Binomial or Poisson prior.
     sweeps : int
         Sweeps over x per step (each sweep makes one prior and one local move per coordinate);
         5 by default: a sweep costs microseconds, little next to PyMC's per-draw overhead.
@@ -114,8 +250,8 @@ class PrivacyAugmentation(BlockedStep):
     ...     cases = pm.Multinomial("cases", n=30, p=share, initval=np.array([10, 10, 10]))
     ...     y = DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
     ...     step = PrivacyAugmentation([cases], collapse=True)
-    >>> [variable.name for variable in step.vars], step.alpha
-    (['cases'], array([1., 1., 1.]))
+    >>> [variable.name for variable in step.vars], step.alpha, step.compiled
+    (['cases'], array([1., 1., 1.]), True)
 
     :func:`ppdinfer.pymc.sample` assigns the step by itself.
     """
@@ -140,10 +276,16 @@ class PrivacyAugmentation(BlockedStep):
                              f"not {type(x_rv.owner.op).__name__}")
         if not isinstance(sweeps, int) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        children = dependents(model, x_rv)
+        if not children:
+            raise ValueError(f"nothing in the model depends on {x_rv.name}: no release to augment")
         self.vars = [value_var]
         self.sweeps = sweeps
         self.kind = kind
-        self._set_likelihood(model, x_rv)
+        separable = _separable_release(model, x_rv, children)
+        self.compiled = separable is not None
+        self._likelihood = (_SeparableLikelihood(*separable) if self.compiled
+                            else _ModelLikelihood(model, x_rv, children, compile_kwargs or {}))
         _, _, *params = x_rv.owner.inputs
         self.alpha = None
         if collapse:
@@ -157,59 +299,81 @@ class PrivacyAugmentation(BlockedStep):
         graphs = model.replace_rvs_by_values(params)
         self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
                                         **(compile_kwargs or {}))
-        self._fixed_total = None
-        if self.kind == DIRICHLET_MULTINOMIAL:
-            try:
-                self._fixed_total = _common_constant(params[0], "the multinomial total")
-            except ValueError:
-                pass  # a total that depends on model variables is read from each point
         self.rng = np.random.default_rng(rng)
 
-    def _set_likelihood(self, model, x_rv) -> None:
-        """The release's likelihood as the kernel reads it: ``_y`` (a function giving y), ``rate``,
-        ``power``, ``norm`` and ``noise_sd``. Subclasses with another source of the likelihood
-        override this alone."""
-        y_data, self.rate, self.power, self.norm, self.noise_sd = _noise_of(model, x_rv)
-        # read y at every step: pm.set_data may change it between runs of one model
-        self._y = pytensor.function([], pt.cast(y_data, "float64"))
-
     def _prior_parameters(self, point, shape):
-        """(n, p, prior sd) of x's prior per coordinate; p is alpha when theta is integrated out."""
-        if self.kind == DIRICHLET_MULTINOMIAL:
-            n = self._fixed_total if self._fixed_total is not None else self._params(point)[0]
-            # the Dirichlet-multinomial prior is far wider than the noise: the noise sets the step size
-            return np.broadcast_to(n, shape), self.alpha, np.full(shape, np.inf)
-        values = [np.broadcast_to(np.asarray(v, dtype=float), shape) for v in self._params(point)]
+        """(n, p, prior sd) of x's prior, broadcast to x's shape (n to its rows for a multinomial);
+        p is alpha when theta is integrated out."""
+        values = [np.asarray(v, dtype=float) for v in self._params(point)]
+        if self.kind in _PAIR_KINDS:
+            n = np.broadcast_to(values[0], shape[:-1])
+            if self.kind == DIRICHLET_MULTINOMIAL:
+                # the Dirichlet-multinomial prior is far wider than the noise: the noise sets the step size
+                return n, np.broadcast_to(self.alpha, shape), np.full(shape, np.inf)
+            p = np.broadcast_to(values[1], shape)
+            return n, p, np.sqrt(n[..., None] * p * (1 - p))
         if self.kind == POISSON:
-            (mean,) = values
+            mean = np.broadcast_to(values[0], shape)
             return np.zeros(shape), mean, np.sqrt(mean)
-        n, p = values
+        n, p = (np.broadcast_to(v, shape) for v in values)
         return n, p, np.sqrt(n * p * (1 - p))
 
     def step(self, point):
         name = self.vars[0].name
         x = np.array(point[name], dtype=np.int64, copy=True)
-        y = self._y()
-        if x.shape != y.shape:
-            raise ValueError(f"{name} has shape {x.shape} but its release y has shape {y.shape}")
         n, p, prior_sd = self._prior_parameters(point, x.shape)
-        n = np.ascontiguousarray(n, dtype=np.int64).reshape(-1)
-        if self.kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL) and (x.sum() != n[0] or np.any(x < 0)):
-            raise ValueError(f"{name} = {x} does not satisfy its total {n[0]}: "
+        if self.kind in _PAIR_KINDS and (np.any(x.sum(axis=-1) != n) or np.any(x < 0)):
+            raise ValueError(f"{name} = {x.tolist()} does not satisfy its total {n.tolist()}: "
                              "start from a value inside the set the public total allows")
-        p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float).reshape(-1)
-        scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
-        flat = x.reshape(-1)
-        rates = augmentation_sweeps(self.kind, flat, y.reshape(-1), n, p, self.rate, self.power, self.norm, scale,
-                                    self.sweeps, int(self.rng.integers(2**31)))
+        likelihood = self._likelihood
+        if self.compiled:
+            y = likelihood.y()
+            if x.shape != y.shape:
+                raise ValueError(f"{name} has shape {x.shape} but its release y has shape {y.shape}")
+            noise_sd = likelihood.noise_sd
+        else:
+            noise_sd = likelihood.step_scale(x)
+        scale = np.maximum(np.minimum(prior_sd, noise_sd), 1.0)
+        # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
+        rows = list(np.ndindex(x.shape[:-1])) if self.kind in _PAIR_KINDS else [Ellipsis]
+        rates = np.zeros(2)
+        for row in rows:
+            cells = x[row].reshape(-1)  # a copy of the row, written back below
+            n_row = np.ascontiguousarray(np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row],
+                                         dtype=np.int64).reshape(-1)
+            p_row = np.ascontiguousarray(p[row], dtype=float).reshape(-1)
+            scale_row = np.ascontiguousarray(scale[row], dtype=float).reshape(-1)
+            seed = int(self.rng.integers(2**31))
+            if self.compiled:
+                rates += augmentation_sweeps(self.kind, cells, np.ascontiguousarray(y[row], dtype=float).reshape(-1),
+                                             n_row, p_row, likelihood.rate, likelihood.power, likelihood.norm,
+                                             scale_row, self.sweeps, seed)
+            else:
+                loglik = self._row_likelihood(point, x, row)
+                if loglik(cells) == -np.inf:
+                    raise ValueError(f"{name} = {x.tolist()} has probability zero given the release: start from "
+                                     "a value the release allows (initvals)")
+                rates += generic_sweeps(self.kind, cells, n_row, p_row, scale_row, self.sweeps, loglik, seed)
+            x[row] = cells.reshape(x[row].shape)
         new_point = dict(point)
-        new_point[name] = flat.reshape(x.shape)
+        new_point[name] = x
+        rates /= len(rows)
         return new_point, [{"accept_prior": float(rates[0]), "accept_local": float(rates[1])}]
+
+    def _row_likelihood(self, point, x, row):
+        """log L as a function of one row's cells (all of x when ``row`` is Ellipsis)."""
+        full = x.copy()
+        loglik = self._likelihood.at(point, x.shape)
+
+        def of_row(cells):
+            full[row] = cells.reshape(full[row].shape)
+            return loglik(full.reshape(-1))
+
+        return of_row
 
     @staticmethod
     def competence(var):
         return Competence.INCOMPATIBLE  # assigned explicitly, never chosen automatically
-
 
 def multinomial_child(model, theta_rv):
     """The one free Multinomial with probabilities theta, if nothing else in the model depends on theta."""
@@ -271,7 +435,7 @@ class ConjugateDirichlet(BlockedStep):
         self.x_name = model.rvs_to_values[child].name
         self.vars = [value_var]
         transform = model.rvs_to_transforms.get(theta_rv)
-        theta = pt.dvector("theta")
+        theta = pt.tensor("theta", dtype="float64", shape=(None,) * theta_rv.type.ndim)
         forward = transform.forward(theta) if transform is not None else theta
         self._forward = pytensor.function([theta], forward)
         self.rng = np.random.default_rng(rng)
@@ -279,7 +443,7 @@ class ConjugateDirichlet(BlockedStep):
     def step(self, point):
         x = np.asarray(point[self.x_name], dtype=float)
         gammas = self.rng.gamma(self.alpha + x)
-        theta = gammas / gammas.sum()
+        theta = gammas / gammas.sum(axis=-1, keepdims=True)  # each row of a batch of Dirichlets
         new_point = dict(point)
         new_point[self.vars[0].name] = np.asarray(self._forward(theta))
         return new_point, [{}]  # one (empty) stats dict per step, as PyMC expects
@@ -287,141 +451,3 @@ class ConjugateDirichlet(BlockedStep):
     @staticmethod
     def competence(var):
         return Competence.INCOMPATIBLE
-
-
-def _release_of(model: pm.Model, x_rv) -> MechanismLogLikelihood:
-    """The release Op in ``model.potentials`` applied to x."""
-    for potential in model.potentials:
-        owner = potential.owner
-        if owner is not None and isinstance(owner.op, MechanismLogLikelihood) and owner.inputs[0] is x_rv:
-            return owner.op
-    raise ValueError(f"no MechanismLogLikelihood potential of {x_rv.name}: build the model with from_model")
-
-
-class MechanismAugmentation(PrivacyAugmentation):
-    r"""Data augmentation for an integer x whose release enters through ``mechanism.logpdf``.
-
-    The moves are those of :class:`ppdinfer.pymc.PrivacyAugmentation`: a prior move (x' from
-    x's conditional prior given theta, or a pair's given their sum for a multinomial x) and a
-    symmetric local move, each accepted with the Metropolis-Hastings ratio
-
-    .. math::
-
-        \alpha(x \to x') = \min\left(1, \frac{\pi(x' \mid \theta)\, \pi(y \mid x', z)\, q(x \mid x')}
-                                               {\pi(x \mid \theta)\, \pi(y \mid x, z)\, q(x' \mid x)}\right).
-
-    An additive mechanism (Laplace, discrete Laplace, Gaussian, discrete Gaussian; a real y
-    too) runs in the compiled kernel of :class:`ppdinfer.pymc.PrivacyAugmentation`; any other
-    mechanism runs the same moves in Python, each with one call of its ``logpdf`` on the
-    current and proposed x (so about 4 d calls per sweep over d coordinates).
-
-    Parameters
-    ----------
-    vars : list
-        One latent x (Binomial, Poisson or Multinomial) of a model made by :func:`from_model`.
-    sweeps : int
-        Sweeps over x per step.
-    collapse : bool
-        Integrate a constant-alpha Dirichlet out of a multinomial x's update (pair it with
-        :class:`ppdinfer.pymc.ConjugateDirichlet`).
-
-    Examples
-    --------
-    >>> import ppdinfer as pp
-    >>> from ppdinfer.pymc import MechanismAugmentation, from_model
-    >>> model = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.Tulap(1.0), names="p")
-    >>> with from_model(model, 13.3) as twin:
-    ...     step = MechanismAugmentation([twin["x"]])
-    >>> step.additive
-    False
-    """
-
-    name = "mechanism_augmentation"
-
-    def _set_likelihood(self, model, x_rv) -> None:
-        self.release = _release_of(model, x_rv)
-        mechanism = self.release.mechanism
-        self.additive = isinstance(mechanism, AdditiveNoiseMechanism)
-        # the compiled kernel's separable likelihood -rate * sum |y - x| ** power
-        self.rate, self.power = (mechanism.rate, mechanism.power) if self.additive else (0.0, 1)
-        self.norm = False
-        self.noise_sd = _noise_sd(mechanism) if self.additive else 1.0
-        y = np.asarray(self.release.y, dtype=float)
-        self._y = lambda: y
-
-    def step(self, point):
-        if self.additive:
-            return super().step(point)
-        name = self.vars[0].name
-        x = np.array(point[name], dtype=np.int64, copy=True).reshape(-1)
-        n, p, prior_sd = self._prior_parameters(point, x.shape)
-        n = np.asarray(n, dtype=np.int64).reshape(-1)
-        p = np.ascontiguousarray(np.broadcast_to(p, x.shape), dtype=float)
-        scale = np.maximum(np.minimum(prior_sd, self.noise_sd), 1.0).reshape(-1)
-        moves = _GenericMoves(self.release, x, np.shape(point[name]), self.rng)
-        for _ in range(self.sweeps):
-            if self.kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL):
-                moves.pair_sweep(self.kind == DIRICHLET_MULTINOMIAL, p, scale)
-            else:
-                moves.site_sweep(self.kind, n, p, scale)
-        new_point = dict(point)
-        new_point[name] = moves.x.reshape(np.shape(point[name]))
-        rates = moves.accepted / (self.sweeps * x.size)
-        return new_point, [{"accept_prior": float(rates[0]), "accept_local": float(rates[1])}]
-
-
-def _noise_sd(mechanism: AdditiveNoiseMechanism) -> float:
-    """The noise standard deviation (about), which sets the local move's step size."""
-    if mechanism.power == 1:
-        return float(np.sqrt(2.0) / mechanism.rate)
-    return float(np.sqrt(0.5 / mechanism.rate))
-
-
-class _GenericMoves:
-    """The prior and local moves of the augmentation kernel, with the log likelihood from an Op."""
-
-    def __init__(self, release: MechanismLogLikelihood, x: np.ndarray, shape, rng: np.random.Generator):
-        self.release, self.x, self.shape, self.rng = release, x, shape, rng
-        self.current = float(release.loglik(x.reshape(1, *shape))[0])
-        self.accepted = np.zeros(2)
-
-    def _try(self, changes: dict[int, int], log_ratio: float, move: int) -> None:
-        """Accept x with ``changes`` applied w.p. min(1, exp(log_ratio + likelihood change))."""
-        proposal = self.x.copy()
-        for index, value in changes.items():
-            proposal[index] = value
-        proposed = float(self.release.loglik(proposal.reshape(1, *self.shape))[0])
-        change = proposed - self.current if proposed > -np.inf else -np.inf  # never into zero density
-        if np.log(self.rng.random()) <= log_ratio + change:
-            self.x, self.current = proposal, proposed
-            self.accepted[move] += 1
-
-    def _step(self, scale: float) -> int:
-        step = int(round(self.rng.normal() * scale))
-        return step if step != 0 else int(self.rng.choice((-1, 1)))
-
-    def site_sweep(self, kind, n, p, scale):
-        for k in range(self.x.size):
-            nk = n[k]
-            draw = self.rng.binomial(nk, p[k]) if kind == BINOMIAL else self.rng.poisson(p[k])
-            self._try({k: draw}, 0.0, 0)
-            candidate = self.x[k] + self._step(scale[k])
-            prior_ratio = _log_prior(kind, candidate, nk, p[k]) - _log_prior(kind, self.x[k], nk, p[k])
-            if prior_ratio > -np.inf:
-                self._try({k: candidate}, prior_ratio, 1)
-
-    def pair_sweep(self, collapsed, p, scale):
-        dim = self.x.size
-        for _ in range(dim):
-            i, j = self.rng.choice(dim, size=2, replace=False)
-            total = self.x[i] + self.x[j]
-            if total > 0:
-                share = self.rng.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
-                xi = self.rng.binomial(total, share)
-                self._try({i: xi, j: total - xi}, 0.0, 0)
-            step = self._step(0.5 * (scale[i] + scale[j]))
-            xi, xj = self.x[i] + step, self.x[j] - step
-            if xi >= 0 and xj >= 0:
-                weight = (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
-                          - _cell_log_weight(collapsed, self.x[i], p[i]) - _cell_log_weight(collapsed, self.x[j], p[j]))
-                self._try({i: xi, j: xj}, weight, 1)

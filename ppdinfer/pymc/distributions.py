@@ -124,7 +124,21 @@ lattice_l2 = LatticeL2RV()
 WEM_SWEEPS = 2000
 
 
-class DiscreteLaplace(Discrete):
+class _IntegerRelease(Discrete):
+    """A distribution of integer releases: an observed y with a non-integer value is refused (PyMC
+    would cast it to integers silently, truncating 3.5 to 3)."""
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        if observed is not None:
+            values = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
+            if np.issubdtype(values.dtype, np.number) and np.any(values != np.round(values)):
+                raise ValueError(f"{cls.__name__} {name!r} releases integers, but observed holds non-integer values "
+                                 f"(e.g. {values[values != np.round(values)].flat[0]!r}): use ppdinfer.pymc.Release "
+                                 "with a continuous mechanism for a real-valued release")
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+
+class DiscreteLaplace(_IntegerRelease):
     r"""Discrete Laplace (two-sided geometric) distribution centred on an integer ``mu``.
 
     .. math:: f(y \mid \mu, \epsilon, \Delta) = \frac{1 - a}{1 + a} a^{|y - \mu|},
@@ -179,7 +193,7 @@ def discrete_gaussian_log_normalizer(sigma):
     return pt.switch(pt.lt(sigma, 1.0), direct, dual)
 
 
-class DiscreteGaussian(Discrete):
+class DiscreteGaussian(_IntegerRelease):
     r"""Discrete Gaussian distribution centred on an integer ``mu``.
 
     .. math:: f(y \mid \mu, \sigma) = \frac{e^{-(y - \mu)^2 / (2 \sigma^2)}}
@@ -210,7 +224,7 @@ class DiscreteGaussian(Discrete):
         return check_parameters(res, sigma > 0, msg="sigma > 0")
 
 
-class WassersteinNaive(Discrete):
+class WassersteinNaive(_IntegerRelease):
     r"""The Wasserstein exponential mechanism with the L2 loss and the naive base measure.
 
     .. math:: f(y \mid \mu) \propto \exp\left(-\frac{\epsilon}{2 \sigma} \lVert y - \mu \rVert_2\right),

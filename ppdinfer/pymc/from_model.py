@@ -1,15 +1,15 @@
 r"""A PyMC model and sampler for any :class:`ppdinfer.PPDModel`, whatever its mechanism.
 
-:func:`from_model` translates the prior and the data model into PyMC variables and enters
-the release through a potential that calls the mechanism's own ``logpdf``:
+:func:`from_model` translates the prior and the data model into PyMC variables and observes
+the release through :class:`ppdinfer.pymc.Release`, the mechanism's own ``logpdf``:
 
 .. math::
 
     \log \pi(\theta, x \mid y, z) = \log \pi(\theta \mid z) + \log \pi(x \mid \theta, z)
     + \log \pi(y \mid x, z) + \text{const}.
 
-:class:`MechanismAugmentation` updates the integer x by data augmentation driven by that
-log density, so any mechanism works, the continuous Laplace and Gaussian noise on an
+:class:`ppdinfer.pymc.PrivacyAugmentation` updates the integer x by data augmentation driven by
+that log density, so any mechanism works, the continuous Laplace and Gaussian noise on an
 integer count included (PyMC's generic Metropolis has no such step and can be biased there).
 :func:`sample_model` assigns the steps: the augmentation step on x; for a Dirichlet prior on
 the cells of a multinomial x, theta is integrated out of the x update and drawn exactly by
@@ -18,22 +18,20 @@ the cells of a multinomial x, theta is integrated out of the x update and drawn 
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pymc as pm
 
 from .. import generators, priors
 from ..inference.model import PPDModel
-from .augmentation import ConjugateDirichlet, MechanismAugmentation
-from .likelihood import MechanismLogLikelihood
-from .sampling import conjugate_dirichlets
+from .release import Release
+from .sampling import sample
+
 
 def from_model(model: PPDModel, y, z=None) -> pm.Model:
     r"""The posterior of a :class:`ppdinfer.PPDModel` as a ``pymc.Model``.
 
-    theta gets the prior's PyMC counterpart, x the data model's, and the release enters as
-    the potential ``"release"``, the mechanism's log density at the observed y:
+    theta gets the prior's PyMC counterpart, x the data model's, and the release is the observed
+    :class:`ppdinfer.pymc.Release` ``"release"``, the mechanism's log density at y:
 
     .. math::
 
@@ -66,7 +64,7 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
     >>> from ppdinfer.pymc import from_model
     >>> model = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.Laplace(0.5), names="p")
     >>> twin = from_model(model, 13.3)
-    >>> [v.name for v in twin.free_RVs], [v.name for v in twin.potentials]
+    >>> [v.name for v in twin.free_RVs], [v.name for v in twin.observed_RVs]
     (['p', 'x'], ['release'])
     """
     if not isinstance(model, PPDModel):
@@ -81,7 +79,7 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
             for index, name in enumerate(model.names):
                 pm.Deterministic(name, theta[index])
         x = _data_variable(model.simulate, x_name, theta, y, z, x_shape, model.dims.get(x_name))
-        pm.Potential("release", MechanismLogLikelihood(model.mechanism, y, z)(x))
+        Release("release", model.mechanism, x, z, observed=y, dims=model.dims.get(model.x_name))
     return twin
 
 
@@ -161,9 +159,9 @@ def _check_scalar(theta, generator: str) -> None:
 def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool = True, **kwargs):
     r"""Sample the posterior of a :class:`ppdinfer.PPDModel` with PyMC and the mechanism-driven augmentation.
 
-    Builds :func:`from_model` and runs ``pm.sample`` with :class:`MechanismAugmentation` on x;
-    with ``conjugate=True`` a Dirichlet prior on a multinomial x's cells is integrated out of x's
-    update and drawn by :class:`ppdinfer.pymc.ConjugateDirichlet`; NUTS updates any other theta.
+    Builds :func:`from_model` and runs :func:`ppdinfer.pymc.sample`: the data-augmentation step
+    :class:`ppdinfer.pymc.PrivacyAugmentation` on x; with ``conjugate=True`` a Dirichlet prior on a
+    multinomial x's cells is integrated out of x's update and drawn by :class:`ppdinfer.pymc.ConjugateDirichlet`; NUTS updates any other theta.
     ``kwargs`` go to ``pm.sample``.
 
     .. math::
@@ -183,17 +181,4 @@ def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool
     >>> draws.shape, bool((draws.sum(axis=-1) == 30).all())
     ((1, 50, 3), True)
     """
-    twin = from_model(model, y, z)
-    with twin:
-        x_rv = twin[model.x_name]
-        theta_rv = twin[theta_variable(model)]
-        collapse = conjugate and theta_rv in conjugate_dirichlets(twin)  # theta feeds only the multinomial x
-        steps = [MechanismAugmentation([x_rv], sweeps=sweeps, collapse=collapse)]
-        if collapse:
-            steps.append(ConjugateDirichlet([theta_rv]))
-        with warnings.catch_warnings():
-            # the release's log-likelihood is the mechanism's Python logpdf by design: PyTensor's
-            # numba backend says it calls it in object mode, which is expected here
-            warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
-            return pm.sample(step=steps, **kwargs)
-
+    return sample(from_model(model, y, z), conjugate=conjugate, sweeps=sweeps, **kwargs)

@@ -1,23 +1,55 @@
-"""The release's log density as a PyTensor Op: ``x -> log pi(y | x, z)`` from ``mechanism.logpdf``."""
+r"""A mechanism's log density as a PyTensor graph: ``(y, x) -> log pi(y | x, z)``.
+
+Additive noise (Laplace, Gaussian and their discrete forms) is written symbolically, so NUTS
+gets exact gradients where x is continuous; any other mechanism enters through
+:class:`MechanismLogLikelihood`, an Op that calls ``mechanism.logpdf`` (gradient in x by
+central differences when x is continuous; none is needed for an integer x).
+"""
 
 from __future__ import annotations
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from ..mechanisms.base import AdditiveNoiseMechanism
+
+
+def release_log_density(mechanism, z, y, x):
+    """The scalar graph log pi(y | x, z), summed over the release's coordinates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pytensor.tensor as pt
+    >>> from ppdinfer.mechanisms import Laplace, Tulap
+    >>> from ppdinfer.pymc.likelihood import release_log_density
+    >>> x = pt.dvector("x")
+    >>> y = np.array([1.5, 3.0])
+    >>> round(float(release_log_density(Laplace(2.0), None, y, x).eval({x: [1.0, 3.0]})), 4)  # 2 log 1 - 2 (0.5 + 0)
+    -1.0
+    >>> value = release_log_density(Tulap(1.0), None, y, x).eval({x: [1.0, 3.0]})
+    >>> bool(np.isclose(value, Tulap(1.0).logpdf(y, [[1.0, 3.0]])[0]))
+    True
+    """
+    if isinstance(mechanism, AdditiveNoiseMechanism):
+        distance = pt.abs(pt.cast(y, "float64") - pt.cast(x, "float64"))
+        terms = distance if mechanism.power == 1 else pt.sqr(distance)
+        return pt.cast(pt.as_tensor_variable(y).size, "float64") * mechanism.log_norm - mechanism.rate * pt.sum(terms)
+    return MechanismLogLikelihood(mechanism, z)(y, x)
+
 
 class MechanismLogLikelihood(Op):
-    r"""The PyTensor Op ``x -> log pi(y | x, z)`` of a fixed release y, from ``mechanism.logpdf``.
+    r"""The PyTensor Op ``(y, x) -> log pi(y | x, z)``, from ``mechanism.logpdf``.
 
     .. math::
 
-        \ell(x) = \texttt{mechanism.logpdf}(y, x, z).
+        \ell(y, x) = \texttt{mechanism.logpdf}(y, x, z).
 
-    x is an integer variable, so the Op has no gradient with respect to it (NUTS never
-    differentiates through it: it updates theta only).
+    The gradient in a continuous x is the central difference of ``logpdf`` (step 1e-6 times
+    max(1, |x_k|) per coordinate, all coordinates in one batched call); an integer x has none
+    (NUTS never updates it), and y is data.
 
     Examples
     --------
@@ -26,27 +58,48 @@ class MechanismLogLikelihood(Op):
     >>> from ppdinfer.mechanisms import Laplace
     >>> from ppdinfer.pymc import MechanismLogLikelihood
     >>> x = pt.lvector("x")
-    >>> loglik = MechanismLogLikelihood(Laplace(2.0), np.array([1.5, 3.0]))(x)
+    >>> loglik = MechanismLogLikelihood(Laplace(2.0))(np.array([1.5, 3.0]), x)
     >>> round(float(loglik.eval({x: np.array([1, 3])})), 4)      # 2 log(1) - 2 (0.5 + 0)
     -1.0
     """
 
-    def __init__(self, mechanism, y, z=None):
+    def __init__(self, mechanism, z=None):
         self.mechanism = mechanism
-        self.y = np.asarray(y)
         self.z = z
 
-    def make_node(self, x):
-        x = pt.as_tensor_variable(x)
-        return Apply(self, [x], [pt.dscalar()])
+    def make_node(self, y, x):
+        y, x = pt.as_tensor_variable(y), pt.as_tensor_variable(x)
+        return Apply(self, [y, x], [pt.dscalar()])
 
     def perform(self, node, inputs, outputs):
-        (x,) = inputs
-        outputs[0][0] = np.asarray(self.loglik(np.asarray(x)[None])[0], dtype=np.float64)
+        y, x = inputs
+        outputs[0][0] = np.asarray(self.loglik(y, np.asarray(x)[None])[0], dtype=np.float64)
 
-    def loglik(self, x_batch: np.ndarray) -> np.ndarray:
+    def loglik(self, y, x_batch: np.ndarray) -> np.ndarray:
         """log pi(y | x, z) for a batch of x of shape ``(B, *y.shape)``."""
-        return np.asarray(self.mechanism.logpdf(self.y, x_batch, self.z), dtype=float)
+        return np.asarray(self.mechanism.logpdf(np.asarray(y), x_batch, self.z), dtype=float)
 
     def grad(self, inputs, output_grads):
-        return [inputs[0].zeros_like(dtype=pytensor.config.floatX)]
+        y, x = inputs
+        if x.type.dtype.startswith("float"):
+            return [y.zeros_like(dtype="float64"), output_grads[0] * _CentralDifference(self)(y, x)]
+        return [y.zeros_like(dtype="float64"), x.zeros_like(dtype="float64")]
+
+
+class _CentralDifference(Op):
+    """d/dx log pi(y | x, z) by central differences of the mechanism's logpdf, one batched call."""
+
+    def __init__(self, likelihood: MechanismLogLikelihood):
+        self.likelihood = likelihood
+
+    def make_node(self, y, x):
+        return Apply(self, [y, x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        y, x = inputs
+        x = np.asarray(x, dtype=float)
+        steps = 1e-6 * np.maximum(1.0, np.abs(x)).reshape(-1)
+        shifts = np.diag(steps).reshape(x.size, *x.shape)
+        values = self.likelihood.loglik(y, np.concatenate([x + shifts, x - shifts]))
+        forward, backward = values[: x.size], values[x.size:]
+        outputs[0][0] = ((forward - backward) / (2 * steps)).reshape(x.shape).astype(node.outputs[0].dtype)

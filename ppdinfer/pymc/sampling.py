@@ -2,18 +2,60 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
-from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, multinomial_child
+from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, dependents, multinomial_child
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
+from .release import ReleaseRV
+
+_RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
+
+
+class AugmentationWarning(UserWarning):
+    """An integer latent observed through a release gets no data-augmentation step (PyMC's own step instead)."""
 
 
 def privacy_latents(model: pm.Model) -> list:
-    """Free integer variables that an observed DiscreteLaplace/DiscreteGaussian release is centred on."""
-    centres = {obs.owner.inputs[2] for obs in model.observed_RVs
-               if isinstance(obs.owner.op, (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV))}
-    return [rv for rv in model.free_RVs if rv in centres and type(rv.owner.op) in _KINDS]
+    """Free integer variables that feed an observed release: a :class:`ppdinfer.pymc.Release`, a
+    ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
+    distribution (a ``pm.Normal`` written as the release).
+
+    Those with a Multinomial, Binomial or Poisson prior are returned (they get
+    :class:`PrivacyAugmentation`); for any other, an :class:`AugmentationWarning` names the variable,
+    since PyMC's generic Metropolis then updates it.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.sampling import privacy_latents
+    >>> with pm.Model() as model:
+    ...     rate = pm.Gamma("rate", 2.0, 1.0, shape=3)
+    ...     x = pm.Poisson("x", rate * 10.0)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[12.1, 30.4, 8.8])
+    >>> [rv.name for rv in privacy_latents(model)]
+    ['x']
+    """
+    latents = []
+    for rv in model.free_RVs:
+        if rv.type.dtype.startswith("float"):
+            continue
+        observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
+        if not observed:
+            continue
+        if type(rv.owner.op) in _KINDS:
+            latents.append(rv)
+            continue
+        releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [t.name for t in observed]
+        warnings.warn(f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
+                      f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
+                      "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
+                      "Poisson, Binomial or Multinomial prior", AugmentationWarning, stacklevel=3)
+    return latents
 
 
 def conjugate_dirichlets(model: pm.Model) -> list:
@@ -25,10 +67,13 @@ def conjugate_dirichlets(model: pm.Model) -> list:
 def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, **kwargs):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
-    Every latent x observed through privacy noise gets :class:`PrivacyAugmentation`. With
-    ``conjugate=True`` a Dirichlet that feeds only a multinomial latent x is integrated out of
-    x's update (``collapse=True``) and then drawn exactly by :class:`ConjugateDirichlet`.
-    ``kwargs`` go to ``pm.sample``.
+    Every integer latent x that feeds an observed release (:func:`privacy_latents`) gets
+    :class:`PrivacyAugmentation`: sum-preserving moves where a multinomial total binds it, the
+    compiled kernel where the release is additive noise on x itself, the model's log density of
+    x's children otherwise. An integer latent it cannot handle is named in an
+    :class:`AugmentationWarning`. With ``conjugate=True`` a Dirichlet that feeds only a
+    multinomial latent x is integrated out of x's update (``collapse=True``) and then drawn
+    exactly by :class:`ConjugateDirichlet`. ``kwargs`` go to ``pm.sample``.
 
     Examples
     --------
@@ -47,9 +92,15 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     """
     model = pm.modelcontext(model)
     with model:
-        dirichlets = conjugate_dirichlets(model) if conjugate else []
+        latents = privacy_latents(model)
+        dirichlets = [rv for rv in conjugate_dirichlets(model) if multinomial_child(model, rv) in latents] \
+            if conjugate else []
         collapsible = {multinomial_child(model, rv) for rv in dirichlets}
-        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in privacy_latents(model)]
+        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in latents]
         steps += [ConjugateDirichlet([rv]) for rv in dirichlets]
         user_steps = kwargs.pop("step", None) or []
-        return pm.sample(step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs)
+        with warnings.catch_warnings():
+            # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
+            # backend says it calls it in object mode, which is expected here
+            warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
+            return pm.sample(step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs)

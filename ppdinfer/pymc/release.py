@@ -1,0 +1,156 @@
+r"""``Release``: any ppdinfer mechanism as the observed release of a hand-written PyMC model.
+
+.. math::
+
+    y \mid x \sim \pi(\cdot \mid x, z), \qquad \log p(y \mid x) = \texttt{mechanism.logpdf}(y, x, z),
+
+the whole release being one event (a mechanism's log density is joint over its coordinates:
+a congenial release, a Semi-DP table, a WEM release couple them). x may be any PyMC variable or
+expression: integer latent counts, continuous values, a table. Draws (prior and posterior
+predictive) come from ``mechanism.release`` itself. :func:`ppdinfer.pymc.sample` gives every
+integer latent feeding a release the data-augmentation step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.distribution import Distribution, _call_rv_op
+from pymc.logprob.abstract import _logprob
+from pytensor.tensor.random.op import RandomVariable
+
+from ..mechanisms.base import Mechanism
+from .likelihood import release_log_density
+
+
+class _Source:
+    """The mechanism and public information of one release; compared by identity, so two releases
+    never merge in a graph unless they are the same object."""
+
+    def __init__(self, mechanism: Mechanism, z):
+        self.mechanism, self.z = mechanism, z
+
+    def __repr__(self) -> str:
+        return repr(self.mechanism)
+
+
+class ReleaseRV(RandomVariable):
+    """The random variable y ~ mechanism(x, z) of one release; y is one event of x's shape."""
+
+    name = "release"
+    _print_name = ("Release", "\\operatorname{Release}")
+    __props__ = ("name", "signature", "dtype", "inplace", "source")
+
+    def __init__(self, source: _Source, signature: str, dtype: str, name=None, inplace=False):
+        self.source = source
+        super().__init__(name=name, signature=signature, dtype=dtype, inplace=inplace)
+
+    @property
+    def mechanism(self) -> Mechanism:
+        return self.source.mechanism
+
+    @property
+    def z(self):
+        return self.source.z
+
+    def rng_fn(self, rng, x, size):
+        x = np.asarray(x)
+        event = x.shape[x.ndim - self.ndim_supp:]
+        batch = x.shape[: x.ndim - self.ndim_supp] if size is None else tuple(size)
+        rows = np.broadcast_to(x, (*batch, *event)).reshape(-1, *event)
+        draws = [self.mechanism.release(row, self.z, random_seed=rng) for row in rows]
+        return np.asarray(draws, dtype=self.dtype).reshape(*batch, *event)
+
+
+@_logprob.register(ReleaseRV)
+def _release_logprob(op, values, rng, size, x, **kwargs):
+    return release_log_density(op.mechanism, op.z, values[0], x)
+
+
+def _signature(ndim: int) -> str:
+    core = ",".join(f"d{axis}" for axis in range(ndim))
+    return f"({core})->({core})"
+
+
+class Release(Distribution):
+    r"""The observed release y of x through a ppdinfer mechanism, inside any PyMC model.
+
+    .. math::
+
+        \log p(y \mid x) = \log \pi(y \mid x, z) = \texttt{mechanism.logpdf}(y, x, z).
+
+    Parameters
+    ----------
+    name : str
+        The observed variable's name.
+    mechanism : ppdinfer.mechanisms.Mechanism
+        Any mechanism: Laplace / Gaussian and their discrete forms (written symbolically: exact
+        gradients for a continuous x), Tulap, CanonicalNoise, Congenial, SemiDPGaussian,
+        KNormMechanism, WassersteinExponential, PostProcessedRelease, and whatever
+        :mod:`ppdinfer.interop` returns (through ``mechanism.logpdf``).
+    x : tensor_like
+        The confidential value: a PyMC variable or expression (integer counts, continuous
+        values, a table), of y's shape.
+    z : dict, optional
+        Public information the mechanism reads.
+    observed : array_like
+        The published release y. A discrete mechanism's y must hold integers.
+    dims : str or tuple, optional
+        Dimension names of y (x's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Tulap
+    >>> from ppdinfer.pymc import Release
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 2, 3)
+    ...     x = pm.Binomial("x", n=30, p=p)
+    ...     y = Release("y", Tulap(1.0), x, observed=13.3)
+    >>> logp = model.compile_logp(vars=[y])
+    >>> point = {"p_logodds__": 0.0, "x": 13}
+    >>> bool(np.isclose(logp(point), Tulap(1.0).logpdf(13.3, [13])[0]))
+    True
+    """
+
+    rv_type = ReleaseRV
+
+    def __new__(cls, name, mechanism, x, z=None, *, observed=None, **kwargs):
+        if observed is None:
+            raise ValueError(f"Release {name!r} needs observed=y, the published release")
+        _check_release(name, mechanism, x, observed)
+        return super().__new__(cls, name, mechanism, x, z, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, mechanism, x, z=None, **kwargs):
+        if not isinstance(mechanism, Mechanism):
+            raise ValueError(f"mechanism must be a ppdinfer.mechanisms.Mechanism, got {mechanism!r}")
+        return super().dist([pt.as_tensor_variable(x)], source=_Source(mechanism, z), **kwargs)
+
+    @classmethod
+    def rv_op(cls, x, *, source, size=None, rng=None):
+        dtype = "int64" if source.mechanism.discrete else "float64"
+        op = ReleaseRV(source, _signature(x.type.ndim), dtype)
+        return _call_rv_op(op, x, size=size, rng=rng)[1]
+
+    def support_point(rv, size, x):
+        return pt.cast(x, rv.dtype) if size is None else pt.full(size, x, dtype=rv.dtype)
+
+
+def _check_release(name: str, mechanism, x, observed) -> None:
+    """Refuse a y that cannot be a release of x: a non-integer y of a discrete mechanism, a y whose
+    shape is not x's (when x's shape is known without running the model)."""
+    y = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
+    if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)):
+        raise ValueError(f"Release {name!r}: observed must be finite numbers, got {y!r}")
+    if getattr(mechanism, "discrete", False) and np.any(y != np.round(y)):
+        raise ValueError(f"Release {name!r}: the discrete mechanism {mechanism!r} releases integers, "
+                         f"but observed holds non-integer values (e.g. {y[y != np.round(y)].flat[0]!r})")
+    x = pt.as_tensor_variable(x)
+    try:
+        x_shape = tuple(int(n) for n in x.shape.eval())
+    except Exception:  # a shape that depends on model variables: PyMC checks it when sampling
+        return
+    if x_shape != y.shape:
+        raise ValueError(f"Release {name!r}: observed y has shape {y.shape} but x has shape {x_shape}")
