@@ -24,17 +24,29 @@ Samplers. y - x lies in the span for every x with the public margins, where the 
 density (its ``logpdf``), so exact enumeration (small
 tables: x is summed over the tables with margins z, theta over a grid), rejection and
 importance sampling work as for any model. PyMC twin (:meth:`SemiDPTableModel.to_pymc`): x is
-summed out over the same tables; NUTS samples theta.
+summed out over the same tables; NUTS samples theta. The table is then drawn exactly from its
+finite conditional given each draw of theta,
+
+.. math::
+
+    \pi(x \mid \theta, y, z) \propto \pi(x \mid \theta, z) \, \pi(y \mid x, z)
+        \text{ over the tables with margins z}
+
+(:meth:`SemiDPTableModel.draw_tables`; :meth:`SemiDPTableModel.sample_pymc` does both), so the
+PyMC route gives draws of (theta, x) from the same joint posterior as the exact samplers.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 from scipy import special, stats
 
-from .._validation import positive_finite
-from ..generators import AssociationTable
+from .._random import SeedLike, as_generator, block_generator, root_seed
+from .._validation import positive_finite, positive_int
+from ..generators import AssociationTable, _draw_from_support
 from ..inference import PPDModel
+from ..inference.results import _dims
 from ..mechanisms import SemiDPGaussian
 from ..privacy import contingency_sensitivity_space
 
@@ -81,17 +93,110 @@ class SemiDPTableModel(PPDModel):
         import pymc as pm
         import pytensor.tensor as pt
 
-        y, z, _, _ = self.prepare(y, z)
-        tables = self.simulate.support(z)
-        scores = (tables * np.outer(np.arange(self.shape[0]), np.arange(self.shape[1]))).sum(axis=(1, 2))
-        log_base = -special.gammaln(tables + 1.0).sum(axis=(1, 2))
-        log_release = self.mechanism.logpdf(y, tables)  # log pi(y | x_k), fixed numbers
+        _, scores, log_base, log_release = self._table_terms(y, z)
         with pm.Model() as twin:
             theta = pm.Normal("association", 0.0, self.association_sd)
             log_prior_x = log_base + theta * scores
             log_prior_x = log_prior_x - pt.logsumexp(log_prior_x)
             pm.Potential("release", pt.logsumexp(log_prior_x + log_release))
         return twin
+
+    def draw_tables(self, idata, y, z=None, *, random_seed: SeedLike = None, chunk: int = 1024):
+        r"""Add exact draws of the table, one per posterior draw of theta, to a result of the twin.
+
+        The twin sums the table out, so its draws hold theta alone. For each draw theta_i the
+        table is drawn from its finite conditional over the K tables with margins z,
+
+        .. math::
+
+            P(x_k \mid \theta_i, y, z) \propto \pi(x_k \mid \theta_i, z) \, \pi(y \mid x_k, z),
+
+        so (theta_i, x_i) are draws from the joint posterior. Work goes in chunks of ``chunk``
+        draws (memory ``chunk`` x K).
+
+        Parameters
+        ----------
+        idata : xarray.DataTree
+            The result of sampling :meth:`to_pymc` (a ``posterior`` with ``association``).
+        y, z
+            The release and the public margins the twin was built with.
+        random_seed : int, Generator or None
+            The seed of the table draws.
+        chunk : int
+            Draws of theta handled at once.
+
+        Returns
+        -------
+        xarray.DataTree
+            A copy of ``idata`` whose posterior holds ``table`` (dims chain, draw and the
+            table's two axes, named as the exact samplers name them), with ``y`` as
+            ``observed_data`` when it had none and the attribute ``x_name``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import xarray as xr
+        >>> from ppdinfer.models import semidp_table
+        >>> model = semidp_table.model(mu=1.0, shape=(2, 2))
+        >>> z = semidp_table.public_information([6, 4], [5, 5])
+        >>> y = [[3.6, 2.4], [1.4, 2.6]]
+        >>> draws = xr.DataTree.from_dict({"posterior": xr.Dataset({"association": (("chain", "draw"), [[0.0, 2.0]])})})
+        >>> tables = model.draw_tables(draws, y, z, random_seed=1)["posterior"]["table"]
+        >>> tables.dims, tables.sum("table_dim_1").values.tolist()       # every draw keeps the margins
+        (('chain', 'draw', 'table_dim_0', 'table_dim_1'), [[[6, 4], [6, 4]]])
+        """
+        tables, scores, log_base, log_release = self._table_terms(y, z)
+        chunk = positive_int(chunk, "chunk")
+        if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children \
+                or self.names[0] not in idata["posterior"].data_vars:
+            raise ValueError(f"idata must be a DataTree whose posterior holds {self.names[0]!r} (a result of the twin)")
+        theta = idata["posterior"][self.names[0]].transpose("chain", "draw")
+        rng = as_generator(random_seed)
+        flat = theta.values.reshape(-1)
+        drawn = np.empty((flat.size, *self.shape), dtype=tables.dtype)
+        for start in range(0, flat.size, chunk):
+            log_p = log_base + flat[start:start + chunk, None] * scores + log_release
+            drawn[start:start + chunk] = _draw_from_support(tables, log_p, rng)
+        dims = _dims(self.x_name, 2, self.dims)
+        result = idata.copy()
+        posterior = result["posterior"].to_dataset()
+        posterior[self.x_name] = (("chain", "draw", *dims), drawn.reshape(*theta.shape, *self.shape))
+        result["posterior"] = xr.DataTree(posterior)
+        if "observed_data" not in result.children:
+            result["observed_data"] = xr.DataTree(xr.Dataset({"y": (dims, np.asarray(y, dtype=float))}))
+        result.attrs["x_name"] = self.x_name
+        return result
+
+    def sample_pymc(self, y, z=None, *, random_seed: SeedLike = None, **kwargs):
+        """Sample the twin (:func:`ppdinfer.pymc.sample`, NUTS on theta), then draw the tables (:meth:`draw_tables`).
+
+        ``kwargs`` go to ``ppdinfer.pymc.sample`` (draws, tune, chains, ...). The seed feeds
+        both steps through two independent streams.
+
+        Examples
+        --------
+        >>> from ppdinfer.models import semidp_table
+        >>> model = semidp_table.model(mu=1.0, shape=(2, 2))
+        >>> idata = model.sample_pymc([[3.6, 2.4], [1.4, 2.6]], semidp_table.public_information([6, 4], [5, 5]),
+        ...                           draws=50, tune=50, chains=1, random_seed=1, progressbar=False,
+        ...                           compute_convergence_checks=False)
+        >>> idata["posterior"]["table"].shape
+        (1, 50, 2, 2)
+        """
+        from ..pymc import sample
+
+        root = root_seed(random_seed)
+        with self.to_pymc(y, z):
+            idata = sample(random_seed=int(block_generator(root, 0).integers(2**31)), **kwargs)
+        return self.draw_tables(idata, y, z, random_seed=block_generator(root, 1))
+
+    def _table_terms(self, y, z):
+        """The tables with margins z and, per table, its association score, log base measure and log pi(y | x)."""
+        y, z, _, _ = self.prepare(y, z)
+        tables = self.simulate.support(z)
+        scores = (tables * np.outer(np.arange(self.shape[0]), np.arange(self.shape[1]))).sum(axis=(1, 2))
+        log_base = -special.gammaln(tables + 1.0).sum(axis=(1, 2))
+        return tables, scores, log_base, self.mechanism.logpdf(y, tables)  # log pi(y | x_k): fixed numbers
 
 
 def model(mu: float = 1.0, shape=(2, 2), association_sd: float = 1.0, changes: int = 2) -> SemiDPTableModel:

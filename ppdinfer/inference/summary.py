@@ -46,7 +46,8 @@ def _weighted_rows(values, weights, labels, prob):
     return rows
 
 
-def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> pd.DataFrame:
+def summary(result: xr.DataTree | xr.Dataset | xr.DataArray, prob: float = 0.9,
+            include_x: bool = True) -> pd.DataFrame:
     """Posterior mean, sd and central ``prob`` interval of every parameter (and x).
 
     Returns a DataFrame indexed like ``arviz.summary`` (``theta[0]``, ``x[3]``, ...), with float
@@ -58,6 +59,19 @@ def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> p
     each tail outside the interval has probability at most (1 - prob) / 2 and the interval
     covers at least ``prob``.
 
+    Parameters
+    ----------
+    result : xarray.DataTree, xarray.Dataset or xarray.DataArray
+        A sampler's result (its ``posterior`` group; the weighted proposals of an importance
+        result; the exact moments, CDFs and pmf of an exact result), or draws with dims
+        (chain, draw, ...): a Dataset such as a ``posterior`` group, or one DataArray, for
+        instance a function of x computed from the draws. Draws count equally; an unnamed
+        DataArray is labelled ``value``.
+    prob : float
+        The probability of the central interval, in (0, 1).
+    include_x : bool
+        Whether to include the confidential data x (the result's ``x_name``; ``x`` for draws).
+
     Examples
     --------
     >>> import ppdinfer as pp
@@ -67,17 +81,33 @@ def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> p
        mean    sd  lower  upper
     p   0.4  0.06   0.31   0.49
     x  40.0  2.80  35.00  45.00
+
+    A quantity computed from the draws, here the share of failures 1 - x / 100:
+
+    >>> draws = pp.rejection_sample(model, 40, draws=500, random_seed=1, progressbar=False)
+    >>> share = (1 - draws["posterior"]["x"] / 100).rename("failures")
+    >>> table = pp.summary(share)
+    >>> list(table.index), bool(0.5 < table.loc["failures", "mean"] < 0.7)
+    (['failures'], True)
     """
     prob = probability(prob, "prob")
-    x_name = result.attrs.get("x_name", "x")
-    exact = result["exact"] if "exact" in result.children else None
-    draws, weights = result["posterior"], None
-    if "proposal" in result.children:  # importance: the weighted proposals, not the resample
-        draws = result["proposal"]
-        weights = np.exp(draws["log_weight"].values.reshape(-1))
+    exact, weights = None, None
+    if isinstance(result, xr.DataTree):
+        x_name = result.attrs.get("x_name", "x")
+        exact = result["exact"] if "exact" in result.children else None
+        names, draws = list(result["posterior"].data_vars), result["posterior"]
+        if "proposal" in result.children:  # importance: the weighted proposals, not the resample
+            draws = result["proposal"]
+            weights = np.exp(draws["log_weight"].values.reshape(-1))
+    elif isinstance(result, (xr.Dataset, xr.DataArray)):
+        x_name = result.attrs.get("x_name", "x")
+        draws = _draws_dataset(result)
+        names = list(draws.data_vars)
+    else:
+        raise ValueError(f"result must be an xarray DataTree, Dataset or DataArray, got {type(result).__name__}")
     rows = {}
     component = 0  # position of the next theta component in the exact group
-    for name in result["posterior"].data_vars:
+    for name in names:
         if name == x_name and not include_x:
             continue
         values, labels = _flatten(draws[name])
@@ -93,6 +123,19 @@ def summary(result: xr.DataTree, prob: float = 0.9, include_x: bool = True) -> p
     table = pd.DataFrame.from_dict(rows, orient="index", columns=["mean", "sd", "lower", "upper"], dtype=float)
     table.attrs["prob"] = prob
     return table
+
+
+def _draws_dataset(draws: xr.Dataset | xr.DataArray) -> xr.Dataset:
+    """Draws as a Dataset whose variables have dims (chain, draw, ...), in that order."""
+    if isinstance(draws, xr.DataArray):
+        draws = draws.to_dataset(name="value" if draws.name is None else draws.name)
+    if not draws.data_vars:
+        raise ValueError("result must hold at least one variable of draws")
+    for name, variable in draws.data_vars.items():
+        if "chain" not in variable.dims or "draw" not in variable.dims:
+            raise ValueError(f"result: variable {name!r} has dims {variable.dims}; draws need the dims "
+                             "'chain' and 'draw'")
+    return draws.transpose("chain", "draw", ...)
 
 
 def _exact_theta_rows(exact, labels, prob, first):
