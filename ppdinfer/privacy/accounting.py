@@ -224,12 +224,29 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return raise_until(epsilon, lambda eps: _certified(mu, eps, delta))
 
 
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """The standard conversion of rho-zCDP to (eps, delta)-DP: eps = rho + 2 sqrt(rho log(1/delta)).
+def zcdp_epsilon(rho: float, delta: float, bound: str = "standard") -> float:
+    r"""An eps with every rho-zCDP release (eps, delta)-DP, by one of three conversions.
 
-    Bun & Steinke (2016), Proposition 1.3; Lemma 40 of the Semi-DP paper, which uses it for the
-    2020 Census. It holds for every rho-zCDP mechanism and is loose for the Gaussian one: see
-    `gaussian_zcdp_epsilon`.
+    ``bound="standard"``: eps = rho + 2 sqrt(rho log(1/delta)), Bun & Steinke (2016),
+    Proposition 1.3; Lemma 40 of the Semi-DP paper, which uses it for the 2020 Census.
+
+    ``bound="optimal"``: the conversion of Canonne, Kamath & Steinke (2020), Proposition 12 (also
+    Asoodeh et al.), the one OpenDP uses. A mechanism with Renyi
+    divergence at most alpha rho of order alpha > 1 (every order, for rho-zCDP) is
+    (eps, delta)-DP for
+
+    .. math::
+
+        \epsilon = \min_{\alpha > 1} \; \alpha \rho + \frac{\log(1 / \delta) - \log(\alpha - 1)
+            + \alpha \log(1 - 1 / \alpha)}{\alpha - 1}
+
+    (clipped at 0), minimized numerically over log(alpha - 1). At the standard bound's order
+    alpha = 1 + sqrt(log(1/delta) / rho) the objective is the standard eps plus
+    [(alpha - 1) log(alpha - 1) - alpha log alpha] / (alpha - 1) < 0, so this eps is never larger.
+
+    ``bound="gaussian"``: the exact eps of a continuous Gaussian mechanism with this rho,
+    `gaussian_zcdp_epsilon`. It is smaller still, but holds only for continuous Gaussian noise
+    (the 2020 Census added discrete Gaussian noise: use one of the other two there).
 
     Parameters
     ----------
@@ -237,21 +254,47 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
         The zCDP parameter, > 0.
     delta : float
         The target delta, in (0, 1).
+    bound : {"standard", "optimal", "gaussian"}
+        The conversion.
 
     Returns
     -------
     float
-        eps with the release (eps, delta)-DP.
+        eps >= 0 with the release (eps, delta)-DP.
 
     Examples
     --------
     >>> from ppdinfer.privacy import zcdp_epsilon
     >>> round(zcdp_epsilon(2.56, 1e-10), 5)          # the 2020 Census persons budget (Section 6)
     17.91528
+    >>> round(zcdp_epsilon(2.56, 1e-10, bound="optimal"), 5)
+    17.15831
+    >>> round(zcdp_epsilon(2.56, 1e-10, bound="gaussian"), 5)
+    16.47939
     """
+    if bound not in _ZCDP_BOUNDS:
+        raise ValueError(f"bound must be one of {_ZCDP_BOUNDS}, got {bound!r}")
+    if bound == "gaussian":
+        return gaussian_zcdp_epsilon(rho, delta)
     rho = positive_finite(rho, "rho")
     delta = probability(delta, "delta")
-    return rho + 2.0 * math.sqrt(-rho * math.log(delta))
+    log_inverse_delta = -math.log(delta)
+    standard = rho + 2.0 * math.sqrt(rho * log_inverse_delta)
+    if bound == "standard":
+        return standard
+
+    def epsilon_at(log_excess: float) -> float:  # the objective at alpha = 1 + exp(log_excess)
+        excess = math.exp(log_excess)
+        alpha = 1.0 + excess
+        return alpha * rho + (log_inverse_delta - log_excess + alpha * (log_excess - math.log(alpha))) / excess
+
+    start = 0.5 * (math.log(log_inverse_delta) - math.log(rho))  # the standard bound's order
+    found = optimize.minimize_scalar(epsilon_at, bounds=(start - 20.0, start + 20.0), method="bounded",
+                                     options={"xatol": 1e-10})
+    return max(0.0, min(float(found.fun), epsilon_at(start)))
+
+
+_ZCDP_BOUNDS = ("standard", "optimal", "gaussian")
 
 
 def gaussian_zcdp_epsilon(rho: float, delta: float) -> float:
@@ -263,7 +306,7 @@ def gaussian_zcdp_epsilon(rho: float, delta: float) -> float:
     exact, so this eps is never larger than `zcdp_epsilon`'s bound, which must hold for every
     rho-zCDP mechanism. It is exact for continuous Gaussian noise only: a release that is only
     known to be rho-zCDP (or uses discrete Gaussian noise, as the 2020 Census did) is covered by
-    `zcdp_epsilon`, not by this.
+    `zcdp_epsilon`, not by this. ``zcdp_epsilon(rho, delta, bound="gaussian")`` returns this eps.
 
     Parameters
     ----------
