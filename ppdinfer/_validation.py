@@ -91,3 +91,36 @@ def probability_vector(values, name: str, tolerance: float = 1e-9) -> np.ndarray
     if abs(vector.sum() - 1) > tolerance:
         raise ValueError(f"{name} must sum to 1, got a sum of {vector.sum()!r}")
     return vector / vector.sum()
+
+
+def summarize(values: np.ndarray) -> str:
+    """A short description of an array for error messages: its values when few, else shape and range."""
+    values = np.asarray(values)
+    if values.size <= 6:
+        return repr(values.tolist())
+    return f"an array of shape {values.shape} ranging over [{values.min()!r}, {values.max()!r}]"
+
+
+def unit_parameter(value, name: str, check, requirement: str, size: int | None = None):
+    """A scalar (returned as ``check(value, name)``) or a vector of per-unit values meeting ``requirement``.
+
+    A vector must be 1-D, of length ``size`` when given; the error for bad entries counts them and
+    names the first, instead of printing every value.
+    """
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return check(value, name)
+    if array.ndim != 1 or array.size == 0 or not np.issubdtype(array.dtype, np.number) or array.dtype == bool:
+        raise ValueError(f"{name} must be a {requirement} or a 1-D array of them, got {summarize(array)}")
+    if size is not None and array.size != size:
+        raise ValueError(f"{name} has {array.size} values but size={size}: give one value per unit or a scalar")
+    bad = []
+    for index, entry in enumerate(array.tolist()):
+        try:
+            check(entry, name)
+        except ValueError:
+            bad.append(index)
+    if bad:
+        raise ValueError(f"{name} must hold {requirement}s: {len(bad)} of its {array.size} values are not, "
+                         f"the first {array[bad[0]].item()!r} at index {bad[0]}")
+    return array.astype(float if check is positive_finite else np.int64)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ._validation import nonnegative_counts, positive_int
+from ._validation import nonnegative_counts, positive_finite, positive_int, summarize, unit_parameter
 
 
 class DataModel:
@@ -58,12 +58,59 @@ def _column(theta) -> np.ndarray:
     return theta.reshape(theta.shape[0]) if theta.ndim > 1 else theta
 
 
-class Binomial(DataModel):
+class _UnitCounts(DataModel):
+    """Independent counts x_k, one per unit k, with a known per-unit parameter (n_k or exposure e_k)
+    and either one shared theta or one theta per unit: the machinery of Binomial and Poisson."""
+
+    _known: str  # the name of the per-unit parameter
+
+    @property
+    def units(self) -> int | None:
+        """The number of units the data model fixes (the length of its vector parameter), or None."""
+        known = getattr(self, self._known)
+        return known.size if np.ndim(known) else None
+
+    def unit(self, index: int) -> "_UnitCounts":
+        """The data model of unit ``index`` alone (its own n or exposure)."""
+        known = getattr(self, self._known)
+        return type(self)(known[index].item() if np.ndim(known) else known)
+
+    def _per_unit(self, theta) -> np.ndarray:
+        """theta as (B, 1) (one shared value) or (B, H) (one per unit), checked against the units."""
+        theta = np.asarray(theta, dtype=float)
+        theta = theta.reshape(theta.shape[0], -1) if theta.ndim else theta.reshape(1, 1)
+        if theta.shape[1] > 1 and self.units is not None and theta.shape[1] != self.units:
+            raise ValueError(f"theta has {theta.shape[1]} values per draw (one per unit) but {self._known} has "
+                             f"{self.units} entries: the prior and the data model disagree on the number of units")
+        return theta
+
+    def _draw(self, theta, draw) -> np.ndarray:
+        """x from ``draw(theta (B, 1 or H))``; (B,) when theta and the known parameter are both shared."""
+        theta = self._per_unit(theta)
+        x = draw(theta)
+        return x[:, 0] if x.shape[1] == 1 and self.units is None else x
+
+    def logpmf(self, x, theta, z=None):
+        theta = self._per_unit(theta)
+        d = self.units or theta.shape[1]
+        x = np.asarray(x, dtype=float).reshape(-1, d)
+        return self._log_terms(x[None, :, :], theta[:, None, :]).sum(axis=-1)
+
+    def __repr__(self) -> str:
+        known = getattr(self, self._known)
+        return f"{type(self).__name__}({self._known}={summarize(known) if np.ndim(known) else repr(known)})"
+
+
+class Binomial(_UnitCounts):
     r"""x ~ Binomial(n, theta): a count of successes among n confidential records.
 
     .. math::
 
         \pi(x \mid \theta) = \binom{n}{x} \theta^x (1 - \theta)^{n - x}, \qquad x = 0, \dots, n.
+
+    Per unit: ``n`` a vector (n_1, ..., n_H) and x_k ~ Binomial(n_k, theta_k) independently, with
+    theta of shape (B, H) (one probability per unit) or (B,) (one shared); a scalar ``n`` with
+    theta (B, H) gives H units of the same size.
 
     Examples
     --------
@@ -74,30 +121,47 @@ class Binomial(DataModel):
     array([[-1.197, -1.603]])
     >>> model.support()
     array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10])
+    >>> units = Binomial([3, 5])                     # two hospitals of 3 and 5 patients
+    >>> units(np.array([[0.0, 1.0]]), None, np.random.default_rng(0))   # p_k per unit
+    array([[0, 5]])
+    >>> np.exp(units.logpmf([[1, 5]], [[0.5, 1.0]])).round(3)            # 3/8 * 1
+    array([[0.375]])
+    >>> units.support().shape                        # (3 + 1) * (5 + 1) pairs
+    (24, 2)
     """
 
-    def __init__(self, n: int):
-        self.n = positive_int(n, "n")
+    _known = "n"
+
+    def __init__(self, n):
+        self.n = unit_parameter(n, "n", positive_int, "positive integer")
 
     def __call__(self, theta, z, rng):
-        return rng.binomial(self.n, _column(theta))
+        return self._draw(theta, lambda p: rng.binomial(self.n, p))
 
-    def logpmf(self, x, theta, z=None):
-        x = np.asarray(x, dtype=float).reshape(-1)
-        p = _column(theta)[:, None]
-        log_choose = special.gammaln(self.n + 1) - special.gammaln(x + 1) - special.gammaln(self.n - x + 1)
-        return log_choose + special.xlogy(x, p) + special.xlog1py(self.n - x, -p)
+    def _log_terms(self, x, p):
+        n = self.n if self.units is None else self.n.astype(float)
+        log_choose = special.gammaln(n + 1) - special.gammaln(x + 1) - special.gammaln(n - x + 1)
+        return log_choose + special.xlogy(x, p) + special.xlog1py(n - x, -p)
 
     def support(self, z=None, theta_dim=1):
-        return np.arange(self.n + 1)
+        if self.units is None and theta_dim == 1:
+            return np.arange(self.n + 1)
+        sizes = np.broadcast_to(self.n, (self.units or theta_dim,))
+        count = math.prod(int(n) + 1 for n in sizes)
+        if count > 5_000_000:
+            raise ValueError(f"{count} count vectors for n = {summarize(sizes)}: too many to enumerate")
+        return np.array(list(itertools.product(*(range(int(n) + 1) for n in sizes))), dtype=np.int64)
 
 
-class Poisson(DataModel):
-    r"""x_k ~ Poisson(exposure_k * theta) independently; ``exposure`` is a scalar or a vector.
+class Poisson(_UnitCounts):
+    r"""x_k ~ Poisson(exposure_k * theta_k) independently; ``exposure`` is a scalar or a vector.
 
     .. math::
 
-        \pi(x \mid \theta) = \prod_k \frac{(e_k \theta)^{x_k} e^{-e_k \theta}}{x_k!}.
+        \pi(x \mid \theta) = \prod_k \frac{(e_k \theta_k)^{x_k} e^{-e_k \theta_k}}{x_k!}.
+
+    theta is one rate shared by every unit (shape (B,)) or one rate per unit (shape (B, H),
+    with ``exposure`` of length H or a scalar).
 
     Its support is unbounded, so :func:`ppdinfer.exact_posterior` refuses it; the samplers take it.
 
@@ -110,26 +174,21 @@ class Poisson(DataModel):
     (2, 2)
     >>> model.logpmf(np.array([[1, 2]]), [0.01]).round(3)
     array([[-2.307]])
+    >>> model(np.array([[0.01, 0.05]]), None, np.random.default_rng(0)).shape   # a rate per region
+    (1, 2)
     """
 
+    _known = "exposure"
+
     def __init__(self, exposure=1.0):
-        exposure = np.asarray(exposure, dtype=float)
-        if exposure.ndim > 1 or not np.all(np.isfinite(exposure)) or np.any(exposure <= 0):
-            raise ValueError(f"exposure must be a positive finite scalar or vector, got {exposure!r}")
-        self.exposure = exposure
+        self.exposure = unit_parameter(exposure, "exposure", positive_finite, "positive finite number")
 
     def __call__(self, theta, z, rng):
-        rate = _column(theta)
-        if self.exposure.ndim == 0:
-            return rng.poisson(rate * self.exposure)
-        return rng.poisson(rate[:, None] * self.exposure[None, :])
+        return self._draw(theta, lambda rate: rng.poisson(rate * self.exposure))
 
-    def logpmf(self, x, theta, z=None):
-        x = np.asarray(x, dtype=float)
-        x = x.reshape(x.shape[0], -1) if self.exposure.ndim else x.reshape(-1, 1)
-        mean = _column(theta)[:, None, None] * np.atleast_1d(self.exposure)[None, None, :]
-        terms = special.xlogy(x[None], mean) - mean - special.gammaln(x[None] + 1)
-        return terms.sum(axis=-1)
+    def _log_terms(self, x, rate):
+        mean = rate * self.exposure
+        return special.xlogy(x, mean) - mean - special.gammaln(x + 1)
 
     def support(self, z=None, theta_dim=1):
         raise ValueError("a Poisson count has unbounded support: exact_posterior needs a finite support")

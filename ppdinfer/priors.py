@@ -4,6 +4,12 @@ Any object with ``rvs(size, random_state)`` and ``logpdf(theta)`` is a prior (sc
 frozen distributions work as they are). The classes here are vectorized, validate their
 arguments and may depend on the public information z through ``rvs(..., z=z)`` and
 ``logpdf(theta, z=z)``.
+
+Per-unit models (one parameter per hospital, county, ...): ``Beta(..., size=H)`` and
+``Gamma(..., size=H)`` draw H iid (or independent, with per-unit parameters) values, so theta
+has shape (H,); :class:`HierarchicalGamma` and :class:`HierarchicalBeta` add hyperpriors that
+couple the units. A hierarchical theta is one flat vector (the hyperparameters, then the H unit
+parameters) whose ``blocks`` name each part; the data model sees the ``unit`` block only.
 """
 
 from __future__ import annotations
@@ -12,11 +18,14 @@ import numpy as np
 from scipy import special, stats
 
 from ._random import as_generator
-from ._validation import positive_finite, probability_vector
+from ._validation import positive_finite, positive_int, probability_vector, summarize, unit_parameter
 
 
 class Prior:
     """Base class for priors pi(theta | z) that may use z. ``dim`` is the length of theta (1 for a scalar).
+
+    ``units`` is the number of per-unit parameters (theta of shape (units,) fed to a per-unit
+    data model), or None for a prior of one parameter shared by all the data.
 
     Examples
     --------
@@ -29,6 +38,7 @@ class Prior:
     """
 
     dim: int = 1
+    units: int | None = None
 
     def rvs(self, size: int, random_state=None, z=None) -> np.ndarray:
         """``size`` draws of theta given z: shape (size,) for a scalar theta, (size, dim) otherwise."""
@@ -39,16 +49,53 @@ class Prior:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        args = ", ".join(f"{k}={summarize(v) if np.ndim(v) else repr(v)}" for k, v in vars(self).items()
+                         if not k.startswith("_") and k != "dim")
         return f"{type(self).__name__}({args})"
 
 
-class Beta(Prior):
-    r"""theta ~ Beta(alpha, beta) on (0, 1).
+class _UnitPrior(Prior):
+    """A Beta or Gamma with scalar or per-unit parameters: the shared machinery of both."""
+
+    _family = None  # the scipy.stats family
+
+    def _setup(self, first, second, size):
+        """Store the units and the frozen distribution; ``first`` and ``second`` are (value, name) pairs."""
+        size = None if size is None else positive_int(size, "size")
+        values = [unit_parameter(value, name, positive_finite, "positive finite number", size)
+                  for value, name in (first, second)]
+        lengths = {np.size(v) for v in values if np.ndim(v)}
+        if len(lengths) > 1:
+            raise ValueError(f"{first[1]} and {second[1]} have {' and '.join(map(str, sorted(lengths)))} values: "
+                             "give one value per unit for both, or a scalar")
+        units = size if size is not None else (lengths.pop() if lengths else None)
+        if units is not None:
+            values = [np.broadcast_to(np.asarray(v, dtype=float), (units,)).copy() for v in values]
+            self.units = self.dim = units
+        self._dist = self._family(*self._scipy_args(*values))
+        return values
+
+    def logpdf(self, theta, z=None):
+        if self.units is None:
+            return self._dist.logpdf(theta)
+        theta = np.asarray(theta, dtype=float)
+        return self._dist.logpdf(theta.reshape(-1, self.units)).sum(axis=-1)
+
+    def ppf(self, q):
+        """The prior's quantile function (used by exact_posterior's grid of equal prior mass)."""
+        return self._dist.ppf(q)
+
+    def _draw_shape(self, size):
+        return size if self.units is None else (size, self.units)
+
+
+class Beta(_UnitPrior):
+    r"""theta ~ Beta(alpha, beta) on (0, 1); with ``size=H`` (or length-H parameters) one per unit.
 
     .. math::
 
-        \pi(\theta) = \frac{\theta^{\alpha - 1} (1 - \theta)^{\beta - 1}}{B(\alpha, \beta)}.
+        \pi(\theta) = \frac{\theta^{\alpha - 1} (1 - \theta)^{\beta - 1}}{B(\alpha, \beta)},
+        \qquad \pi(\theta_1, \dots, \theta_H) = \prod_i \pi_i(\theta_i) \ \text{(per unit)}.
 
     Examples
     --------
@@ -59,26 +106,39 @@ class Beta(Prior):
     ((1000,), True)
     >>> prior.logpdf([0.5]).round(4)             # log(12 * 0.5 * 0.25)
     array([0.4055])
+    >>> units = Beta(2, 3, size=200)             # one success probability per hospital
+    >>> units.units, units.rvs(4, random_state=0).shape
+    (200, (4, 200))
+    >>> Beta([1.0, 2.0], 1.0).logpdf([[0.5, 0.5]]).round(4)   # independent units: log(1) + log(2 * 0.5)
+    array([0.])
     """
 
-    def __init__(self, alpha: float = 1.0, beta: float = 1.0):
-        self.alpha = positive_finite(alpha, "alpha")
-        self.beta = positive_finite(beta, "beta")
-        self._dist = stats.beta(self.alpha, self.beta)
+    _family = stats.beta
+
+    def __init__(self, alpha=1.0, beta=1.0, size: int | None = None):
+        self.alpha, self.beta = self._setup((alpha, "alpha"), (beta, "beta"), size)
+
+    @staticmethod
+    def _scipy_args(alpha, beta):
+        return alpha, beta
 
     def rvs(self, size, random_state=None, z=None):
-        return as_generator(random_state).beta(self.alpha, self.beta, size=size)
+        return as_generator(random_state).beta(self.alpha, self.beta, size=self._draw_shape(size))
 
-    def logpdf(self, theta, z=None):
-        return self._dist.logpdf(theta)
+    def unit(self, index: int) -> "Beta":
+        """The scalar prior of unit ``index`` of a per-unit Beta.
 
-    def ppf(self, q):
-        """The prior's quantile function (used by exact_posterior's grid of equal prior mass)."""
-        return self._dist.ppf(q)
+        Examples
+        --------
+        >>> from ppdinfer.priors import Beta
+        >>> Beta([1.0, 2.0], 3.0).unit(1)
+        Beta(alpha=2.0, beta=3.0)
+        """
+        return Beta(*(float(np.broadcast_to(v, (self.units or 1,))[index]) for v in (self.alpha, self.beta)))
 
 
-class Gamma(Prior):
-    r"""theta ~ Gamma(shape, rate) on (0, inf), mean shape / rate.
+class Gamma(_UnitPrior):
+    r"""theta ~ Gamma(shape, rate) on (0, inf), mean shape / rate; with ``size=H`` (or length-H ones) one per unit.
 
     .. math::
 
@@ -93,22 +153,33 @@ class Gamma(Prior):
     (2,)
     >>> round(float(prior.ppf(0.5)), 4)          # the prior median
     0.4196
+    >>> rates = Gamma(2.0, 1.0, size=200)        # lambda_i ~ Gamma(2, 1), one per hospital
+    >>> rates.rvs(3, random_state=0).shape
+    (3, 200)
     """
 
-    def __init__(self, shape: float = 1.0, rate: float = 1.0):
-        self.shape = positive_finite(shape, "shape")
-        self.rate = positive_finite(rate, "rate")
-        self._dist = stats.gamma(self.shape, scale=1 / self.rate)
+    _family = stats.gamma
+
+    def __init__(self, shape=1.0, rate=1.0, size: int | None = None):
+        self.shape, self.rate = self._setup((shape, "shape"), (rate, "rate"), size)
+
+    @staticmethod
+    def _scipy_args(shape, rate):
+        return shape, 0.0, 1 / np.asarray(rate)
 
     def rvs(self, size, random_state=None, z=None):
-        return as_generator(random_state).gamma(self.shape, 1 / self.rate, size=size)
+        return as_generator(random_state).gamma(self.shape, 1 / np.asarray(self.rate), size=self._draw_shape(size))
 
-    def logpdf(self, theta, z=None):
-        return self._dist.logpdf(theta)
+    def unit(self, index: int) -> "Gamma":
+        """The scalar prior of unit ``index`` of a per-unit Gamma.
 
-    def ppf(self, q):
-        """The prior's quantile function (used by exact_posterior's grid of equal prior mass)."""
-        return self._dist.ppf(q)
+        Examples
+        --------
+        >>> from ppdinfer.priors import Gamma
+        >>> Gamma(2.0, [1.0, 4.0]).unit(1)
+        Gamma(shape=2.0, rate=4.0)
+        """
+        return Gamma(*(float(np.broadcast_to(v, (self.units or 1,))[index]) for v in (self.shape, self.rate)))
 
 
 class Dirichlet(Prior):
@@ -233,3 +304,164 @@ class Categorical(Prior):
         with np.errstate(divide="ignore"):
             log_p = np.log(self.probabilities)[index]
         return np.where(theta == index, log_p, -np.inf)
+
+
+class Hierarchical(Prior):
+    r"""Base class of hierarchical priors: scalar hyperparameters phi, then H iid unit parameters given phi.
+
+    .. math::
+
+        \pi(\phi, \theta_1, \dots, \theta_H) = \prod_j \pi(\phi_j) \prod_{i=1}^H \pi(\theta_i \mid \phi).
+
+    theta is one flat vector of length ``dim`` = (number of hyperparameters) + H, the
+    hyperparameters first. ``blocks`` maps each block's name to its shape, in that order, and
+    ``unit`` names the block of unit parameters (the last), the only one the data model sees.
+    Subclasses set the unit family and ``unit_parameters``, written with plain arithmetic so
+    that it serves NumPy arrays and PyMC tensors alike.
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Gamma, HierarchicalGamma, Hierarchical
+    >>> prior = HierarchicalGamma(shape=Gamma(2.0, 1.0), mean=Gamma(2.0, 2.0), size=3)
+    >>> isinstance(prior, Hierarchical), prior.blocks, prior.unit
+    (True, {'shape': (), 'mean': (), 'rate': (3,)}, 'rate')
+    """
+
+    unit: str
+    _family = None  # the scipy.stats family of a unit parameter given the hyperparameters
+
+    def __init__(self, hyperpriors: dict, unit: str, size: int):
+        for name, hyperprior in hyperpriors.items():
+            if not isinstance(hyperprior, _UnitPrior) or hyperprior.units is not None:
+                raise ValueError(f"{name} must be a scalar priors.Beta or priors.Gamma (the prior of one "
+                                 f"hyperparameter), got {hyperprior!r}")
+        self.hyperpriors = dict(hyperpriors)
+        self.units = positive_int(size, "size")
+        self.unit = unit
+        self.dim = len(self.hyperpriors) + self.units
+
+    @property
+    def blocks(self) -> dict[str, tuple[int, ...]]:
+        """The name and shape of each block of theta, in order: the hyperparameters (scalars), then the units."""
+        return {**{name: () for name in self.hyperpriors}, self.unit: (self.units,)}
+
+    def unit_parameters(self, *hyper):
+        """The two parameters of each unit's distribution given the hyperparameters (arrays or tensors)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        hyper = ", ".join(f"{name}={prior!r}" for name, prior in self.hyperpriors.items())
+        return f"{type(self).__name__}({hyper}, size={self.units})"
+
+    def rvs(self, size, random_state=None, z=None):
+        rng = as_generator(random_state)
+        hyper = [prior.rvs(size, rng, z=z) for prior in self.hyperpriors.values()]
+        first, second = (np.asarray(v)[:, None] for v in self.unit_parameters(*hyper))
+        units = self._family(*self._scipy_args(first, second)).rvs(size=(size, self.units), random_state=rng)
+        return np.column_stack([*hyper, units])
+
+    def logpdf(self, theta, z=None):
+        theta = np.asarray(theta, dtype=float).reshape(-1, self.dim)
+        k = len(self.hyperpriors)
+        hyper = [theta[:, j] for j in range(k)]
+        out = sum(np.asarray(prior.logpdf(value, z=z), dtype=float)
+                  for prior, value in zip(self.hyperpriors.values(), hyper, strict=True))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            first, second = (np.asarray(v)[:, None] for v in self.unit_parameters(*hyper))
+            units = self._family.logpdf(theta[:, k:], *self._scipy_args(first, second)).sum(axis=1)
+        return np.where(np.isfinite(out), out + units, -np.inf)
+
+
+class HierarchicalGamma(Hierarchical):
+    r"""Unit rates lambda_i ~ Gamma(a, a / m) iid given a shape a and a mean m, each with its own prior.
+
+    .. math::
+
+        a \sim \pi(a), \quad m \sim \pi(m), \quad
+        \lambda_i \mid a, m \sim \mathrm{Gamma}(a, \mathrm{rate} = a / m), \quad i = 1, \dots, H,
+
+    so E(lambda_i | a, m) = m and Var(lambda_i | a, m) = m^2 / a. theta = (a, m, lambda_1, ...,
+    lambda_H), with blocks ``shape``, ``mean`` and the unit block ``rate`` (rename them with
+    the model's ``names``).
+
+    Parameters
+    ----------
+    shape, mean : priors.Gamma
+        Scalar priors of a and m (a Beta works too for a mean in (0, 1)).
+    size : int
+        H, the number of units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.priors import Gamma, HierarchicalGamma
+    >>> prior = HierarchicalGamma(shape=Gamma(20.0, 1.0), mean=Gamma(4.0, 2.0), size=200)
+    >>> theta = prior.rvs(3, random_state=0)
+    >>> theta.shape                                    # a, m, then 200 rates
+    (3, 202)
+    >>> bool(abs(theta[:, 2:].mean(axis=1) / theta[:, 1] - 1).max() < 0.1)   # rates centre on m
+    True
+    """
+
+    _family = stats.gamma
+    _scipy_args = staticmethod(Gamma._scipy_args)
+
+    def __init__(self, shape: Prior, mean: Prior, size: int):
+        super().__init__({"shape": shape, "mean": mean}, "rate", size)
+
+    def unit_parameters(self, shape, mean):
+        """The Gamma shape a and rate a / m of each unit rate.
+
+        Examples
+        --------
+        >>> from ppdinfer.priors import Gamma, HierarchicalGamma
+        >>> HierarchicalGamma(Gamma(2.0, 1.0), Gamma(2.0, 1.0), size=2).unit_parameters(4.0, 2.0)
+        (4.0, 2.0)
+        """
+        return shape, shape / mean
+
+
+class HierarchicalBeta(Hierarchical):
+    r"""Unit probabilities p_i ~ Beta(m k, (1 - m) k) iid given a mean m and a concentration k, each with its own prior.
+
+    .. math::
+
+        m \sim \pi(m), \quad k \sim \pi(k), \quad
+        p_i \mid m, k \sim \mathrm{Beta}(m k, (1 - m) k), \quad i = 1, \dots, H,
+
+    so E(p_i | m, k) = m and Var(p_i | m, k) = m (1 - m) / (k + 1). theta = (m, k, p_1, ..., p_H),
+    with blocks ``mean``, ``concentration`` and the unit block ``p``.
+
+    Parameters
+    ----------
+    mean : priors.Beta
+        Scalar prior of m.
+    concentration : priors.Gamma
+        Scalar prior of k.
+    size : int
+        H, the number of units.
+
+    Examples
+    --------
+    >>> from ppdinfer.priors import Beta, Gamma, HierarchicalBeta
+    >>> prior = HierarchicalBeta(mean=Beta(2.0, 8.0), concentration=Gamma(10.0, 0.5), size=5)
+    >>> list(prior.blocks), prior.rvs(4, random_state=0).shape
+    (['mean', 'concentration', 'p'], (4, 7))
+    """
+
+    _family = stats.beta
+    _scipy_args = staticmethod(Beta._scipy_args)
+
+    def __init__(self, mean: Prior, concentration: Prior, size: int):
+        super().__init__({"mean": mean, "concentration": concentration}, "p", size)
+
+    def unit_parameters(self, mean, concentration):
+        """The Beta parameters m k and (1 - m) k of each unit probability.
+
+        Examples
+        --------
+        >>> from ppdinfer.priors import Beta, Gamma, HierarchicalBeta
+        >>> HierarchicalBeta(Beta(1.0, 1.0), Gamma(1.0, 1.0), size=2).unit_parameters(0.25, 8.0)
+        (2.0, 6.0)
+        """
+        return mean * concentration, (1 - mean) * concentration

@@ -65,8 +65,8 @@ class DirichletMultinomialPair:
 
 def conjugate_pair(prior, generator):
     """The conjugate pair object for (prior, generator), or None when there is none."""
-    if isinstance(prior, Beta) and isinstance(generator, Binomial):
-        return BetaBinomialPair(prior, generator)
+    if isinstance(prior, Beta) and isinstance(generator, Binomial) and prior.units is None and generator.units is None:
+        return BetaBinomialPair(prior, generator)  # one p and one n: per-unit forms have no pair here
     if isinstance(prior, Dirichlet) and isinstance(generator, MultinomialTotal):
         return DirichletMultinomialPair(prior, generator)
     return None

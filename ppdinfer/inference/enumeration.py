@@ -33,7 +33,9 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
         p(x \mid z) = \int \pi(x \mid \theta, z) \, \pi(\theta \mid z) \, d\theta,
 
     with p(x | z) in closed form for a conjugate pair and summed over a grid of theta otherwise;
-    the posterior of theta is the mixture of pi(theta | x, z) over pi(x | y, z).
+    the posterior of theta is the mixture of pi(theta | x, z) over pi(x | y, z). Per-unit priors
+    (``size=H``) are refused in favour of :func:`ppdinfer.rejection_sample`, which is exact per
+    unit, and hierarchical priors in favour of :func:`ppdinfer.pymc.sample_model`.
 
     Parameters
     ----------
@@ -68,15 +70,22 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
     draws = positive_int(draws, "draws")
     grid_size = positive_int(grid_size, "grid_size")
     rng = as_generator(random_seed)
+    labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
+    if model.blocks is not None:
+        raise ValueError(f"exact_posterior cannot integrate the hyperparameters and {model.prior.units} unit "
+                         f"parameters of {type(model.prior).__name__} jointly; use ppdinfer.pymc.sample_model")
+    if getattr(model.prior, "units", None) is not None:
+        raise ValueError(f"exact_posterior handles a scalar theta or a conjugate Dirichlet, not {model.prior.units} "
+                         "per-unit parameters: rejection_sample draws them exactly, one unit at a time")
     generator = model.simulate
     if not (hasattr(generator, "support") and hasattr(generator, "logpmf")):
         raise ValueError("exact_posterior needs a data model with support(z, theta_dim) and logpmf(x, theta, z)")
     theta_dim = int(np.prod(theta_shape))
     support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
     loglik = model.loglik(y, support, z)
-    pair = conjugate_pair(model.prior, generator)
+    pair = conjugate_pair(model.prior, generator)  # none for a shared p over units of several n_k: the grid
     if pair is not None:
         exact, theta, x = _conjugate(pair, support, loglik, z, draws, rng)
     else:
@@ -86,7 +95,7 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
         exact, theta, x = _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng)
     exact["x_support"] = (["support", *_dims(model.x_name, len(x_shape), model.dims)], support.reshape(-1, *x_shape))
     posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
-    return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, exact=exact)
+    return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, labels=labels, exact=exact)
 
 
 def _normalize(log_p):

@@ -115,6 +115,7 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     """
     draws = positive_int(draws, "draws")
     root = root_seed(random_seed)
+    labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
     if proposal is not None:
@@ -146,7 +147,8 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
                                  psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
     stats = xr.Dataset({"ess": ((), ess), "pareto_k": ((), pareto_k)})
-    return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, proposal=proposals)
+    return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, labels=labels,
+                    proposal=proposals)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
+from .._validation import summarize
 from ..mechanisms.base import Mechanism
 from ..priors import Prior
 
@@ -40,12 +41,20 @@ class PPDModel:
         A :class:`ppdinfer.mechanisms.Mechanism`: the likelihood pi(y | x, z).
     names
         The name of theta in results: one string (theta stored as one variable, a vector if
-        theta is), or one string per component of theta.
+        theta is), or one string per component of theta. For a prior with ``blocks`` (the
+        hierarchical priors), one name per block (default: the prior's block names); each block
+        is then its own variable, and ``simulate`` receives the prior's ``unit`` block alone.
+        Default: ``"theta"``.
     x_name
         The name of the confidential data in results.
     dims
         Dimension names in results: a mapping from a name in ``names`` or ``x_name`` to a tuple
-        of names, one per axis (y takes x's). Default: ``{name}_dim_{i}``.
+        of names, one per axis (y takes x's). Default: ``{name}_dim_{i}``; the per-unit
+        parameters of a prior with ``units`` take x's dimension when x is a vector of that length.
+    coords
+        Labels of dimensions: a mapping from a dimension name to one label per position (e.g.
+        ``{"hospital": names}``), attached to every result. A pandas y (or a pandas value in z of
+        x's shape) labels x's dimensions with its index (and columns) too; see :meth:`labels`.
 
     Examples
     --------
@@ -56,15 +65,28 @@ class PPDModel:
     >>> result = pp.exact_posterior(model, y)             # the analyst's posterior
     >>> list(result["posterior"].data_vars)
     ['p', 'x']
+
+    A hierarchical model of per-hospital rates, labelled by hospital:
+
+    >>> prior = pp.priors.HierarchicalGamma(shape=pp.priors.Gamma(2.0, 1.0), mean=pp.priors.Gamma(2.0, 1.0), size=3)
+    >>> model = pp.PPDModel(prior, pp.generators.Poisson([10.0, 20.0, 30.0]), pp.mechanisms.Laplace(1.0),
+    ...                     names=["a", "m", "rate"], coords={"hospital": ["A", "B", "C"]},
+    ...                     dims={"rate": "hospital", "x": "hospital"})
+    >>> model.blocks, model.unit_name
+    ({'a': (), 'm': (), 'rate': (3,)}, 'rate')
     """
 
-    def __init__(self, prior, simulate, mechanism: Mechanism, names: str | Sequence[str] = "theta",
-                 x_name: str = "x", dims: Mapping[str, str | Sequence[str]] | None = None):
+    def __init__(self, prior, simulate, mechanism: Mechanism, names: str | Sequence[str] | None = None,
+                 x_name: str = "x", dims: Mapping[str, str | Sequence[str]] | None = None,
+                 coords: Mapping[str, Sequence] | None = None):
         check_distribution(prior, "prior")
         if not callable(simulate):
             raise ValueError("simulate must be callable as simulate(theta, z, rng)")
         if not isinstance(mechanism, Mechanism):
             raise ValueError(f"mechanism must be a ppdinfer.mechanisms.Mechanism, got {mechanism!r}")
+        prior_blocks = getattr(prior, "blocks", None)
+        if names is None:
+            names = tuple(prior_blocks) if prior_blocks else ("theta",)
         if isinstance(names, str):
             names = (names,)
         names = tuple(names)
@@ -72,12 +94,21 @@ class PPDModel:
             raise ValueError(f"names must be one or more distinct non-empty strings, got {names!r}")
         if x_name in names:
             raise ValueError(f"x_name {x_name!r} clashes with a name in names")
+        if prior_blocks and len(names) != len(prior_blocks):
+            raise ValueError(f"names has {len(names)} entries but the prior has {len(prior_blocks)} blocks "
+                             f"{list(prior_blocks)}: give one name per block")
         self.prior = prior
         self.simulate = simulate
         self.mechanism = mechanism
         self.names = names
         self.x_name = x_name
         self.dims = _as_dims(dims, (*names, x_name))
+        self.coords = _as_coords(coords)
+        #: name -> shape of each block of theta (a prior with blocks), else None
+        self.blocks = dict(zip(names, prior_blocks.values(), strict=True)) if prior_blocks else None
+        #: the name of the per-unit parameters that the data model sees, or None
+        self.unit_name = names[list(prior_blocks).index(prior.unit)] if prior_blocks else (
+            names[0] if getattr(prior, "units", None) is not None and len(names) == 1 else None)
 
     def __repr__(self) -> str:
         return (f"PPDModel(prior={self.prior!r}, simulate={self.simulate!r}, "
@@ -99,9 +130,15 @@ class PPDModel:
         """log pi(theta | z) for theta of shape (B, k)."""
         return theta_logpdf(self.prior, theta, z)
 
+    def unit_parameters(self, theta: np.ndarray) -> np.ndarray:
+        """The part of theta (B, k) that the data model sees: the prior's unit block, or all of theta."""
+        if self.blocks is None:
+            return theta
+        return theta[:, len(self.blocks) - 1:]
+
     def simulate_x(self, theta: np.ndarray, z, rng: np.random.Generator) -> np.ndarray:
         """x draws as a 2-D array (B, d) for theta of shape (B, k)."""
-        x = np.asarray(self.simulate(_natural(theta), z, rng))
+        x = np.asarray(self.simulate(_natural(self.unit_parameters(theta)), z, rng))
         if x.shape[0] != theta.shape[0]:
             raise ValueError(
                 f"simulate returned {x.shape[0]} rows of x for {theta.shape[0]} values of theta"
@@ -124,10 +161,11 @@ class PPDModel:
         if check_z is not None:
             check_z(z)
         rng = np.random.default_rng(0) if rng is None else rng
+        self._check_units()
         try:
             raw_theta = _raw_draws(self.prior, 2, rng, z)  # not 1: scipy squeezes a single draw
             theta = raw_theta.reshape(2, -1)
-            x = np.asarray(self.simulate(_natural(theta), z, rng))
+            x = np.asarray(self.simulate(_natural(self.unit_parameters(theta)), z, rng))
         except KeyError as err:
             key = err.args[0] if err.args else None
             if key is None or key in (z or {}):
@@ -136,22 +174,89 @@ class PPDModel:
         theta_shape, x_shape = raw_theta.shape[1:], x.shape[1:]
         y = np.asarray(y)
         if y.dtype == object or not np.issubdtype(y.dtype, np.number):
-            raise ValueError(f"y must be numeric, got {y!r}")
+            raise ValueError(f"y must be numeric, got {summarize(y) if y.ndim else repr(y)}")
         if y.shape != x_shape:
             like = [f"z[{key!r}]" for key, value in (z or {}).items() if x_shape and np.shape(value) == x_shape]
-            raise ValueError(f"y has shape {y.shape} but the model's x has shape {x_shape}"
+            named = f" (dims {self.dims[self.x_name]})" if self.x_name in self.dims else ""
+            raise ValueError(f"y has shape {y.shape} but the model's x has shape {x_shape}{named}"
                              + (f", the shape of {' and '.join(like)}: y and z do not fit together" if like else ""))
         if not np.all(np.isfinite(y)):
             raise ValueError("y must be finite")
         if self.mechanism.discrete and np.any(y != np.round(y)):
             raise ValueError(f"y must hold integers for the discrete mechanism {self.mechanism!r}, got {y!r}")
-        if len(self.names) > 1 and len(self.names) != theta.shape[1]:
+        if self.blocks is None and len(self.names) > 1 and len(self.names) != theta.shape[1]:
             raise ValueError(f"names has {len(self.names)} entries but theta has {theta.shape[1]} components")
         for name, dims in self.dims.items():
-            ndim = len(x_shape) if name == self.x_name else len(theta_shape) if len(self.names) == 1 else 0
+            ndim = len(self._shape(name, theta_shape, x_shape))
             if len(dims) != ndim:
                 raise ValueError(f"dims[{name!r}] = {dims} names {len(dims)} dimensions but {name} has {ndim}")
+        self._check_coords(theta_shape, x_shape)
         return y, z, theta_shape, x_shape
+
+    def _shape(self, name: str, theta_shape, x_shape) -> tuple[int, ...]:
+        """The shape of the variable ``name`` in results (a block, theta, a component or x)."""
+        if name == self.x_name:
+            return tuple(x_shape)
+        if self.blocks is not None:
+            return self.blocks[name]
+        return tuple(theta_shape) if len(self.names) == 1 else ()
+
+    def _check_units(self) -> None:
+        """The prior's and the data model's numbers of units agree (both fixed), naming the dims."""
+        prior_units, data_units = getattr(self.prior, "units", None), getattr(self.simulate, "units", None)
+        if prior_units is None or data_units is None or prior_units == data_units:
+            return
+        prior_dims = self.dims.get(self.unit_name or "", ())
+        data_dims = self.dims.get(self.x_name, ())
+        raise ValueError(
+            f"the prior has {prior_units} units ({self.unit_name}{', dims ' + str(prior_dims) if prior_dims else ''}) "
+            f"but the data model {type(self.simulate).__name__} has {data_units} "
+            f"({self.x_name}{', dims ' + str(data_dims) if data_dims else ''}): the two sizes must agree")
+
+    def _check_coords(self, theta_shape, x_shape) -> None:
+        for name, dims in self.dims.items():
+            for dim, size in zip(dims, self._shape(name, theta_shape, x_shape), strict=True):
+                if dim in self.coords and self.coords[dim].size != size:
+                    raise ValueError(f"coords[{dim!r}] has {self.coords[dim].size} labels but dimension {dim!r} "
+                                     f"of {name} has size {size}")
+
+    def labels(self, y, z=None) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
+        """The dimension names and coordinates of results for the data (y, z): ``(dims, coords)``.
+
+        ``dims`` completes the model's ``dims``: x's axes are named by the model's ``dims``,
+        else by the names of a pandas y's index (and columns), else ``{x_name}_dim_{i}``; the
+        per-unit parameters take x's dimension when x is a vector of as many units. ``coords``
+        adds to the model's ``coords`` the index (and columns) of a pandas y, or else of the first
+        pandas value in z of y's shape, as the labels of x's dimensions.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> import ppdinfer as pp
+        >>> model = pp.PPDModel(pp.priors.Gamma(2.0, 1.0, size=2), pp.generators.Poisson([10.0, 20.0]),
+        ...                     pp.mechanisms.Laplace(1.0), names="rate")
+        >>> y = pd.Series([3.2, 7.9], index=pd.Index(["Adams", "Bucks"], name="county"))
+        >>> dims, coords = model.labels(y)
+        >>> dims, coords["county"].tolist()
+        ({'x': ('county',), 'rate': ('county',)}, ['Adams', 'Bucks'])
+        """
+        dims, coords = dict(self.dims), dict(self.coords)
+        source = y if _axes(y) else next((v for v in (z or {}).values() if _axes(v) and np.shape(v) == np.shape(y)),
+                                          None)
+        axes = _axes(source) if source is not None else []
+        x_ndim = np.ndim(y)
+        x_dims = dims.get(self.x_name) or tuple(
+            axes[i].name if i < len(axes) and isinstance(axes[i].name, str) else f"{self.x_name}_dim_{i}"
+            for i in range(x_ndim))
+        if x_ndim:
+            dims[self.x_name] = tuple(x_dims)
+        for dim, axis in zip(x_dims, axes, strict=False):
+            coords.setdefault(dim, np.asarray(axis))
+        units = getattr(self.prior, "units", None)
+        if (self.unit_name is not None and self.unit_name not in dims and x_ndim == 1
+                and units == np.shape(y)[0]):
+            dims[self.unit_name] = tuple(x_dims)
+        return dims, coords
 
     @staticmethod
     def check_memory(draws: int, theta_shape, x_shape) -> None:
@@ -249,6 +354,30 @@ def _as_dims(dims, variables) -> dict[str, tuple[str, ...]]:
                              f"got {value!r}")
         out[name] = value
     return out
+
+
+def _as_coords(coords) -> dict[str, np.ndarray]:
+    if coords is None:
+        return {}
+    if not isinstance(coords, Mapping):
+        raise ValueError(f"coords must be a mapping of dimension names to labels, got {coords!r}")
+    out = {}
+    for dim, values in coords.items():
+        labels = np.asarray(values)
+        if not isinstance(dim, str) or not dim or labels.ndim != 1 or len(set(labels.tolist())) != labels.size:
+            raise ValueError(f"coords[{dim!r}] must be one distinct label per position of a named dimension, "
+                             f"got {summarize(labels) if labels.ndim else repr(values)}")
+        out[dim] = labels
+    return out
+
+
+def _axes(value) -> list:
+    """The pandas index (and columns) of a Series or DataFrame, else []."""
+    index = getattr(value, "index", None)
+    if index is None or not hasattr(value, "to_numpy"):
+        return []
+    columns = getattr(value, "columns", None)
+    return [index] if columns is None else [index, columns]
 
 
 def _as_z(z) -> dict | None:

@@ -23,7 +23,9 @@ from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
 from .model import PPDModel
 from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
-from .results import assemble, posterior_dataset
+from ..mechanisms.base import AdditiveNoiseMechanism
+from ..mechanisms.canonical import CanonicalNoise, Tulap
+from .results import _dims, assemble, posterior_dataset
 
 #: Proposals per random stream. A task is a whole number of blocks, which makes the draws
 #: of a seed independent of the batch size and of the cores.
@@ -71,6 +73,18 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     with probability p(y | z) / M, so each draw costs M / p(y | z) proposals on average: the
     ``acceptance_rate`` in ``sample_stats`` tells whether a longer run is affordable.
 
+    Per unit: when the prior is a product over units (``priors.Beta(..., size=H)`` or
+    ``priors.Gamma(..., size=H)``), x_k depends on theta_k alone (the per-unit
+    :class:`ppdinfer.generators.Binomial` or :class:`ppdinfer.generators.Poisson`) and the
+    mechanism's noise is iid per coordinate (additive noise, Tulap), the posterior is a product
+    over units, and the sampler runs one exact rejection per unit (unit k from its own stream, with
+    its own acceptance rate p(y_k | z) / M_k) and pairs the units' draws: the joint draws are
+    exact, where joint proposals would be accepted with the product of the H rates. The budgets
+    then apply per unit (``max_seconds`` to the whole run); a unit stopped by one ends the run
+    with the draws every unit has. A model whose units do not
+    factorize (a hyperprior, a non-separable mechanism) is refused: use
+    :func:`ppdinfer.pymc.sample_model`.
+
     Parameters
     ----------
     model : PPDModel
@@ -104,7 +118,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     -------
     xarray.DataTree
         ``posterior``: theta (named per ``model.names``) and x; ``sample_stats``: proposals per
-        accepted draw, total proposals, acceptance rate, seconds; ``observed_data``: y;
+        accepted draw, total proposals, acceptance rate, seconds (per unit where it runs per unit);
+        ``observed_data``: y;
         ``constant_data``: z and the mechanism's parameters.
 
     Examples
@@ -126,15 +141,114 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     max_seconds = _seconds_budget(max_seconds)
     max_proposals = math.inf if max_proposals is None else positive_int(max_proposals, "max_proposals")
     blocks_per_chunk = None if batch_size == "auto" else -(-positive_int(batch_size, "batch_size") // BLOCK_SIZE)
+    labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
+    unit_models = _unit_models(model, x_shape)
+    root = root_seed(random_seed)
+    settings = dict(draws=draws, blocks_per_chunk=blocks_per_chunk, max_proposals=max_proposals,
+                    progressbar=progressbar, cores=cores, executor=executor)
+    start = time.perf_counter()
+    if unit_models is None:
+        run = _run(model, y, z, theta_shape, x_shape, root, max_seconds=max_seconds, **settings)
+        theta, x, stop_reason = run.theta, run.x, run.stop_reason
+        stats = xr.Dataset({"proposals": (["chain", "draw"], run.per_draw().reshape(1, -1)),
+                            "total_proposals": ((), run.n_proposals),
+                            "acceptance_rate": ((), theta.shape[0] / max(run.n_proposals, 1)),
+                            "seconds": ((), run.seconds), "log_bound": ((), run.log_bound)})
+    else:
+        runs = []
+        for unit, unit_model in enumerate(unit_models):  # independent posteriors: one exact rejection each
+            unit_y, unit_z, unit_theta_shape, unit_x_shape = unit_model.prepare(y[unit], z)
+            unit_root = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, unit))
+            remaining = max_seconds - (time.perf_counter() - start)
+            runs.append(_run(unit_model, unit_y, unit_z, unit_theta_shape, unit_x_shape, unit_root,
+                             max_seconds=max(remaining, 1e-9), desc=f"rejection unit {unit}", **settings))
+            if runs[-1].stop_reason is not None:
+                runs[-1].stop_reason += f" in unit {unit} of {len(unit_models)}"
+                break
+        units, missing = len(unit_models), len(unit_models) - len(runs)
+        kept = min(run.theta.shape[0] for run in runs) if not missing else 0
+
+        def stack(column):  # (kept, units): the units' draws side by side, the first `kept` of each
+            return np.column_stack([column(run)[:kept] for run in runs]) if kept else np.empty((0, units))
+
+        theta, x = stack(lambda run: run.theta[:, 0]), stack(lambda run: run.x[:, 0])
+        stop_reason = runs[-1].stop_reason
+        unit_dim = _dims(model.unit_name, 1, model.dims)
+        proposals = np.array([run.n_proposals for run in runs] + [0] * missing)
+        accepted = np.array([run.theta.shape[0] for run in runs] + [0] * missing)
+        stats = xr.Dataset({"proposals": (["chain", "draw", *unit_dim], stack(_Run.per_draw)[None]),
+                            "total_proposals": (unit_dim, proposals),
+                            "acceptance_rate": (unit_dim, accepted / np.maximum(proposals, 1)),
+                            "seconds": ((), time.perf_counter() - start),
+                            "log_bound": (unit_dim, np.array([run.log_bound for run in runs] + [np.nan] * missing))})
+    if stop_reason is not None:  # the run (per unit: the unit) that the budget stopped
+        stopped = run if unit_models is None else runs[-1]
+        warnings.warn(_stop_message(stop_reason, stopped.theta.shape[0], draws, stopped.n_proposals,
+                                    float(stats["seconds"])), BudgetWarning, stacklevel=2)
+    return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
+                    attrs={"sampler": "rejection", "complete": stop_reason is None,
+                           "stopped_by": stop_reason or "", "per_unit": unit_models is not None}, labels=labels)
+
+
+#: Mechanisms whose density is a product over coordinates of one density of y_k - x_k, independent of z.
+_SEPARABLE = (AdditiveNoiseMechanism, Tulap, CanonicalNoise)
+
+
+def _unit_models(model: PPDModel, x_shape) -> list[PPDModel] | None:
+    """One scalar model per unit when the posterior factorizes over units; None for a model without units.
+
+    The posterior factorizes when the prior is a product over units (a per-unit Beta or Gamma,
+    no hyperprior), x_k depends on theta_k alone (the per-unit Binomial and Poisson) and the
+    mechanism's density is a product over coordinates; otherwise a model with units is refused:
+    joint rejection would accept with the product of the per-unit rates.
+    """
+    advice = "; use ppdinfer.pymc.sample_model (MCMC) for this model"
+    if model.blocks is not None:
+        raise ValueError(f"the hyperprior of {type(model.prior).__name__} couples the units, so the posterior does "
+                         "not factorize over them and exact rejection would accept with the product of their "
+                         f"acceptance rates{advice}")
+    units = getattr(model.prior, "units", None)
+    if units is None:
+        return None
+    if not (hasattr(model.prior, "unit") and hasattr(model.simulate, "unit")) or x_shape != (units,):
+        raise ValueError(f"rejection_sample runs exactly per unit only for a per-unit data model "
+                         f"(generators.Binomial or Poisson, x of shape ({units},)), not {model.simulate!r} with x of "
+                         f"shape {x_shape}: the posterior may not factorize over the {units} units{advice}")
+    if not isinstance(model.mechanism, _SEPARABLE):
+        raise ValueError(f"{model.mechanism!r} is not separable over coordinates (iid noise per coordinate), so the "
+                         f"posterior does not factorize over the {units} units{advice}")
+    return [PPDModel(model.prior.unit(unit), model.simulate.unit(unit), model.mechanism, names=model.unit_name,
+                     x_name=model.x_name) for unit in range(units)]
+
+
+@dataclass
+class _Run:
+    """The accepted draws of one rejection run and its counts."""
+
+    theta: np.ndarray
+    x: np.ndarray
+    index: np.ndarray
+    n_proposals: int
+    stop_reason: str | None
+    seconds: float
+    log_bound: float
+
+    def per_draw(self) -> np.ndarray:
+        """Proposals spent on each accepted draw."""
+        return np.diff(np.concatenate([[-1], self.index]))
+
+
+def _run(model, y, z, theta_shape, x_shape, root, *, draws, blocks_per_chunk, max_proposals, max_seconds,
+         progressbar, cores, executor, desc="rejection") -> _Run:
+    """Propose and test blocks until ``draws`` acceptances or a budget: the joint rejection sampler."""
     log_bound = float(model.mechanism.log_bound(z, size=y.size))
     if not math.isfinite(log_bound):
         raise ValueError(
             f"{model.mechanism!r} supplies no finite bound M on its density, so exact rejection "
             "sampling is impossible; use importance_sample or the PyMC layer"
         )
-    root = root_seed(random_seed)
     y_flat = y.reshape(-1).astype(np.float64)
     bytes_per_block = BLOCK_SIZE * 8 * (int(np.prod(x_shape)) + int(np.prod(theta_shape)) + 3)
     max_blocks = max(1, _MAX_IN_FLIGHT_BYTES // bytes_per_block)  # blocks in flight at once
@@ -146,7 +260,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     stop_reason = None
     warned_early = False
     start = time.perf_counter()
-    bar = tqdm(total=draws, desc="rejection", unit="draw", disable=not progressbar, leave=False)
+    bar = tqdm(total=draws, desc=desc, unit="draw", disable=not progressbar, leave=False)
     with BlockPool(cores, executor) as pool:
         plan = _ChunkPlan(draws, pool.workers, blocks_per_chunk, max_blocks,
                           last_block=math.inf if math.isinf(max_proposals) else -(-max_proposals // BLOCK_SIZE))
@@ -186,22 +300,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     if theta.shape[0] == draws and stop_reason != "an interrupt":
         stop_reason = None
         n_proposals = int(index[-1]) + 1  # proposals actually needed for the first `draws`
-    if stop_reason is not None:
-        warnings.warn(_stop_message(stop_reason, theta.shape[0], draws, n_proposals, seconds), BudgetWarning,
-                      stacklevel=2)
-    per_draw = np.diff(np.concatenate([[-1], index]))
-    stats = xr.Dataset(
-        {
-            "proposals": (["chain", "draw"], per_draw.reshape(1, -1)),
-            "total_proposals": ((), n_proposals),
-            "acceptance_rate": ((), theta.shape[0] / max(n_proposals, 1)),
-            "seconds": ((), seconds),
-            "log_bound": ((), log_bound),
-        }
-    )
-    return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
-                    attrs={"sampler": "rejection", "complete": stop_reason is None,
-                           "stopped_by": stop_reason or ""})
+    return _Run(theta, x, index, n_proposals, stop_reason, seconds, log_bound)
 
 
 def _seconds_budget(max_seconds) -> float:
@@ -298,7 +397,7 @@ def _warn_if_over_budget(n_accepted, n_proposals, draws, seconds, max_seconds, m
         warnings.warn(
             f"rejection_sample pilot: {_projection(n_accepted, n_proposals, draws, seconds)}; the budget "
             f"will stop it first (max_seconds={max_seconds:g}, max_proposals={max_proposals})",
-            BudgetWarning, stacklevel=3,
+            BudgetWarning, stacklevel=4,
         )
 
 

@@ -26,7 +26,14 @@ def posterior_dataset(model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_s
     """theta (N, k) and x (N, d) as a Dataset with dims (chain, draw, ...)."""
     n = theta.shape[0] // chains
     data = {}
-    if len(model.names) == 1:
+    if model.blocks is not None:  # each block of a hierarchical theta its own variable
+        start = 0
+        for name, shape in model.blocks.items():
+            stop = start + int(np.prod(shape))
+            data[name] = (["chain", "draw", *_dims(name, len(shape), model.dims)],
+                          theta[:, start:stop].reshape(chains, n, *shape))
+            start = stop
+    elif len(model.names) == 1:
         name = model.names[0]
         values = theta.reshape(chains, n, *theta_shape)
         data[name] = (["chain", "draw", *_dims(name, len(theta_shape), model.dims)], values)
@@ -53,14 +60,26 @@ def constant_dataset(model: PPDModel, z) -> xr.Dataset:
 
 
 def assemble(model: PPDModel, y, z, posterior: xr.Dataset, sample_stats: xr.Dataset | None = None,
-             attrs: dict | None = None, **extra_groups: xr.Dataset) -> xr.DataTree:
-    """The DataTree of one sampler run."""
+             attrs: dict | None = None, labels: tuple[dict, dict] | None = None,
+             **extra_groups: xr.Dataset) -> xr.DataTree:
+    """The DataTree of one sampler run.
+
+    ``labels`` is ``model.labels(y, z)`` computed from the data as the user gave them (a pandas y
+    keeps its index there); by default the model's own dims and coords. Every group's default
+    dimension names ``{name}_dim_{i}`` are renamed to the labelled ones and the coordinates attached.
+    """
     groups = {"posterior": posterior}
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
     groups["observed_data"] = observed_dataset(model, y)
     groups["constant_data"] = constant_dataset(model, z)
     groups.update(extra_groups)
+    dims, coords = model.labels(y, z) if labels is None else labels
+    renames = {default: label for name, names in dims.items() if name not in model.dims
+               for default, label in zip(_dims(name, len(names)), names, strict=True) if default != label}
+    for key, dataset in groups.items():
+        dataset = dataset.rename({old: new for old, new in renames.items() if old in dataset.dims})
+        groups[key] = dataset.assign_coords({dim: values for dim, values in coords.items() if dim in dataset.dims})
     tree = xr.DataTree.from_dict(groups)
     tree.attrs.update({"theta_names": list(model.names), "x_name": model.x_name, **(attrs or {})})
     return tree
