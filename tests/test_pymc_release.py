@@ -20,7 +20,8 @@ from scipy import stats
 
 import ppdinfer as pp
 import ppdinfer.pymc as ppm
-from ppdinfer.kernels.augmentation import BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps
+from ppdinfer.kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, MULTINOMIAL, POISSON,
+                                           augmentation_sweeps)
 from ppdinfer.models import congenial_counts
 from ppdinfer.privacy import contingency_sensitivity_space
 from ppdinfer.pymc.augmentation import generic_sweeps
@@ -44,12 +45,12 @@ def assert_mean(idata, name, exact, k=4.0):
 
 # -- one implementation of the moves ----------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON])
+@pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON, GAMMA_POISSON])
 def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind):
     y = np.array([3.4, 9.1, 0.2, 5.5])
     rate, power = 0.7, 1
     x = np.array([4, 6, 1, 5], dtype=np.int64)
-    n = np.full(4, 16 if kind == BINOMIAL else 0, dtype=np.int64)
+    n = np.full(4, 16.0 if kind == BINOMIAL else 2.5)   # trials, or a Gamma-Poisson's shape
     p = np.array([0.2, 0.4, 0.1, 0.3]) if kind != POISSON else np.array([3.0, 8.0, 1.0, 5.0])
     if kind == DIRICHLET_MULTINOMIAL:
         p = np.array([1.0, 2.0, 0.5, 1.5])

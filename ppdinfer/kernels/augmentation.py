@@ -16,6 +16,9 @@ invariant:
 - *local*: a symmetric integer step, accepted with prior ratio times likelihood ratio; it
   mixes where the prior is much wider than the likelihood.
 
+A Poisson x whose rate has its own Gamma prior (one rate per coordinate) may have the rate
+integrated out (*Gamma-Poisson*, a negative binomial prior), as the Dirichlet below.
+
 For a multinomial x (a public total) both moves act on a pair (i, j) and keep x_i + x_j,
 so every state visited has the public total exactly. With a conjugate Dirichlet(alpha) on the
 cell probabilities, the *collapsed* kind integrates them out: x then has the
@@ -31,7 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
-MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL = 0, 1, 2, 3
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON = 0, 1, 2, 3, 4
 
 
 @njit(cache=True, nogil=True)
@@ -63,9 +66,12 @@ def _commit(state):
 
 @njit(cache=True, nogil=True)
 def _log_prior(kind, x, n, p):
-    """Unnormalized log prior of one coordinate (binomial: n trials, p; Poisson: mean p)."""
+    """Unnormalized log prior of one coordinate (binomial: n trials, p; Poisson: mean p; Gamma-Poisson:
+    a rate ~ Gamma(shape n, rate b) integrated out of Poisson(e rate), p = e / b, a negative binomial)."""
     if x < 0 or (kind == BINOMIAL and x > n):
         return -np.inf
+    if kind == GAMMA_POISSON:
+        return math.lgamma(x + n) - math.lgamma(x + 1.0) + (x * math.log(p / (1.0 + p)) if x > 0 else 0.0)
     if kind == BINOMIAL:
         return (-math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0)
                 + (x * math.log(p) if x > 0 else 0.0) + ((n - x) * math.log1p(-p) if n > x else 0.0))
@@ -140,8 +146,13 @@ def pair_local_move(collapsed, x, p, scale, i, j):
 
 @njit(cache=True, nogil=True)
 def site_prior_move(kind, n, p, k):
-    """A draw of coordinate k from its prior: Binomial(n_k, p_k) or Poisson(p_k)."""
-    return np.random.binomial(n[k], p[k]) if kind == BINOMIAL else np.random.poisson(p[k])
+    """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(p_k), or Poisson(p_k G) with
+    G ~ Gamma(n_k, 1) (Gamma-Poisson: the negative binomial)."""
+    if kind == BINOMIAL:
+        return np.random.binomial(int(n[k]), p[k])
+    if kind == GAMMA_POISSON:
+        return np.random.poisson(np.random.gamma(n[k], 1.0) * p[k])
+    return np.random.poisson(p[k])
 
 
 @njit(cache=True, nogil=True)

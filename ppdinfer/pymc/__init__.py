@@ -1,13 +1,13 @@
 """The PyMC layer: any mechanism as an observed ``Release``, privacy-noise distributions, and the
 privacy-aware data-augmentation step that ``sample`` assigns to every integer latent a release reads."""
 
-from .augmentation import ConjugateDirichlet, PrivacyAugmentation
+from .augmentation import ConjugateDirichlet, ConjugateGamma, PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
 from .from_model import feasible_total_start, from_model, sample_model, theta_variable
 from .likelihood import MechanismLogLikelihood
 from .release import Release
 from .sampling import AugmentationWarning, sample
 
-__all__ = ["AugmentationWarning", "ConjugateDirichlet", "DiscreteGaussian", "DiscreteLaplace", "MechanismLogLikelihood",
+__all__ = ["AugmentationWarning", "ConjugateDirichlet", "ConjugateGamma", "DiscreteGaussian", "DiscreteLaplace", "MechanismLogLikelihood",
            "PrivacyAugmentation", "Release", "WassersteinNaive", "feasible_total_start", "from_model", "sample",
            "sample_model", "theta_variable"]

@@ -23,9 +23,11 @@ import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.basic import BinomialRV, DirichletRV, MultinomialRV, PoissonRV
+from pytensor.graph.replace import graph_replace
+from pytensor.tensor.random.basic import BinomialRV, DirichletRV, GammaRV, MultinomialRV, PoissonRV
 
-from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, MULTINOMIAL, POISSON, augmentation_sweeps, choose_pair,
+from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, MULTINOMIAL, POISSON, augmentation_sweeps,
+                                    choose_pair,
                                     log_uniform, pair_local_move, pair_prior_move, seed_moves, site_local_move,
                                     site_prior_move)
 from ..mechanisms.base import AdditiveNoiseMechanism
@@ -237,8 +239,9 @@ class PrivacyAugmentation(BlockedStep):
         Sweeps over x per step (each sweep makes one prior and one local move per coordinate);
         5 by default: a sweep costs microseconds, little next to PyMC's per-draw overhead.
     collapse : bool
-        Integrate a conjugate Dirichlet out of the x update (multinomial x only); pair this
-        step with a following :class:`ConjugateDirichlet` on the same theta.
+        Integrate a conjugate prior out of the x update: a Dirichlet on a multinomial x's cells
+        (pair this step with a following :class:`ConjugateDirichlet` on the same theta), or a
+        Gamma rate per coordinate of a Poisson x (pair it with :class:`ConjugateGamma`).
 
     Examples
     --------
@@ -288,7 +291,15 @@ class PrivacyAugmentation(BlockedStep):
                             else _ModelLikelihood(model, x_rv, children, compile_kwargs or {}))
         _, _, *params = x_rv.owner.inputs
         self.alpha = None
-        if collapse:
+        if collapse and kind == POISSON:
+            conjugate = gamma_poisson_rate(model, x_rv)
+            if conjugate is None:
+                raise ValueError(f"collapse=True needs {x_rv.name} ~ Poisson(rate * exposure) with one rate per "
+                                 "coordinate, rate ~ Gamma entering no other part of the model, exposure constant")
+            rate_rv, self.exposure = conjugate
+            params = list(rate_rv.owner.inputs[2:])   # the Gamma's shape and scale, read at each step
+            self.kind = GAMMA_POISSON
+        elif collapse:
             theta_rv = params[-1]
             if kind != MULTINOMIAL or theta_rv.owner is None or not isinstance(theta_rv.owner.op, DirichletRV) \
                     or multinomial_child(model, theta_rv) is not x_rv:
@@ -315,6 +326,9 @@ class PrivacyAugmentation(BlockedStep):
         if self.kind == POISSON:
             mean = np.broadcast_to(values[0], shape)
             return np.zeros(shape), mean, np.sqrt(mean)
+        if self.kind == GAMMA_POISSON:  # the rate integrated out: negative binomial with shape r, e / b = e * scale
+            r, ratio = np.broadcast_to(values[0], shape), np.broadcast_to(values[1] * self.exposure, shape)
+            return r, ratio, np.sqrt(r * ratio * (1 + ratio))
         n, p = (np.broadcast_to(v, shape) for v in values)
         return n, p, np.sqrt(n * p * (1 - p))
 
@@ -333,14 +347,14 @@ class PrivacyAugmentation(BlockedStep):
             noise_sd = likelihood.noise_sd
         else:
             noise_sd = likelihood.step_scale(x)
-        scale = np.maximum(np.minimum(prior_sd, noise_sd), 1.0)
+        scale = np.maximum(2.0 * np.minimum(prior_sd, noise_sd), 1.0)
         # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
         rows = list(np.ndindex(x.shape[:-1])) if self.kind in _PAIR_KINDS else [Ellipsis]
         rates = np.zeros(2)
         for row in rows:
             cells = x[row].reshape(-1)  # a copy of the row, written back below
             n_row = np.ascontiguousarray(np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row],
-                                         dtype=np.int64).reshape(-1)
+                                         dtype=float).reshape(-1)
             p_row = np.ascontiguousarray(p[row], dtype=float).reshape(-1)
             scale_row = np.ascontiguousarray(scale[row], dtype=float).reshape(-1)
             seed = int(self.rng.integers(2**31))
@@ -384,6 +398,122 @@ def multinomial_child(model, theta_rv):
             and dependents[0].owner.inputs[-1] is theta_rv and dependents[0] in model.free_RVs:
         return dependents[0]
     return None
+
+
+def gamma_poisson_rate(model, x_rv):
+    """(rate, exposure) when x ~ Poisson(rate * exposure) with rate ~ Gamma of x's shape (one rate per
+    coordinate) entering no other part of the model and exposure constant; else None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc.augmentation import gamma_poisson_rate
+    >>> with pm.Model() as model:
+    ...     a = pm.Gamma("a", 2.0, 1.0)
+    ...     rate = pm.Gamma("rate", alpha=a, beta=a / 2.0, shape=3)
+    ...     x = pm.Poisson("x", rate * np.array([10.0, 20.0, 40.0]))
+    >>> found, exposure = gamma_poisson_rate(model, x)
+    >>> found.name, exposure.tolist()
+    ('rate', [10.0, 20.0, 40.0])
+    """
+    if not isinstance(x_rv.owner.op, PoissonRV):
+        return None
+    mu = x_rv.owner.inputs[-1]
+    rates = [rv for rv in ancestors([mu], blockers=set(model.basic_RVs))
+             if rv in model.free_RVs and isinstance(rv.owner.op, GammaRV)]
+    if len(rates) != 1 or dependents(model, rates[0]) != [x_rv] or rates[0].type.ndim != x_rv.type.ndim:
+        return None
+    rate = rates[0]
+    try:
+        shape = tuple(int(n) for n in x_rv.shape.eval())
+
+        def mu_at(value):
+            graph = graph_replace(mu, {rate: pt.as_tensor_variable(value)}, strict=False)
+            if any(rv in set(model.basic_RVs) for rv in ancestors([graph])):
+                raise ValueError("the exposure depends on model variables")
+            return np.broadcast_to(np.asarray(graph.eval(), dtype=float), shape)
+
+        exposure = mu_at(np.ones(shape))
+        trial = np.random.default_rng(0).uniform(0.5, 2.0, shape)
+        linear = np.allclose(mu_at(trial), trial * exposure, rtol=1e-12)
+    except Exception:  # a shape or an exposure that depends on the model's point
+        return None
+    if not linear or np.any(exposure <= 0):
+        return None
+    return rate, exposure.copy()
+
+
+@dataclass_state
+class ConjugateGammaState(StepMethodState):
+    pass
+
+
+class ConjugateGamma(BlockedStep):
+    r"""Exact Gibbs update rate | x ~ Gamma(alpha + x, beta + e) for rate ~ Gamma(alpha, beta), x ~ Poisson(e rate).
+
+    One rate per coordinate of x, alpha and beta read from the current point (they may depend on
+    hyperparameters such as rate ~ Gamma(a, a / m)), e a constant exposure:
+
+    .. math::
+
+        \pi(\lambda_k \mid x_k) \propto \lambda_k^{lpha_k + x_k - 1} e^{-(eta_k + e_k) \lambda_k}.
+
+    Paired with :class:`PrivacyAugmentation` on x with ``collapse=True`` (the rate integrated out
+    of x's update), (x, rate) are drawn jointly given the hyperparameters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc import ConjugateGamma, Release
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> with pm.Model():
+    ...     rate = pm.Gamma("rate", alpha=2.0, beta=1.0, shape=2)
+    ...     x = pm.Poisson("x", rate * np.array([10.0, 30.0]))
+    ...     y = Release("y", Gaussian(3.0), x, observed=[18.2, 71.5])
+    ...     step = ConjugateGamma([rate])
+    >>> step.x_name, step.exposure.tolist()
+    ('x', [10.0, 30.0])
+    """
+
+    name = "conjugate_gamma"
+    _state_class = ConjugateGammaState
+    stats_dtypes_shapes = {}
+
+    def __init__(self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=True):
+        model = pm.modelcontext(model)
+        if len(vars) != 1:
+            raise ValueError("ConjugateGamma updates one Gamma variable")
+        value_var = model.rvs_to_values.get(vars[0], vars[0])
+        rate_rv = model.values_to_rvs[value_var]
+        children = dependents(model, rate_rv)
+        conjugate = gamma_poisson_rate(model, children[0]) if len(children) == 1 else None
+        if conjugate is None or conjugate[0] is not rate_rv:
+            raise ValueError(f"{rate_rv.name} must be the Gamma rate of exactly one Poisson latent x ~ "
+                             "Poisson(rate * exposure), one rate per coordinate, entering no other part of the model")
+        self.exposure = conjugate[1]
+        self.x_name = model.rvs_to_values[children[0]].name
+        self.vars = [value_var]
+        graphs = model.replace_rvs_by_values(list(rate_rv.owner.inputs[2:]))  # the Gamma's shape and scale
+        self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
+                                        **(compile_kwargs or {}))
+        transform = model.rvs_to_transforms.get(rate_rv)
+        rate = pt.tensor("rate", dtype="float64", shape=(None,) * rate_rv.type.ndim)
+        self._forward = pytensor.function([rate], transform.forward(rate) if transform is not None else rate)
+        self.rng = np.random.default_rng(rng)
+
+    def step(self, point):
+        x = np.asarray(point[self.x_name], dtype=float)
+        shape, scale = (np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self._params(point))
+        rate = self.rng.gamma(shape + x, 1.0 / (1.0 / scale + self.exposure))
+        new_point = dict(point)
+        new_point[self.vars[0].name] = np.asarray(self._forward(rate))
+        return new_point, [{}]
+
+    @staticmethod
+    def competence(var):
+        return Competence.INCOMPATIBLE
 
 
 @dataclass_state

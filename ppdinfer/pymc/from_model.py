@@ -69,17 +69,21 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
     """
     if not isinstance(model, PPDModel):
         raise ValueError(f"model must be a ppdinfer.PPDModel, got {type(model).__name__}")
+    dims, labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
-    theta_name, x_name = theta_variable(model), model.x_name
-    coords = {dim: np.arange(size) for name, dims in model.dims.items()
-              for dim, size in zip(dims, x_shape if name == x_name else theta_shape, strict=True)}
+    theta_name = model.unit_name if model.blocks else theta_variable(model)  # a hierarchical theta: its units
+    x_name = model.x_name
+    shapes = {**(model.blocks or {theta_name: theta_shape}), x_name: x_shape}
+    coords = {dim: labels.get(dim, np.arange(size)) for name, names in dims.items()
+              for dim, size in zip(names, shapes.get(name, ()), strict=True)}
     with pm.Model(coords=coords) as twin:
-        theta = _prior_variable(model.prior, theta_name, z, model.dims.get(theta_name))
-        if len(model.names) > 1:  # named components of a vector theta, as the exact samplers report them
+        theta = _prior_variable(model.prior, theta_name, z, dims.get(theta_name), model.names)
+        if model.blocks is None and len(model.names) > 1:  # named components of a vector theta, as the exact
+            # samplers report them
             for index, name in enumerate(model.names):
                 pm.Deterministic(name, theta[index])
-        x = _data_variable(model.simulate, x_name, theta, y, z, x_shape, model.dims.get(x_name))
-        Release("release", model.mechanism, x, z, observed=y, dims=model.dims.get(model.x_name))
+        x = _data_variable(model.simulate, x_name, theta, y, z, x_shape, dims.get(x_name))
+        Release("release", model.mechanism, x, z, observed=y, dims=dims.get(x_name))
     return twin
 
 
@@ -106,23 +110,33 @@ def theta_variable(model: PPDModel) -> str:
                      "the names from_model gives the vector of theta's components; rename one")
 
 
-def _prior_variable(prior, name, z, dims):
+def _prior_variable(prior, name, z, dims, names=()):
+    """theta's PyMC variable; for a hierarchical prior its hyperparameters (named ``names``, the last
+    being ``name``, the unit block) first, then the unit vector given them."""
+    size = {"dims": dims} if dims else {"shape": prior.units} if getattr(prior, "units", None) else {}
+    if isinstance(prior, priors.Hierarchical):
+        hyper = [_prior_variable(hyperprior, hyper_name, z, None)
+                 for hyper_name, hyperprior in zip(names[:-1], prior.hyperpriors.values(), strict=True)]
+        family = pm.Gamma if isinstance(prior, priors.HierarchicalGamma) else pm.Beta
+        alpha, beta = prior.unit_parameters(*hyper)
+        return family(name, alpha=alpha, beta=beta, **size)
     if isinstance(prior, priors.Beta):
-        return pm.Beta(name, alpha=prior.alpha, beta=prior.beta)
+        return pm.Beta(name, alpha=prior.alpha, beta=prior.beta, **size)
     if isinstance(prior, priors.Gamma):
-        return pm.Gamma(name, alpha=prior.shape, beta=prior.rate)
+        return pm.Gamma(name, alpha=prior.shape, beta=prior.rate, **size)
     if isinstance(prior, priors.Dirichlet):
         return pm.Dirichlet(name, a=prior.concentration_vector(z), dims=dims)
-    raise ValueError(f"from_model supports the priors Beta, Gamma and Dirichlet, not {type(prior).__name__}")
+    raise ValueError("from_model supports HierarchicalGamma, HierarchicalBeta and the priors Beta, Gamma and "
+                     f"Dirichlet, not {type(prior).__name__}")
 
 
 def _data_variable(simulate, name, theta, y, z, shape, dims):
     start = np.clip(np.round(np.asarray(y, dtype=float)), 0, None).astype(np.int64)
     size = {"dims": dims} if dims else {"shape": shape}
-    if isinstance(simulate, generators.Binomial):
+    if isinstance(simulate, generators.Binomial):  # p shared or one per unit, n scalar or one per unit
         _check_scalar(theta, "Binomial")
         return pm.Binomial(name, n=simulate.n, p=theta, initval=np.minimum(start, simulate.n), **size)
-    if isinstance(simulate, generators.Poisson):
+    if isinstance(simulate, generators.Poisson):  # mu_k = rate_k * exposure_k
         _check_scalar(theta, "Poisson")
         return pm.Poisson(name, mu=theta * simulate.exposure, initval=start, **size)
     if isinstance(simulate, generators.MultinomialTotal):
@@ -152,8 +166,9 @@ def feasible_total_start(y, total: int) -> np.ndarray:
 
 
 def _check_scalar(theta, generator: str) -> None:
-    if theta.type.ndim != 0:
-        raise ValueError(f"the {generator} data model needs a scalar theta (a Beta or Gamma prior)")
+    if theta.type.ndim > 1:
+        raise ValueError(f"the {generator} data model needs a scalar theta or one per unit (a Beta or Gamma prior, "
+                         "per unit or hierarchical)")
 
 
 def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool = True, **kwargs):

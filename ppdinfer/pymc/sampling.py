@@ -7,7 +7,8 @@ import warnings
 import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
-from .augmentation import _KINDS, ConjugateDirichlet, PrivacyAugmentation, dependents, multinomial_child
+from .augmentation import (_KINDS, ConjugateDirichlet, ConjugateGamma, PrivacyAugmentation, dependents, gamma_poisson_rate,
+                           multinomial_child)
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .release import ReleaseRV
 
@@ -72,8 +73,10 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     compiled kernel where the release is additive noise on x itself, the model's log density of
     x's children otherwise. An integer latent it cannot handle is named in an
     :class:`AugmentationWarning`. With ``conjugate=True`` a Dirichlet that feeds only a
-    multinomial latent x is integrated out of x's update (``collapse=True``) and then drawn
-    exactly by :class:`ConjugateDirichlet`. ``kwargs`` go to ``pm.sample``.
+    multinomial latent x, or a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
+    exposure), is integrated out of x's update (``collapse=True``) and then drawn exactly by
+    :class:`ConjugateDirichlet` or :class:`ConjugateGamma`, so x and its rates move together given
+    the hyperparameters. ``kwargs`` go to ``pm.sample``.
 
     Examples
     --------
@@ -95,9 +98,11 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
         latents = privacy_latents(model)
         dirichlets = [rv for rv in conjugate_dirichlets(model) if multinomial_child(model, rv) in latents] \
             if conjugate else []
-        collapsible = {multinomial_child(model, rv) for rv in dirichlets}
+        gammas = {x: found[0] for x in latents if conjugate and (found := gamma_poisson_rate(model, x)) is not None}
+        collapsible = {multinomial_child(model, rv) for rv in dirichlets} | set(gammas)
         steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in latents]
         steps += [ConjugateDirichlet([rv]) for rv in dirichlets]
+        steps += [ConjugateGamma([rate]) for rate in gammas.values()]
         user_steps = kwargs.pop("step", None) or []
         with warnings.catch_warnings():
             # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
