@@ -24,7 +24,7 @@ from ppdinfer.kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, GAMM
                                            augmentation_sweeps)
 from ppdinfer.models import congenial_counts
 from ppdinfer.privacy import contingency_sensitivity_space
-from ppdinfer.pymc.augmentation import generic_sweeps
+from ppdinfer.pymc.augmentation import gamma_poisson_rate, generic_sweeps
 
 M = pp.mechanisms
 pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
@@ -229,6 +229,28 @@ def test_a_plain_normal_release_of_poisson_counts_gets_the_augmentation_step():
         mean = weights @ support / weights.sum()
         draws = idata["posterior"]["x"].isel(x_dim_0=k)
         assert abs(float(draws.mean()) - mean) <= 4 * float(az.mcse(draws.to_dataset(name="v"))["v"])
+
+
+def test_gamma_rates_integrated_out_of_poisson_counts_match_quadrature():
+    # rate_k ~ Gamma(2, 1) per hospital, x_k ~ Poisson(e_k rate_k): sample collapses the rates out of
+    # x's update (negative binomial moves) and draws rate | x exactly (ConjugateGamma)
+    exposure, sigma, y = np.array([3.0, 40.0, 150.0]), 4.0, np.array([4.6, 95.2, 262.9])
+    with pm.Model() as model:
+        rate = pm.Gamma("rate", alpha=2.0, beta=1.0, shape=3)
+        x = pm.Poisson("x", rate * exposure, initval=np.round(y).astype(int))
+        ppm.Release("y", M.Gaussian(sigma), x, observed=y)
+    found, found_exposure = gamma_poisson_rate(model, model["x"])
+    assert found is model["rate"] and np.array_equal(found_exposure, exposure)
+    idata = fit(model, draws=1500)
+    assert float(idata["sample_stats"]["accept_prior"].mean()) > 0
+    support = np.arange(600)
+    for k in range(3):
+        log_post = stats.nbinom.logpmf(support, 2.0, 1 / (1 + exposure[k])) + stats.norm.logpdf(y[k], support, sigma)
+        weights = np.exp(log_post - log_post.max())
+        weights /= weights.sum()
+        for name, exact in (("x", weights @ support), ("rate", weights @ ((2.0 + support) / (1.0 + exposure[k])))):
+            draws = idata["posterior"][name].isel({f"{name}_dim_0": k})
+            assert abs(float(draws.mean()) - exact) <= 4 * float(az.mcse(draws.to_dataset(name="v"))["v"]), (name, k)
 
 
 def test_a_latent_without_an_augmentation_step_is_named():
