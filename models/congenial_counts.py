@@ -28,11 +28,12 @@ the factory :func:`model` takes ``total`` and builds the mechanism's S* with it;
 :func:`public_information`) carries the same total for the data model, and the model checks
 that the two agree (and that y conforms to S*) before any sampling.
 
-No PyMC twin: c(x) is a sum over S* with no symbolic form, so the likelihood cannot be
-written as a PyTensor graph short of enumerating S* inside it. Use
-:func:`ppdinfer.exact_posterior` (small s), :func:`ppdinfer.rejection_sample` (exact draws,
-c(x) enumerated), :func:`ppdinfer.importance_sample`, or :func:`ppdinfer.exchange_sample`,
-which never needs c(x).
+Samplers: :func:`ppdinfer.exact_posterior` (small s), :func:`ppdinfer.rejection_sample` (exact
+draws, c(x) enumerated), :func:`ppdinfer.importance_sample`, :func:`ppdinfer.exchange_sample`
+(which never needs c(x)), and the PyMC twin (:meth:`CongenialCountsModel.to_pymc`): c(x) has no
+symbolic form, so the release enters through :class:`ppdinfer.pymc.Release`, which calls the
+mechanism's own log density (c(x) enumerated), and :func:`ppdinfer.pymc.sample` updates the
+counts by pair moves that keep the total.
 """
 
 from __future__ import annotations
@@ -61,11 +62,9 @@ class CongenialCountsModel(PPDModel):
     >>> model = congenial_counts.model(epsilon=0.5, total=5, n_categories=3)
     >>> model.mechanism.normalizer
     'enumerated (exact, |S*| = 21)'
-    >>> try:
-    ...     model.to_pymc([3, 2, 0], congenial_counts.public_information(total=5))
-    ... except NotImplementedError as err:
-    ...     print(str(err)[:40])
-    the congenial release's normalizer c(x)
+    >>> twin = model.to_pymc([3, 2, 0], congenial_counts.public_information(total=5))
+    >>> [v.name for v in twin.free_RVs], [v.name for v in twin.observed_RVs]
+    (['share', 'counts'], ['release'])
     """
 
     def __init__(self, epsilon: float, total: int, n_categories: int, concentration: float | None = None):
@@ -94,11 +93,11 @@ class CongenialCountsModel(PPDModel):
         return y, z, theta_shape, x_shape
 
     def to_pymc(self, y, z=None):
-        """No PyMC twin: raises NotImplementedError (c(x) has no symbolic form)."""
-        raise NotImplementedError(
-            "the congenial release's normalizer c(x) = P(M(x) in S*) is a sum over S* with no symbolic form, so "
-            "this model has no PyMC twin; use ppdinfer.exchange_sample (never needs c(x)) or "
-            "ppdinfer.rejection_sample (exact, c(x) enumerated)")
+        """The PyMC twin: the Dirichlet shares, the multinomial counts with the public total, and the
+        congenial release through :class:`ppdinfer.pymc.Release` (sample it with :func:`ppdinfer.pymc.sample`)."""
+        from ..pymc import from_model
+
+        return from_model(self, y, z)
 
 
 def model(epsilon: float = 1.0, total: int = 10, n_categories: int = 3,

@@ -80,5 +80,14 @@ def test_total_must_agree_and_y_conform(setup):
         pp.exact_posterior(model, Y, congenial_counts.public_information(total=6))
     with pytest.raises(ValueError, match="not a congenial release"):
         pp.exact_posterior(model, [6, 0, -1], z)
-    with pytest.raises(NotImplementedError, match="exchange_sample"):
-        model.to_pymc(Y, z)
+
+
+
+def test_pymc_twin_observes_the_congenial_release(setup):
+    # c(x) has no symbolic form: the twin's release is the mechanism's own log density (the
+    # hand-written twin is sampled against enumeration in tests/test_pymc_release.py)
+    model, z, _ = setup
+    twin = model.to_pymc(Y, z)
+    release = twin.compile_fn(twin.logp(vars=[twin["release"]]), inputs=[twin.rvs_to_values[twin["counts"]]])
+    x = np.array([1, 2, 2])
+    assert release({"counts": x}) == pytest.approx(model.mechanism.logpdf(np.asarray(Y), x[None], z)[0])

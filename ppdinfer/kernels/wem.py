@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .augmentation import choose_pair
+
 NAIVE, CONGENIAL, PRIOR_CONGENIAL = 0, 1, 2
 
 
@@ -145,11 +147,8 @@ def _sweeps(y, x, kind, power, rate, concentration, max_step, sweeps):
                 ok = feasible & (log_u <= -rate * (new_loss - loss))
                 y[k] += ok * step
                 acc, loss = _pick(ok, new_acc, acc), _pick(ok, new_loss, loss)
-            elif n >= 2:  # transfer `step` cases from county j to county i
-                i = np.random.randint(n)
-                j = np.random.randint(n - 1)
-                if j >= i:
-                    j += 1
+            elif n >= 2:  # transfer `step` cases from county j to county i (the pair as the augmentation moves pick it)
+                i, j = choose_pair(n)
                 ci, cj = y[i] + step, y[j] - step
                 feasible = (ci >= y[n + i]) & (cj >= y[n + j])
                 new_acc = (acc - _term(y[i] - x[i], power) - _term(y[j] - x[j], power)
