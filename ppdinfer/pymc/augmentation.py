@@ -228,7 +228,7 @@ class PrivacyAugmentation(BlockedStep):
     state) and accepts with the prior ratio times the likelihood ratio. Where x's one child is an
     additive release of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM),
     the moves run in a compiled kernel; otherwise the same moves (one implementation,
-    :mod:`ppdinfer.kernels.augmentation`) call the model's log density of x's children.
+    ``ppdinfer.kernels.augmentation``) call the model's log density of x's children.
 
     Parameters
     ----------

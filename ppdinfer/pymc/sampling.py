@@ -16,7 +16,25 @@ _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 
 
 class AugmentationWarning(UserWarning):
-    """An integer latent observed through a release gets no data-augmentation step (PyMC's own step instead)."""
+    """An integer latent observed through a release gets no data-augmentation step (PyMC's own step instead).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Laplace
+    >>> from ppdinfer.pymc import AugmentationWarning, Release
+    >>> from ppdinfer.pymc.sampling import privacy_latents
+    >>> with pm.Model() as model:
+    ...     x = pm.NegativeBinomial("x", mu=3.0, alpha=2.0)
+    ...     y = Release("y", Laplace(1.0), x, observed=2.5)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     privacy_latents(model)
+    []
+    >>> caught[0].category is AugmentationWarning
+    True
+    """
 
 
 def privacy_latents(model: pm.Model) -> list:
@@ -68,7 +86,7 @@ def conjugate_dirichlets(model: pm.Model) -> list:
 def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, **kwargs):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
-    Every integer latent x that feeds an observed release (:func:`privacy_latents`) gets
+    Every integer latent x that feeds an observed release (``privacy_latents``) gets
     :class:`PrivacyAugmentation`: sum-preserving moves where a multinomial total binds it, the
     compiled kernel where the release is additive noise on x itself, the model's log density of
     x's children otherwise. An integer latent it cannot handle is named in an
