@@ -33,15 +33,24 @@ from __future__ import annotations
 
 import math
 
-from ._validation import positive_finite
-from .mechanisms import AdditiveNoiseMechanism, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
+import numpy as np
+
+from ._validation import nonnegative_counts, positive_finite
+from .mechanisms import (AdditiveNoiseMechanism, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Mechanism,
+                         PostProcessedRelease)
 
 #: OpenDP constructors of plain additive noise, all taking ``scale``.
 _NOISE_CONSTRUCTORS = ("make_laplace", "make_geometric", "make_gaussian", "make_noise")
 #: OpenDP privacy measure -> noise family.
 _FAMILY_OF_MEASURE = {"MaxDivergence": "laplace", "ZeroConcentratedDivergence": "gaussian"}
-#: OpenDP's privacy loss at d_in = 1 for a noise scale s, by family.
-_LOSS_AT_ONE = {"laplace": lambda s: 1 / s, "gaussian": lambda s: 1 / (2 * s**2)}
+#: OpenDP's privacy loss of noise of scale s on a statistic of sensitivity Delta, by family.
+_LOSS = {"laplace": lambda delta, s: delta / s, "gaussian": lambda delta, s: delta**2 / (2 * s**2)}
+#: OpenDP combinators that change the privacy measure of a measurement without changing its release.
+_MEASURE_CHANGES = ("make_zCDP_to_approxDP", "make_fix_delta", "make_approximate")
+#: An unsigned release's box of raw releases misses at most this much of the noise law at any x in [0, x_max].
+BOX_TOLERANCE = 1e-10
+#: The largest box of raw releases for an unsigned release.
+MAX_BOX = 1_000_000
 
 
 def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseMechanism:
@@ -84,40 +93,60 @@ def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseM
     raise ValueError(f"distribution must be 'laplace' or 'gaussian', got {distribution!r}")
 
 
-def from_opendp(measurement) -> AdditiveNoiseMechanism:
-    r"""The ppdinfer mechanism equal in law to an OpenDP noise measurement.
+def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
+    r"""The ppdinfer mechanism equal in law to an OpenDP noise measurement, chain or Context query.
 
-    Accepts the measurements of OpenDP's ``make_laplace``, ``make_geometric`` (without
-    ``bounds``), ``make_gaussian`` and ``make_noise`` (also built with their ``then_`` forms)
-    on an ``atom_domain`` or a ``vector_domain`` of integers or floats. Their release is
-    :math:`y = x + K` with independent noise per coordinate, which the returned mechanism
-    models as likelihood (see :func:`from_noise`):
+    Accepts
+
+    * the measurements of OpenDP's ``make_laplace``, ``make_geometric`` (without ``bounds``),
+      ``make_gaussian`` and ``make_noise`` (also built with their ``then_`` forms) on an
+      ``atom_domain`` or a ``vector_domain`` of integers or floats;
+    * a chain ``transformation >> measurement`` (``make_chain_mt``: clamp and sum, count, ...)
+      of one of them: the release is the transformation's statistic plus the noise, so the
+      returned likelihood is the noise's and x in the model is that statistic. The statistic's
+      sensitivity Delta is the transformation's stability ``transformation.map(d_in)`` (d_in = 1),
+      and the chain's privacy map is checked to be the noise's loss at Delta;
+    * the same under OpenDP's changes of privacy measure (``make_zCDP_to_approxDP``,
+      ``make_fix_delta``, ``make_approximate``), which do not change the release;
+    * an ``opendp.context.Query`` (``context.query().count().laplace()``), resolved to its
+      measurement (with the scale the Context found for its share of the budget).
+
+    The noise is :math:`y = x + K`, independent per coordinate (see :func:`from_noise`):
 
     .. math::
 
         \text{MaxDivergence} \to \pi(y \mid x) \propto e^{-|y - x| / s}, \qquad
         \text{ZeroConcentratedDivergence} \to \pi(y \mid x) \propto e^{-(y - x)^2 / (2 s^2)}.
 
-    The scale s is the one the measurement was built with (OpenDP records the constructor's
-    arguments on the measurement) and is checked against the measurement's own privacy map:
+    The scale s is the one the noise measurement was built with (OpenDP records the constructor's
+    arguments on the measurement) and is checked against its own privacy map:
     ``measurement.map(1)`` must equal 1 / s (Laplace) or 1 / (2 s^2) (Gaussian, zCDP rho).
+
+    On unsigned integers (``u8`` ... ``u64``) OpenDP saturates y at 0: the release is
+    :math:`\max(x + K, 0)`, returned as a ``PostProcessedRelease`` of the noise clipped at 0 whose
+    box of raw releases runs from -T to ``x_max`` + T, T so wide that the box misses less than
+    ``BOX_TOLERANCE`` of the raw law for every x in [0, x_max] (checked with ``box_mass``).
 
     Parameters
     ----------
-    measurement : opendp.mod.Measurement
+    measurement : opendp.mod.Measurement or opendp.context.Query
+    x_max : int, optional
+        Unsigned measurements only: the largest confidential value x (the statistic) the analysis
+        considers; by default the upper bound of the measurement's ``atom_domain`` when it has one.
 
     Returns
     -------
-    AdditiveNoiseMechanism
-        ``DiscreteLaplace``, ``Laplace``, ``DiscreteGaussian`` or ``Gaussian``.
+    Mechanism
+        ``DiscreteLaplace``, ``Laplace``, ``DiscreteGaussian`` or ``Gaussian``; a
+        ``PostProcessedRelease`` of one of the discrete ones for unsigned integers.
 
     Raises
     ------
     ValueError
-        For a measurement that is not plain additive Laplace or Gaussian noise: another
-        mechanism, a chain with a transformation or a postprocessor (whose noise acts on a
-        statistic ppdinfer cannot see), ``make_geometric`` with ``bounds``, or a float
-        measurement with an explicit granularity ``k`` (noise on a coarse lattice).
+        For a measurement that is not additive Laplace or Gaussian noise (another mechanism, a
+        postprocessor, ``make_geometric`` with ``bounds``, a float measurement with an explicit
+        granularity ``k``), saying what to call instead; for ``scale`` 0 (no noise, no likelihood);
+        for an unsigned measurement without ``x_max`` or on a vector domain.
 
     Examples
     --------
@@ -131,15 +160,70 @@ def from_opendp(measurement) -> AdditiveNoiseMechanism:
     >>> floats = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
     >>> from_opendp(dp.m.make_laplace(*floats, scale=0.5))
     Laplace(epsilon=1.0, sensitivity=0.5)
+
+    A chain (a count, then Laplace noise) and a Context query:
+
+    >>> records = dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance()
+    >>> from_opendp(records >> dp.t.then_count() >> dp.m.then_laplace(scale=4.0))
+    DiscreteLaplace(epsilon=1.0, sensitivity=4.0)
+    >>> context = dp.Context.compositor(data=[1, 5, 7], privacy_unit=dp.unit_of(contributions=1),
+    ...                                 privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=2)
+    >>> from_opendp(context.query().count().laplace())              # scale 1 / (1 / 2)
+    DiscreteLaplace(epsilon=1.0, sensitivity=2.0)
+
+    On unsigned integers the release is clipped at 0:
+
+    >>> unsigned = dp.m.make_laplace(dp.atom_domain(T="u32"), dp.absolute_distance(T="u32"), scale=2.0)
+    >>> clipped = from_opendp(unsigned, x_max=50)
+    >>> type(clipped).__name__, round(float(np.exp(clipped.logpdf(0, [1])[0])), 4)   # P(x + K <= 0 | x = 1)
+    ('PostProcessedRelease', 0.3775)
     """
+    if type(measurement).__module__ == "opendp.context" and type(measurement).__name__ == "Query":
+        try:
+            measurement = measurement.resolve()
+        except Exception as err:     # OpenDP raises its own exception types
+            raise ValueError(f"measurement: the OpenDP Context query does not resolve to a measurement: "
+                             f"{str(err).strip()}") from None
+    return _convert_opendp(measurement, x_max)
+
+
+def _convert_opendp(measurement, x_max) -> Mechanism:
+    """from_opendp on a Measurement: unwrap chains and changes of measure down to the noise."""
     recipe = getattr(measurement, "__opendp_dict__", None)
     if not isinstance(recipe, dict) or "__function__" not in recipe:
-        raise ValueError(f"measurement must be an OpenDP Measurement built by one of {list(_NOISE_CONSTRUCTORS)}, "
-                         f"got {type(measurement).__name__}")
+        raise ValueError(f"measurement must be an OpenDP Measurement built by one of {list(_NOISE_CONSTRUCTORS)} "
+                         f"(or a chain or Context query ending in one), got {type(measurement).__name__}")
     constructor, arguments = recipe["__function__"], recipe.get("__kwargs__", {})
+    if constructor == "make_chain_mt":
+        mechanism = _convert_opendp(arguments["measurement1"], x_max)
+        _check_chain(measurement, arguments["transformation0"], arguments["measurement1"])
+        return mechanism
+    if constructor in _MEASURE_CHANGES:
+        return _convert_opendp(arguments["measurement"], x_max)
+    if constructor == "make_chain_pm":
+        raise ValueError("unsupported OpenDP measurement 'make_chain_pm': its release is post-processed; convert the "
+                         "measurement before the postprocessor and model the postprocessing with "
+                         "ppdinfer.mechanisms.PostProcessedRelease(mechanism, postprocess, box)")
     if constructor not in _NOISE_CONSTRUCTORS:
-        raise ValueError(f"unsupported OpenDP measurement {constructor!r}: only plain additive noise from "
-                         f"{list(_NOISE_CONSTRUCTORS)} can be converted")
+        raise ValueError(f"unsupported OpenDP measurement {constructor!r}: only additive Laplace or Gaussian noise "
+                         f"from {list(_NOISE_CONSTRUCTORS)} (alone, in a chain or a Context query) can be converted; "
+                         "if the release is a statistic plus such noise, build its likelihood with "
+                         "ppdinfer.interop.from_noise(family, scale, integer) from the query's parameters")
+    family, scale, integer = _noise_of(measurement, constructor, arguments)
+    mechanism = from_noise(family, scale, integer)
+    carrier = str(measurement.input_domain.carrier_type)
+    atom = carrier.removeprefix("Vec<").removesuffix(">")
+    if atom[:1] != "u":
+        return mechanism
+    if atom != carrier:
+        raise ValueError(f"unsupported OpenDP input type {carrier!r}: OpenDP saturates each coordinate at 0, a clipped "
+                         "release per coordinate; convert the same noise on an atom_domain (one coordinate) instead")
+    largest = 2 ** (int(carrier[1:]) if carrier[1:].isdigit() else 64) - 1        # usize: 64 bits
+    return _clipped_at_zero(mechanism, family, scale, _unsigned_x_max(measurement, carrier, x_max), largest)
+
+
+def _noise_of(measurement, constructor: str, arguments: dict) -> tuple[str, float, bool]:
+    """(family, scale, integer) of a plain OpenDP noise measurement, its scale checked against its privacy map."""
     measure = str(measurement.output_measure)
     if measure not in _FAMILY_OF_MEASURE:
         raise ValueError(f"unsupported OpenDP privacy measure {measure!r}: expected one of {list(_FAMILY_OF_MEASURE)}")
@@ -150,9 +234,59 @@ def from_opendp(measurement) -> AdditiveNoiseMechanism:
     if not integer and arguments.get("k") is not None:
         raise ValueError(f"unsupported OpenDP argument k={arguments['k']!r} of {constructor}: noise on the lattice "
                          "of spacing 2^k is not continuous; leave k at its default")
-    family, scale = _FAMILY_OF_MEASURE[measure], float(arguments["scale"])
-    _check_privacy_map(measurement, family, scale, integer)
-    return from_noise(family, scale, integer)
+    scale = float(arguments["scale"])
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be positive and finite, got scale={arguments['scale']!r} in the OpenDP "
+                         f"{constructor}: a release without noise has no likelihood to convert")
+    family = _FAMILY_OF_MEASURE[measure]
+    _check_privacy_map(measurement, family, scale, 1 if integer else 1.0, 1.0)
+    return family, scale, integer
+
+
+def _check_chain(chain, transformation, noise) -> None:
+    """The chain's privacy map is the noise's loss at the statistic's sensitivity Delta = transformation.map(d_in)."""
+    d_in = 1 if _is_integer_carrier(str(chain.input_distance_type)) else 1.0
+    sensitivity = float(transformation.map(d_in))
+    while getattr(noise, "__opendp_dict__", {}).get("__function__") in _MEASURE_CHANGES:
+        noise = noise.__opendp_dict__["__kwargs__"]["measurement"]
+    family = _FAMILY_OF_MEASURE.get(str(noise.output_measure))
+    if family is not None:
+        _check_privacy_map(chain, family, float(noise.__opendp_dict__["__kwargs__"]["scale"]), d_in, sensitivity)
+
+
+def _unsigned_x_max(measurement, carrier: str, x_max) -> int:
+    """x_max for an unsigned measurement: the argument, else the atom domain's upper bound; below the type's maximum."""
+    if x_max is None:
+        bounds = getattr(measurement.input_domain, "bounds", None)
+        if bounds is None:
+            raise ValueError(f"x_max is needed for an OpenDP measurement on {carrier!r}: OpenDP saturates unsigned "
+                             "releases at 0, so the release is clipped and its likelihood sums the raw law over a box "
+                             "of raw releases covering every x; pass x_max, the largest confidential value x")
+        x_max = bounds[1]
+    return int(nonnegative_counts(x_max, "x_max"))
+
+
+def _saturate_at_zero(y, z=None):
+    """OpenDP's saturating addition on unsigned integers: releases below 0 are published as 0."""
+    return np.maximum(y, 0)
+
+
+def _clipped_at_zero(noise: AdditiveNoiseMechanism, family: str, scale: float, x_max: int,
+                     largest: int) -> PostProcessedRelease:
+    """max(x + K, 0) as a PostProcessedRelease whose box misses under BOX_TOLERANCE for every x in [0, x_max]."""
+    level = math.log(2 / BOX_TOLERANCE)    # each tail of K beyond T holds at most e^-level
+    tail = math.ceil(scale * (level if family == "laplace" else math.sqrt(2 * level))) + 1
+    if x_max + tail >= largest:
+        raise ValueError(f"x_max = {x_max} is within the noise's reach ({tail}) of {largest}, where OpenDP also "
+                         "saturates: model a smaller range of x")
+    if x_max + 2 * tail + 1 > MAX_BOX:
+        raise ValueError(f"x_max = {x_max} with noise scale {scale:g} needs a box of {x_max + 2 * tail + 1} raw "
+                         f"releases, more than {MAX_BOX}: model a smaller range of x")
+    release = PostProcessedRelease(noise, _saturate_at_zero, np.arange(-tail, x_max + tail + 1)[:, None])
+    missed = 1 - release.box_mass(np.array([0, x_max]))
+    if missed.max() > BOX_TOLERANCE:
+        raise ValueError(f"the box of raw releases misses {missed.max():.3g} of the noise law, above {BOX_TOLERANCE}")
+    return release
 
 
 def _is_integer_carrier(carrier: str) -> bool:
@@ -165,13 +299,14 @@ def _is_integer_carrier(carrier: str) -> bool:
     raise ValueError(f"unsupported OpenDP input type {carrier!r}: expected integers or floats")
 
 
-def _check_privacy_map(measurement, family: str, scale: float, integer: bool) -> None:
-    """Raise unless OpenDP's privacy loss at d_in = 1 is the one the scale implies (to 1e-9)."""
-    loss = float(measurement.map(1 if integer else 1.0))
-    expected = _LOSS_AT_ONE[family](scale)
+def _check_privacy_map(measurement, family: str, scale: float, d_in, sensitivity: float) -> None:
+    """Raise unless OpenDP's privacy loss at ``d_in`` is the noise's at ``sensitivity`` (to 1e-9)."""
+    loss = float(measurement.map(d_in))
+    expected = _LOSS[family](sensitivity, scale)
     if not math.isclose(loss, expected, rel_tol=1e-9):
-        raise ValueError(f"OpenDP measurement's privacy map gives {loss!r} at d_in = 1, not {expected!r} as a "
-                         f"{family} scale of {scale!r} implies: unsupported OpenDP noise convention")
+        raise ValueError(f"OpenDP measurement's privacy map gives {loss!r} at d_in = {d_in}, not {expected!r} as a "
+                         f"{family} scale of {scale!r} at sensitivity {sensitivity!r} implies: unsupported OpenDP "
+                         "noise convention")
 
 
 #: diffprivlib mechanism class -> (noise family, integer noise). Subclasses with bounds, folding or

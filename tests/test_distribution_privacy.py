@@ -292,6 +292,75 @@ def test_exact_audit_classical_calibration_fails_at_epsilon_10():
     assert hand_delta(tight, noise, 0.5) <= 1e-3
 
 
+# --- secrets with different covariances (issue 25) ------------------------------------------------
+
+
+def unequal_family():
+    """The issue's reproducer: N((0, 0), I) and N((1, 0), diag(1, 1.2)); the mean difference is along v = (1, 0)."""
+    return DistributionFamily({0: GaussianLaw([0, 0], np.eye(2)), 1: GaussianLaw([1, 0], np.diag([1.0, 1.2]))})
+
+
+def grid_delta(family, noise, epsilon, size=1601):
+    """max over the pairs of the integral of (p_i - e^eps p_j)_+ on a grid: quadrature of the true 2-D release laws."""
+    spread = np.sqrt(max(np.diag(law.covariance + noise).max() for law in family.laws.values()))
+    axis = np.linspace(-12 * spread, 12 * spread, size) + 0.5
+    cell = (axis[1] - axis[0]) ** 2
+    points = np.dstack(np.meshgrid(axis, axis))
+    density = {label: stats.multivariate_normal(law.mean, law.covariance + noise).pdf(points)
+               for label, law in family.laws.items()}
+    return max(np.maximum(density[i] - math.exp(epsilon) * density[j], 0).sum() * cell for i, j in family.pairs)
+
+
+def test_release_delta_audits_per_secret_covariances_as_quadrature_does():
+    family = unequal_family()
+    noise = quiet(directional_gaussian, family, 0.2, 1e-3).covariance
+    shared = DistributionFamily({label: GaussianLaw(law.mean, np.eye(2)) for label, law in family.laws.items()})
+    assert release_delta(shared, noise, 0.2) == pytest.approx(1e-3, rel=1e-6)     # what the calibration assumed
+    actual = release_delta(family, noise, 0.2)
+    assert actual == pytest.approx(grid_delta(family, noise, 0.2), rel=1e-5)     # the true release laws
+    assert round(actual, 5) == 0.01602                                           # 16x the target
+    # one dimension, N(0, 1.2) against N(0, 1): {L > eps} is |y| > r, so delta is two normal tails
+    one = DistributionFamily({"wide": GaussianLaw([0], [[1.2]]), "narrow": GaussianLaw([0], [[1.0]])})
+    for epsilon in (0.05, 0.2, 1.0):
+        r = math.sqrt((epsilon + 0.5 * math.log(1.2)) / (0.5 - 0.5 / 1.2))
+        exact = 2 * stats.norm.sf(r / math.sqrt(1.2)) - math.exp(epsilon) * 2 * stats.norm.sf(r)
+        assert release_delta(one, None, epsilon) == pytest.approx(exact, rel=1e-8)
+    # covariances a hair apart: the contour integral agrees with the shared-covariance closed form
+    near = eigm_family()
+    near.laws[2] = GaussianLaw(near.laws[2].mean, SIGMA * (1 + 1e-7))
+    for epsilon in (0.1, 1.0):
+        assert release_delta(near, None, epsilon) == pytest.approx(release_delta(eigm_family(), None, epsilon),
+                                                                   rel=1e-5)
+
+
+def test_daum_warns_when_the_covariances_differ():
+    family = unequal_family()
+    with pytest.warns(DistributionPrivacyWarning, match=r"actual delta at epsilon = 0.2 is 0.016"):
+        directional_gaussian(family, 0.2, 1e-3)
+    with pytest.warns(DistributionPrivacyWarning, match="calibration='audited'"):
+        directional_gaussian(family, 1.0, 1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        directional_gaussian(eigm_family(), 0.2, 1e-3)            # shared covariances: the closed form is exact
+
+
+def test_audited_daum_meets_delta_on_the_true_release_laws():
+    family = unequal_family()
+    closed = quiet(directional_gaussian, family, 1.0, 1e-3).covariance
+    audited = directional_gaussian(family, 1.0, 1e-3, calibration="audited")
+    assert audited.rank == 1 and np.allclose(audited.covariance[1], 0)          # still noise along v only
+    assert grid_delta(family, closed, 1.0) > 2e-3                               # the closed form misses
+    true_delta = grid_delta(family, audited.covariance, 1.0)
+    assert 0.999e-3 < true_delta <= 1e-3                                        # met, and tight
+    # shared covariances: the audit lands on the analytic closed form
+    tight = eigm_family(covariance=np.diag([0.05, 0.02]))
+    assert directional_gaussian(tight, 0.5, 1e-3, calibration="audited").covariance == pytest.approx(
+        directional_gaussian(tight, 0.5, 1e-3).covariance, rel=2e-4)
+    # noise along v cannot hide the variance difference across v at eps = 0.2: refused, with the floor
+    with pytest.raises(ValueError, match=r"noise along v alone.*leaves delta = 0.0127"):
+        directional_gaussian(family, 0.2, 1e-3, calibration="audited")
+
+
 # --- samplers against densities -------------------------------------------------------------------
 
 
@@ -416,8 +485,7 @@ def test_bad_input_names_the_parameter():
         directional_gaussian(eigm_family(), 0.5, 1e-3, direction=[1.0, 0.0])
     with pytest.raises(ValueError, match="covariance must be positive semi-definite"):
         GaussianLaw([0, 0], [[1, 2], [2, 1]])
-    with pytest.raises(ValueError, match="family: .* different covariances"):
-        release_delta(DistributionFamily({1: GaussianLaw([0, 0], SIGMA), 2: GaussianLaw([1, 0], 2 * SIGMA)}),
-                      None, 1.0)
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        directional_gaussian(eigm_family(), 0.5, 1e-3, calibration="exact")
     with pytest.raises(ValueError, match="Delta_W is 0"):
         wasserstein_mechanism(DistributionFamily({"a": mu, "b": DiscreteLaw(*FIGURE1[:2])}), 1.0)

@@ -115,6 +115,19 @@ def test_p_value_matches_monte_carlo(name, u):
     assert math.isclose(greater + less, 1.0, rel_tol=1e-12)
 
 
+@pytest.mark.parametrize("rows, col", [([0, 50], 20), ([50, 0], 20), ([50, 50], 0), ([50, 50], 100)])
+def test_margins_that_fix_the_cell_are_refused(rows, col):
+    """An empty row or column fixes n11: every odds ratio gives the release one law, and no test exists
+    (the p-value 5e-14 returned before was meaningless)."""
+    noise = CanonicalNoise.pure(1.0)
+    support = FisherTable2x2().support({"row_totals": rows, "col_total": col})
+    assert support.size == 1                                   # n11 is fixed by the margins
+    with pytest.raises(ValueError, match="not identified"):
+        odds_ratio_test(30.0, rows, col, noise)
+    with pytest.raises(ValueError, match="not identified"):
+        odds_ratio_power(3.0, rows, col, noise)
+
+
 def test_odds_ratio_test_checks_its_input():
     noise = CanonicalNoise.pure(1.0)
     with pytest.raises(ValueError, match="alternative"):
@@ -135,6 +148,12 @@ def test_odds_ratio_test_checks_its_input():
         with pytest.raises(ValueError, match="odds_ratio"):
             odds_ratio_power(bad, ROWS, COL, noise)
     assert isinstance(odds_ratio_test(3.0, ROWS, COL, noise), float)
+    # errors name the arguments the caller passed, not the data model's z entries
+    for rows, col, name in (([50, -1], 10, "row_totals"), ([50, 50, 1], 10, "row_totals"), (ROWS, 101, "col_total"),
+                            (ROWS, 2.5, "col_total")):
+        with pytest.raises(ValueError, match=f"^{name}") as caught:
+            odds_ratio_test(3.0, rows, col, noise)
+        assert "z[" not in str(caught.value)
     assert odds_ratio_test([[3.0, 4.0]], ROWS, COL, noise).shape == (1, 2)
 
 

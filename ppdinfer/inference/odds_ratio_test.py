@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from .._validation import finite_array, probability
+from .._validation import finite_array, nonnegative_counts, probability
 from ..generators import FisherTable2x2
 
 __all__ = ["odds_ratio_power", "odds_ratio_test"]
@@ -86,6 +86,12 @@ def odds_ratio_test(u, row_totals, col_total, noise, alternative: str = "greater
     -------
     float or ndarray
         The p-value(s).
+
+    Raises
+    ------
+    ValueError
+        For bad margins (named as passed), and for margins with an empty row or column, which
+        fix n11: the odds ratio is then not identified by the release.
 
     Examples
     --------
@@ -193,10 +199,30 @@ def _critical(alpha: float, row_totals, col_total, noise, alternative: str) -> f
 
 def _law(row_totals, col_total, odds_ratio: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The support of n11 given the margins and its pmf (central hypergeometric at odds ratio 1)."""
-    z = {"row_totals": row_totals, "col_total": col_total}
+    z = _margins(row_totals, col_total)
     table = FisherTable2x2()
     support = table.support(z)
     return support, np.exp(table.logpmf(support, [odds_ratio], z)[0])
+
+
+def _margins(row_totals, col_total) -> dict:
+    """The margins as z, checked under the names the caller used; refused when they fix n11 (psi not identified)."""
+    rows = nonnegative_counts(row_totals, "row_totals")
+    col = nonnegative_counts(col_total, "col_total")
+    if rows.shape != (2,):
+        raise ValueError(f"row_totals must hold two counts (n1., n2.), got {row_totals!r}")
+    if col.ndim != 0:
+        raise ValueError(f"col_total must be one count (n.1), got {col_total!r}")
+    if col > rows.sum():
+        raise ValueError(f"col_total = {int(col)} exceeds the table total {int(rows.sum())}: no table has these margins")
+    if 0 in rows:
+        empty = f"row_totals = {rows.tolist()}: row {int(np.argmin(rows)) + 1} is empty"
+    elif col in (0, rows.sum()):
+        empty = f"col_total = {int(col)}: column {1 if col == 0 else 2} is empty"
+    else:
+        return {"row_totals": rows, "col_total": col}
+    raise ValueError(f"{empty}, so the margins fix n11: the release carries no information on the odds ratio "
+                     "(it is not identified) and no test of it exists")
 
 
 def _noise_functions(noise):
