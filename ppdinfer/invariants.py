@@ -246,74 +246,92 @@ class LinearInvariants:
                 out[j] = sign * result.fun if result.status == 0 else sign * np.inf
         return np.ceil(lows - 1e-9) + 0.0, np.floor(highs + 1e-9) + 0.0  # + 0.0: no -0.0
 
+    def count(self, limit: int = ENUMERATION_LIMIT, max_nodes: int = ENUMERATION_NODES) -> int:
+        """The number of integer tables in S*, counted without listing them.
+
+        The depth-first search of :meth:`enumerate` with memoization: two partial tables that
+        leave the same sums to reach for the invariants still open have the same number of
+        completions, counted once. Refuses (ValueError) when S* is unbounded, when the count
+        passes ``limit`` (it stops there), or after ``max_nodes`` distinct partial states.
+
+        Examples
+        --------
+        >>> inv = LinearInvariants.grand_total(3, 4) & LinearInvariants.nonnegative(3)
+        >>> inv.count()                      # C(6, 2) compositions of 4 into 3 parts
+        15
+        >>> big = LinearInvariants.grand_total(6, 200) & LinearInvariants.nonnegative(6)
+        >>> big.count(limit=10**10)          # C(205, 5), no table listed
+        2872408791
+        """
+        search = self._search(limit, max_nodes)
+        memo: dict[tuple[int, bytes], int] = {}
+
+        def completions(cell: int, partial: np.ndarray) -> int:
+            if cell == self.n_cells:
+                return 1
+            key = (cell, partial[search.open_rows[cell]].tobytes())
+            if key in memo:
+                return memo[key]
+            search.visit("distinct partial tables while counting")
+            low, high = search.value_range(partial, cell)
+            total = 0
+            for value in range(low, high + 1):
+                total += completions(cell + 1, partial + search.rows[:, cell] * value)
+                if total > limit:
+                    raise ValueError(f"S* holds more than limit = {limit} tables: too many to enumerate")
+            memo[key] = total
+            return total
+
+        return completions(0, search.start) if search.feasible else 0
+
     def enumerate(self, limit: int = ENUMERATION_LIMIT, max_nodes: int = ENUMERATION_NODES) -> np.ndarray:
         """Every integer table in S*, shape ``(N, *shape)``, in lexicographic order.
 
         Refuses (ValueError) when S* is unbounded or holds more than ``limit`` tables, without
-        listing them first: a depth-first search over the cells whose partial sums are checked
-        against every invariant stops as soon as the count passes the limit. The check sees one
+        listing them first: :meth:`count` counts S* first (memoized, stopping as soon as the count
+        passes the limit), and only then are the tables listed, by a depth-first search over the
+        cells whose partial sums are checked against every invariant. The check sees one
         invariant at a time, so linked invariants (a grand total, a row total and a column-block
         total together) can leave it exploring partial tables that no completion satisfies;
         after ``max_nodes`` partial tables it refuses too, rather than run on.
+
+        Examples
+        --------
+        >>> inv = LinearInvariants.grand_total(3, 2) & LinearInvariants.nonnegative(3)
+        >>> inv.enumerate().tolist()
+        [[0, 0, 2], [0, 1, 1], [0, 2, 0], [1, 0, 1], [1, 1, 0], [2, 0, 0]]
         """
-        limit = positive_int(limit, "limit")
+        size = self.count(limit, max_nodes)
+        search = self._search(limit, max_nodes)
+        found = np.empty((size, self.n_cells), dtype=np.int64)
+        table = np.zeros(self.n_cells, dtype=np.int64)
+        listed = [0]
+
+        def visit(cell: int, partial: np.ndarray) -> None:
+            if cell == self.n_cells:
+                found[listed[0]] = table
+                listed[0] += 1
+                return
+            search.visit("partial tables")
+            low, high = search.value_range(partial, cell)
+            for value in range(low, high + 1):
+                table[cell] = value
+                visit(cell + 1, partial + search.rows[:, cell] * value)
+
+        if size:
+            visit(0, search.start)
+        return found.reshape(size, *self.shape)
+
+    def _search(self, limit, max_nodes) -> _TableSearch:
+        """The shared setup of :meth:`count` and :meth:`enumerate`, after checking their arguments."""
+        positive_int(limit, "limit")
         max_nodes = positive_int(max_nodes, "max_nodes")
         lows, highs = self.cell_bounds()
         if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
             raise ValueError("the invariants leave some cell unbounded: S* is infinite (add bounds such as "
                              "non-negativity)")
-        lows, highs = lows.astype(np.int64), highs.astype(np.int64)
-        rows = np.vstack([self.A, self.B])
-        # The least and largest contribution of cells j.. to each invariant, over the cells' bounds.
-        least = np.minimum(rows * lows, rows * highs)
-        most = np.maximum(rows * lows, rows * highs)
-        tail_least = np.vstack([np.cumsum(least[:, ::-1], axis=1)[:, ::-1].T, np.zeros(rows.shape[0], np.int64)])
-        tail_most = np.vstack([np.cumsum(most[:, ::-1], axis=1)[:, ::-1].T, np.zeros(rows.shape[0], np.int64)])
-        n_eq = self.A.shape[0]
-        targets = np.concatenate([self.a, self.b])
-        found: list[np.ndarray] = []
-        table = np.zeros(self.n_cells, dtype=np.int64)
-        nodes = [0]
-
-        is_equality = np.arange(rows.shape[0]) < n_eq
-
-        def value_range(partial: np.ndarray, cell: int) -> tuple[int, int]:
-            """The values of ``cell`` that leave every invariant reachable by the cells after it."""
-            coef = rows[:, cell]
-            # coef * value must lie in [targets - partial - tail_most, targets - partial - tail_least]
-            # (only the lower end for an inequality B s >= b).
-            lo = targets - partial - tail_most[cell + 1]
-            hi = np.where(is_equality, targets - partial - tail_least[cell + 1], np.iinfo(np.int64).max)
-            low, high = int(lows[cell]), int(highs[cell])
-            for a, l, h in zip(coef[coef != 0], lo[coef != 0], hi[coef != 0]):
-                if a > 0:
-                    low, high = max(low, -(-l // a)), min(high, h // a if h != np.iinfo(np.int64).max else high)
-                else:
-                    low = max(low, -(h // -a) if h != np.iinfo(np.int64).max else low)
-                    high = min(high, l // a)
-            return low, high
-
-        def search(cell: int, partial: np.ndarray) -> None:
-            if cell == self.n_cells:
-                if np.all(partial[:n_eq] == targets[:n_eq]) and np.all(partial[n_eq:] >= targets[n_eq:]):
-                    found.append(table.copy())
-                    if len(found) > limit:
-                        raise ValueError(f"S* holds more than limit = {limit} tables: too many to enumerate")
-                return
-            nodes[0] += 1
-            if nodes[0] > max_nodes:
-                raise ValueError(f"enumerating S* visited max_nodes = {max_nodes} partial tables and found "
-                                 f"{len(found)} tables so far: too large or too constrained to list")
-            low, high = value_range(partial, cell)
-            for value in range(low, high + 1):
-                table[cell] = value
-                search(cell + 1, partial + rows[:, cell] * value)
-
-        start = np.zeros(rows.shape[0], dtype=np.int64)
-        if np.all(tail_least[0][:n_eq] <= targets[:n_eq]) and np.all(targets[:n_eq] <= tail_most[0][:n_eq]) \
-                and np.all(tail_most[0][n_eq:] >= targets[n_eq:]):
-            search(0, start)
-        return np.array(found, dtype=np.int64).reshape(len(found), *self.shape)
+        return _TableSearch(np.vstack([self.A, self.B]), np.concatenate([self.a, self.b]), self.A.shape[0],
+                            lows.astype(np.int64), highs.astype(np.int64), max_nodes)
 
     def _flatten(self, tables: np.ndarray, name: str) -> np.ndarray:
         if tables.shape == self.shape:
@@ -344,3 +362,54 @@ def _count(value, name: str) -> int:
     if value.ndim != 0:
         raise ValueError(f"{name} must be a single integer, got {value!r}")
     return int(value)
+
+
+class _TableSearch:
+    """The depth-first search over the cells of a table in S*: each cell's admissible values.
+
+    A row of ``rows`` (equalities first, then inequalities B s >= b) is open at a cell while some
+    later cell has a nonzero coefficient in it; once closed, the value ranges have forced it to
+    hold, so only the open rows' partial sums matter for the completions.
+    """
+
+    def __init__(self, rows, targets, n_eq, lows, highs, max_nodes):
+        self.rows, self.targets, self.lows, self.highs = rows, targets, lows, highs
+        self.max_nodes, self.nodes = max_nodes, 0
+        self.is_equality = np.arange(rows.shape[0]) < n_eq
+        # The least and largest contribution of cells j.. to each invariant, over the cells' bounds.
+        least = np.minimum(rows * lows, rows * highs)
+        most = np.maximum(rows * lows, rows * highs)
+        zero = np.zeros(rows.shape[0], np.int64)
+        self.tail_least = np.vstack([np.cumsum(least[:, ::-1], axis=1)[:, ::-1].T, zero])
+        self.tail_most = np.vstack([np.cumsum(most[:, ::-1], axis=1)[:, ::-1].T, zero])
+        nonzero = rows != 0
+        last = np.where(nonzero.any(axis=1), rows.shape[1] - 1 - np.argmax(nonzero[:, ::-1], axis=1), -1)
+        self.open_rows = [np.flatnonzero(last >= cell) for cell in range(rows.shape[1])]
+        self.start = zero
+        equal = self.targets[:n_eq]
+        self.feasible = bool(np.all(self.tail_least[0][:n_eq] <= equal) and np.all(equal <= self.tail_most[0][:n_eq])
+                             and np.all(self.tail_most[0][n_eq:] >= self.targets[n_eq:]))
+
+    def visit(self, what: str) -> None:
+        """Count one node of the search; past ``max_nodes`` refuse, naming the budget."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise ValueError(f"enumerating S* visited max_nodes = {self.max_nodes} {what}: too large or too "
+                             f"constrained to list")
+
+    def value_range(self, partial: np.ndarray, cell: int) -> tuple[int, int]:
+        """The values of ``cell`` that leave every invariant reachable by the cells after it."""
+        coef = self.rows[:, cell]
+        unbounded = np.iinfo(np.int64).max
+        # coef * value must lie in [targets - partial - tail_most, targets - partial - tail_least]
+        # (only the lower end for an inequality B s >= b).
+        lo = self.targets - partial - self.tail_most[cell + 1]
+        hi = np.where(self.is_equality, self.targets - partial - self.tail_least[cell + 1], unbounded)
+        low, high = int(self.lows[cell]), int(self.highs[cell])
+        for a, l, h in zip(coef[coef != 0], lo[coef != 0], hi[coef != 0]):
+            if a > 0:
+                low, high = max(low, -(-l // a)), min(high, h // a if h != unbounded else high)
+            else:
+                low = max(low, -(h // -a) if h != unbounded else low)
+                high = min(high, l // a)
+        return low, high

@@ -327,3 +327,50 @@ def test_canonical_noise_identity_and_repr():
     a = CanonicalNoise.pure(0.7).release([[1.0, 2.5], [3.0, -4.0]], random_seed=5)
     again = CanonicalNoise.pure(0.7).release([[1.0, 2.5], [3.0, -4.0]], random_seed=5)
     assert a.shape == (2, 2) and np.array_equal(a, again)
+
+
+# -- extreme and invalid parameters ------------------------------------------------------------------
+
+def test_tulap_refuses_an_epsilon_whose_geometric_draws_overflow():
+    with pytest.raises(ValueError, match="epsilon must be at least 1e-15"):
+        Tulap(1e-300)
+    with pytest.raises(ValueError, match="epsilon must be at least"):
+        Tulap(1e-19)
+    # at the limit the noise is as large as the likelihood says: |T| of order 1 / eps
+    m = Tulap(1e-15)
+    noise = m.release(np.zeros(2000), random_seed=3)
+    assert np.median(np.abs(noise)) > 1e14
+    assert np.isfinite(m.logpdf(noise[:1], np.zeros((1, 1)))).all()
+
+
+@pytest.mark.parametrize("make, name", [(lambda: CanonicalNoise.pure(1e-16), "epsilon"),
+                                        (lambda: CanonicalNoise.pure(1e-10), "epsilon"),
+                                        (lambda: CanonicalNoise.approximate(1e-16, 1e-12), "epsilon"),
+                                        (lambda: CanonicalNoise.gaussian(1e-12), "mu")])
+def test_canonical_noise_too_close_to_trivial_is_refused_clearly(make, name):
+    with pytest.raises(ValueError, match=f"^{name}: the canonical noise's central density"):
+        make()
+
+
+def test_canonical_noise_at_a_small_but_resolvable_epsilon_matches_tulap():
+    m, reference = CanonicalNoise.pure(1e-6), Tulap(1e-6)
+    t = np.array([0.2, 3.7, 2e6])
+    assert np.allclose(m.pdf(t), np.exp(reference.logpdf(0.0, -t)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("tradeoff, message", [
+    (lambda a: np.maximum(0.0, 1 - 2 * a), "symmetric"),                                        # not its own inverse
+    (lambda a: np.interp(a, [0, 0.3, 0.4, 0.6, 1], [1, 0.6, 0.4, 0.3, 0]), "convex"),           # symmetric, bends down
+    (lambda a: np.interp(a, [0, 0.02, 0.3, 0.99, 1], [1, 0.99, 0.3, 0.02, 0]), "1 - alpha"),    # symmetric, above 1 - a
+    (lambda a: laplace_tradeoff(np.minimum(1.0, 1.5 * a), 1.0), "symmetric"),                 # convex, asymmetric
+])
+def test_canonical_noise_refuses_tradeoffs_it_cannot_attain(tradeoff, message):
+    with pytest.raises(ValueError, match=message):
+        CanonicalNoise(tradeoff)
+
+
+def test_canonical_noise_accepts_genuine_symmetric_tradeoffs():
+    from ppdinfer.privacy import gaussian_tradeoff
+    for f in (lambda a: gaussian_tradeoff(a, 0.3), lambda a: laplace_tradeoff(a, 2.0),
+              lambda a: np.maximum(0.0, np.maximum(1 - 0.01 - np.e * a, (1 - 0.01 - a) / np.e))):
+        assert 0 <= CanonicalNoise(f).c < 0.5

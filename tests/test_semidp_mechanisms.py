@@ -318,3 +318,44 @@ def test_naive_designs_use_group_privacy_and_lose_to_semidp():
                 for name, sigma, k in [("semi", semi.sigma, 4), ("naive", naive.sigma, 9)]}
     assert abs(error.mean() - expected["semi"]) < 4 * error.std() / math.sqrt(error.size)
     assert expected["naive"] > 3 * expected["semi"]
+
+
+# -- sizes and magnitudes beyond reach -----------------------------------------------------------------
+
+@pytest.mark.parametrize("rows, cols, changes, size", [(5, 5, 2, "200 vectors of rank 16"),
+                                                       (4, 4, 3, "264 vectors of rank 9")])
+def test_knorm_refuses_a_hull_beyond_qhull_at_once(rows, cols, changes, size):
+    """Both sat in Qhull for over 5 (4 x 4) or 10 (5 x 5) minutes, deaf to Ctrl-C."""
+    import time
+    from ppdinfer.privacy import contingency_sensitivity_space
+    space = contingency_sensitivity_space(rows, cols, changes=changes)
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=f"space: the convex hull of S \\({size}\\) is out of reach"):
+        KNormMechanism(1.0, space)
+    with pytest.raises(ValueError, match="HULL_COST_LIMIT"):
+        space.gauge(np.zeros(rows * cols))
+    assert time.perf_counter() - start < 1.0
+    assert space.rank == (rows - 1) * (cols - 1) and space.l2 > 0   # what needs no hull still works
+    SemiDPGaussian(1.0, space)
+
+
+def test_hull_cost_predicts_from_size_and_rank():
+    assert THREE_BY_THREE.hull_cost == pytest.approx(18.0**2)    # 18 vectors (9 rectangles, +-), rank 4
+    from ppdinfer.privacy import sensitivity_space
+    assert THREE_BY_THREE.hull_cost < sensitivity_space.HULL_COST_LIMIT
+
+
+def test_semidp_gaussian_refuses_noise_that_overflows():
+    with pytest.raises(ValueError, match="mu: sigma = Delta_2 / mu"):
+        SemiDPGaussian(1e-300, TWO_BY_TWO)
+    y = SemiDPGaussian(1e-140, TWO_BY_TWO).release(np.zeros((2, 2)), random_seed=0)   # sigma 2e140: still finite
+    assert np.all(np.isfinite(y))
+
+
+def test_sensitivity_space_norms_of_huge_vectors():
+    space = SensitivitySpace([[1e200, -1e200, -1e200, 1e200]], shape=(2, 2))
+    assert space.l2 == pytest.approx(2e200, rel=1e-15)
+    assert space.l1 == pytest.approx(4e200) and space.linf == 1e200
+    tiny = SensitivitySpace([[1e-200, -1e-200, -1e-200, 1e-200]], shape=(2, 2))
+    assert tiny.l2 == pytest.approx(2e-200, rel=1e-15)
+    assert THREE_BY_THREE.l2 == 2.0   # exact for integer vectors

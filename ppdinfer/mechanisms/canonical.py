@@ -31,6 +31,13 @@ from .._random import SeedLike, as_generator
 from .._validation import finite_array, positive_finite, positive_int
 from .base import Mechanism, _as_batch
 
+#: The smallest epsilon Tulap accepts: numpy's geometric draws (int64) overflow near eps = 1e-19 and
+#: would then add almost no noise while the likelihood assumes a scale of 1 / eps.
+TULAP_MIN_EPSILON = 1e-15
+#: The narrowest central piece 1 - 2c that CanonicalNoise accepts: F(-1/2) = c is stored to about 1e-16,
+#: so below this the piece's slope, the density's maximum, loses its digits (eps or mu below ~1e-9).
+MIN_CENTRAL_WIDTH = 1e-9
+
 
 class Tulap(Mechanism):
     r"""y = x + sensitivity * T with T ~ Tulap(0, b = exp(-epsilon), q = 0): canonical eps-DP noise.
@@ -65,7 +72,7 @@ class Tulap(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The privacy parameter, > 0 (delta = 0).
+        The privacy parameter, at least ``TULAP_MIN_EPSILON`` = 1e-15 (delta = 0).
     sensitivity : float
         The L1 sensitivity Delta of the released statistic, > 0.
 
@@ -88,6 +95,9 @@ class Tulap(Mechanism):
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
         self.epsilon = positive_finite(epsilon, "epsilon")
+        if self.epsilon < TULAP_MIN_EPSILON:
+            raise ValueError(f"epsilon must be at least {TULAP_MIN_EPSILON:g} for Tulap, got {self.epsilon!r}: the "
+                             f"geometric draws of scale 1 / epsilon overflow (the release would carry almost no noise)")
         self.sensitivity = positive_finite(sensitivity, "sensitivity")
         # log of (1 - b) / (1 + b) = tanh(epsilon / 2), accurate for tiny and large epsilon alike
         self._log_norm = math.log(math.tanh(self.epsilon / 2))
@@ -311,6 +321,35 @@ _LOG_FLOOR = -1.0e4
 _LOG_CDF_FLOOR = -746.0
 
 
+#: Slack of the grid checks of a general tradeoff function (rounding in the user's f).
+_SHAPE_TOLERANCE = 1e-6
+
+
+def _check_tradeoff_shape(grid: np.ndarray, values: np.ndarray, f: Callable) -> None:
+    """Refuse a tradeoff function that is not convex, below 1 - alpha, and symmetric, on the grid.
+
+    Symmetry (f equal to its inverse) is checked as f(f(alpha)) = alpha where f(alpha) > 0, and
+    f(0) <= alpha where f(alpha) = 0 (the flat end at level 0): the region above the graph is
+    then mirror-symmetric about the diagonal. Lemma 36's noise attains f only for such f.
+    """
+    above = values - (1 - grid)
+    if np.max(above) > _SHAPE_TOLERANCE:
+        worst = int(np.argmax(above))
+        raise ValueError(f"tradeoff must satisfy f(alpha) <= 1 - alpha, got f({grid[worst]:.4g}) = "
+                         f"{float(values[worst])!r}")
+    curvature = values[:-2] - 2 * values[1:-1] + values[2:]
+    if np.min(curvature) < -_SHAPE_TOLERANCE:
+        worst = int(np.argmin(curvature)) + 1
+        raise ValueError(f"tradeoff must be convex, but it bends down near alpha = {grid[worst]:.4g}")
+    back = f(values)
+    positive = values > 0
+    mismatch = np.where(positive, np.abs(back - grid), np.maximum(values[0] - grid, 0.0))
+    if np.max(mismatch) > _SHAPE_TOLERANCE:
+        worst = int(np.argmax(mismatch))
+        raise ValueError(f"tradeoff must be symmetric (its own inverse, f(f(alpha)) = alpha), got "
+                         f"f(f({grid[worst]:.4g})) = {float(back[worst])!r}")
+
+
 @dataclass(frozen=True)
 class _CallableTail:
     """Any symmetric tradeoff function given as a callable, iterated one unit at a time.
@@ -339,6 +378,7 @@ class _CallableTail:
             raise ValueError("tradeoff must be non-increasing on [0, 1]")
         if values[500] >= 0.5:
             raise ValueError(f"tradeoff must be nontrivial (f(1/2) < 1/2), got f(1/2) = {values[500]!r}")
+        _check_tradeoff_shape(grid, values, self._f)
         if values[0] == 0.0:
             return 0.0
         return float(optimize.brentq(lambda a: float(self._f(a)) - a, 0.0, 0.5,
@@ -449,7 +489,10 @@ class CanonicalNoise(Mechanism):
     ----------
     tradeoff : callable
         alpha -> f(alpha) on arrays of levels in [0, 1]: symmetric (f equals its inverse),
-        convex, non-increasing, with f(1/2) < 1/2; e.g. ``lambda a: gaussian_tradeoff(a, mu)``.
+        convex, non-increasing, f(alpha) <= 1 - alpha, with f(1/2) < 1/2; e.g.
+        ``lambda a: gaussian_tradeoff(a, mu)``. Each property is checked on a grid of 1001
+        levels (to 1e-6) and a violation is a ValueError: for any other f the release would
+        not attain the tradeoff f it claims.
     sensitivity : float
         The sensitivity Delta of the released statistic, > 0; the noise is Delta N.
     derivative : callable, optional
@@ -561,6 +604,12 @@ class CanonicalNoise(Mechanism):
         self._tail = tail
         #: the fixed point f(c) = c: F(-1/2) = c
         self.c = tail.fixed_point()
+        width = 1 - 2 * self.c
+        if not width >= MIN_CENTRAL_WIDTH:
+            name = next(iter(tail.parameters())) if not isinstance(tail, _CallableTail) else "tradeoff"
+            raise ValueError(f"{name}: the canonical noise's central density 1 - 2c = {width:.3g} is below "
+                             f"{MIN_CENTRAL_WIDTH:g}: f is too close to the trivial tradeoff 1 - alpha for double "
+                             f"precision (c = F(-1/2) is stored to about 1e-16); got {tail.parameters()}")
         self._log_c = math.log(self.c) if self.c > 0 else -math.inf
         self._log_width = math.log1p(-2 * self.c)  # log of the central density 1 - 2c
 

@@ -44,6 +44,8 @@ MAX_DIRECTION_CANDIDATES = 50_000_000
 OUTER_SLACK = 1e-9
 #: Box candidates tested at once (each is compared with every facet of K, so memory grows with both).
 CANDIDATE_CHUNK = 16_384
+#: The largest noise standard deviation SemiDPGaussian accepts: its squares (in the density) stay finite.
+MAX_SIGMA = 1e150
 
 
 class _SubspaceMechanism(Mechanism):
@@ -157,6 +159,9 @@ class SemiDPGaussian(_SubspaceMechanism):
         self.mu = positive_finite(mu, "mu")
         super().__init__(space)
         self.sigma = space.l2 / self.mu
+        if not self.sigma <= MAX_SIGMA:
+            raise ValueError(f"mu: sigma = Delta_2 / mu = {space.l2!r} / {self.mu!r} = {self.sigma:.3g} exceeds "
+                             f"{MAX_SIGMA:.0e}: the noise and its square overflow double precision")
 
     @property
     def covariance(self) -> np.ndarray:
@@ -208,7 +213,11 @@ class KNormMechanism(_SubspaceMechanism):
     s = 4; 8e-4 for 4 x 4, s = 9), and each surviving candidate is tested against every facet
     of K (866 for 4 x 4), after a cheap necessary test (the l_inf and l1 sensitivities) that
     removes most candidates. Beyond s of about 10, Qhull's facets and the rejection from the
-    box are out of reach (a 5 x 5 table, s = 16, does not build in 10 minutes).
+    box are out of reach: a space whose predicted hull cost
+    (:attr:`ppdinfer.privacy.SensitivitySpace.hull_cost`, m^(s/2) for m vectors) exceeds
+    ``HULL_COST_LIMIT`` is refused at once with a ValueError naming its size (a 5 x 5 table
+    under two changes, s = 16, or a 4 x 4 table under three, s = 9 with 264 vectors), where
+    Qhull would otherwise run for many minutes, deaf to Ctrl-C.
 
     Parameters
     ----------
@@ -237,7 +246,11 @@ class KNormMechanism(_SubspaceMechanism):
     def __init__(self, epsilon: float, space):
         self.epsilon = positive_finite(epsilon, "epsilon")
         super().__init__(space)
-        self.log_volume = math.log(space.volume)
+        try:
+            volume = space.volume   # builds the hull, or refuses one too large to build (hull_cost)
+        except ValueError as err:
+            raise ValueError(f"space: {err}") from None
+        self.log_volume = math.log(volume)
         self.half_widths = space.box()
         self._outer_bounds = (space.linf * (1 + OUTER_SLACK), space.l1 * (1 + OUTER_SLACK))
         self._acceptance_rate = math.exp(self.log_volume - float(np.log(2 * self.half_widths).sum()))

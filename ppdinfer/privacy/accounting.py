@@ -417,6 +417,10 @@ class ZCDPGroupAccount(NamedTuple):
     epsilon_gaussian: float
 
 
+MAX_GROUP_RHO = 1e15
+"""The largest k^2 rho that `zcdp_group_account` converts (eps about 1e15; far beyond it the conversions overflow)."""
+
+
 def zcdp_group_account(rho: float, delta: float, k: int = 1) -> ZCDPGroupAccount:
     """A rho-zCDP release seen k records apart (Semi-DP with a(t) = k): its zCDP and (eps, delta).
 
@@ -455,6 +459,9 @@ def zcdp_group_account(rho: float, delta: float, k: int = 1) -> ZCDPGroupAccount
     rho = positive_finite(rho, "rho")
     delta = probability(delta, "delta")
     k = positive_int(k, "k")
+    if k * k * rho > MAX_GROUP_RHO:   # rho = 1e308 would reach the Gaussian conversion as mu = inf
+        raise ValueError(f"rho: k^2 rho = {k * k * rho:.3g} (rho = {rho!r}, k = {k}) exceeds {MAX_GROUP_RHO:.0e}, "
+                         f"beyond which the (eps, delta) conversions overflow (such a release protects nothing)")
     group_rho = zcdp_group(rho, k)
     return ZCDPGroupAccount(k=k, rho=group_rho, delta=delta, epsilon_bound=zcdp_epsilon(group_rho, delta),
                             epsilon_gaussian=gaussian_zcdp_epsilon(group_rho, delta))

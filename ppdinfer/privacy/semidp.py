@@ -555,10 +555,12 @@ def contingency_sensitivity_space(r, c, changes=3) -> SensitivitySpace:
 
     Notes
     -----
-    :class:`~ppdinfer.privacy.SensitivitySpace` computes the facets of K = conv(S) when it is
-    built, which is quick up to rank about 6 (3 x 4 tables) but takes seconds at rank 8 and
-    minutes at rank 9 (4 x 4 tables). A Gaussian mechanism needs only P and Delta_2: take them
-    from :func:`margin_free_projection` and :func:`contingency_sensitivities` for larger tables.
+    :class:`~ppdinfer.privacy.SensitivitySpace` computes the facets of K = conv(S) when they are
+    first needed, which is quick up to rank about 6 (3 x 4 tables) but takes seconds at rank 8 and 9
+    (4 x 4 tables, k = 2) and is refused beyond (4 x 4 tables under k = 3: 264 vectors of rank 9;
+    see :attr:`~ppdinfer.privacy.SensitivitySpace.hull_cost`). A Gaussian mechanism needs only P
+    and Delta_2: take them from :func:`margin_free_projection` and
+    :func:`contingency_sensitivities` for larger tables.
 
     Examples
     --------

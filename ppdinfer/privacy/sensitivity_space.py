@@ -37,6 +37,13 @@ __all__ = ["SensitivitySpace"]
 #: Singular values below this fraction of the largest are treated as zero (rank of S).
 RANK_TOLERANCE = 1e-10
 
+#: The largest predicted cost m^(s/2) (m vectors, rank s) for which the hull of S is built. Qhull
+#: cannot be interrupted (Ctrl-C waits for it), so larger hulls are refused before it starts. Measured
+#: on one core: 72^4.5 = 2.3e8 (4 x 4 rectangles) and 180^4 = 1.0e9 (3 x 5, three changes) take about
+#: 3 s; 90^5 = 5.9e9 (3 x 6 rectangles) took 130 s and 264^4.5 = 7.6e10 (4 x 4, three changes) over
+#: 5 minutes. Raise it at your own risk.
+HULL_COST_LIMIT = 2e9
+
 
 class SensitivitySpace:
     r"""A finite, symmetric set S of sensitivity vectors in R^d: its span, norms and hull gauge.
@@ -103,18 +110,45 @@ class SensitivitySpace:
 
     @property
     def l2(self) -> float:
-        """Delta_2 = max over u in S of ||u||_2."""
-        return float(np.sqrt((self.vectors**2).sum(axis=1)).max())
+        """Delta_2 = max over u in S of ||u||_2; each row scaled by a power of two first (no overflow, exact)."""
+        scale = np.ldexp(1.0, np.frexp(np.abs(self.vectors).max(axis=1))[1])
+        return float((scale * np.sqrt(((self.vectors / scale[:, None]) ** 2).sum(axis=1))).max())
 
     @property
     def linf(self) -> float:
         """Delta_inf = max over u in S of ||u||_inf."""
         return float(np.abs(self.vectors).max())
 
+    @property
+    def hull_cost(self) -> float:
+        r"""The predicted cost m^(s/2) of Qhull's hull of S (m vectors of rank s), compared with `HULL_COST_LIMIT`.
+
+        A polytope with m vertices in s dimensions has up to about m^(s/2) facets (the upper bound
+        theorem), and Qhull's time follows their number; the measured times are in the note on
+        `HULL_COST_LIMIT`. The facets, the volume and the gauge need the hull; a space whose
+        cost exceeds the limit refuses them (ValueError) instead of running Qhull for minutes.
+
+        Examples
+        --------
+        >>> from ppdinfer.privacy import SensitivitySpace
+        >>> SensitivitySpace([[1, 0, 0], [0, 1, 0]]).hull_cost        # 4 vectors of rank 2
+        4.0
+        """
+        return float(self.vectors.shape[0]) ** (self.rank / 2)
+
     @functools.cached_property
     def _hull(self) -> spatial.ConvexHull | None:
-        """Qhull's hull of S in basis coordinates (None for rank 1), built on first use: costly past rank ~8."""
-        return None if self.rank == 1 else spatial.ConvexHull(self.vectors @ self.basis)
+        """Qhull's hull of S in basis coordinates (None for rank 1), built on first use; refused past the cost limit."""
+        if self.rank == 1:
+            return None
+        if self.hull_cost > HULL_COST_LIMIT:
+            raise ValueError(
+                f"the convex hull of S ({self.vectors.shape[0]} vectors of rank {self.rank}) is out of reach: its "
+                f"predicted cost {self.vectors.shape[0]}^({self.rank}/2) = {self.hull_cost:.2g} exceeds "
+                f"HULL_COST_LIMIT = {HULL_COST_LIMIT:.2g} (Qhull would run for minutes or hours and cannot be "
+                f"interrupted); the facets, volume and gauge need it. A Gaussian release needs only the span and "
+                f"Delta_2 (SemiDPGaussian)")
+        return spatial.ConvexHull(self.vectors @ self.basis)
 
     @functools.cached_property
     def _facets(self) -> np.ndarray:
