@@ -29,8 +29,6 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
-from matplotlib.collections import LineCollection
-from matplotlib.figure import Figure
 from scipy import special
 
 from .._random import SeedLike, as_generator
@@ -242,7 +240,7 @@ def posterior_odds_ratio(conditionals, support, mechanism: Mechanism, y, pair: t
 
 
 def plot_prior_posterior_odds(odds_ratios, epsilon: float, prior_odds_range: tuple[float, float] = (1e-2, 1e2),
-                              max_lines: int = 2000) -> Figure:
+                              max_lines: int = 2000):
     r"""Plot posterior odds against prior odds, one line per release, with the e^(+-eps) band.
 
     A release y multiplies every prior odds by the same factor r(y) (:func:`~ppdinfer.posterior_odds_ratio`),
@@ -291,6 +289,9 @@ def plot_prior_posterior_odds(odds_ratios, epsilon: float, prior_odds_range: tup
     max_lines = positive_int(max_lines, "max_lines")
     outside = np.abs(np.log(ratios)) > epsilon * (1 + 1e-9)
     prior = np.array([low, high])
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure  # matplotlib on first use: import ppdinfer stays light
+
     figure = Figure(figsize=(4.6, 4.2), layout="constrained")
     ax = figure.subplots()
     ax.set(xscale="log", yscale="log")

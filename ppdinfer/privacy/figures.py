@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from .._validation import positive_int
 from . import _checks
@@ -14,7 +13,7 @@ from .sensitivity import delta_correlated_counts
 
 def plot_correlated_counts(ns: Sequence[int] = (10, 50, 100, 500),
                            z0_values: Sequence[float] = (0.01, 0.05, 0.1, 0.25, 0.5),
-                           z1_grid=None) -> Figure:
+                           z1_grid=None):
     """Plot Delta_z = W_inf(1 + Bin(n - 1, z1), Bin(n - 1, z0)) against z1, one panel per n.
 
     The paper (Section 4.4, Figure 4) evaluates Delta_z "at different choices for n, z1, and z0"
@@ -43,6 +42,8 @@ def plot_correlated_counts(ns: Sequence[int] = (10, 50, 100, 500),
     z0_values = _checks.vector(_checks.unit_interval(z0_values, "z0_values"), "z0_values")
     z1_grid = np.linspace(0.0, 1.0, 101) if z1_grid is None else _checks.unit_interval(z1_grid, "z1_grid")
     z1_grid = np.sort(_checks.vector(z1_grid, "z1_grid"))
+    from matplotlib.figure import Figure  # matplotlib on first use: import ppdinfer stays light
+
     figure = Figure(figsize=(3.2 * len(ns), 3.4), layout="constrained")
     axes = figure.subplots(1, len(ns), squeeze=False)[0]
     for ax, n in zip(axes, ns):
