@@ -55,6 +55,7 @@ def main(argv=None) -> int:
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.set_defaults(handler=_demo)
     _add_reproduce(commands)
+    _add_data(commands)
     for module in reproduce.modules().values():  # a case study's own commands, e.g. ``ppdinfer covid ...``
         if hasattr(module, "register"):
             module.register(commands)
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
         if args.debug:
             raise
         if isinstance(err, KeyboardInterrupt):
-            print(f"ppdinfer: {err or 'interrupted'}", file=sys.stderr)
+            print(f"ppdinfer: {str(err) or 'interrupted'}", file=sys.stderr)
             return 130
         if isinstance(err, EXPECTED_ERRORS):
             print(f"ppdinfer: error: {err}", file=sys.stderr)
@@ -89,27 +90,79 @@ def _add_reproduce(commands) -> None:
     command.add_argument("--quick", action="store_true", help="the quick variant (minutes; what the tests run)")
     command.add_argument("--results", type=Path, default=None,
                          help="results folder (one name only; default results/NAME or results/NAME_quick)")
+    command.add_argument("--fresh", action="store_true",
+                         help="delete the results of an earlier run of another configuration in the results folder "
+                              "first (for case studies that resume runs)")
     command.add_argument("--no-progress", action="store_true", help="hide progress bars")
     command.set_defaults(handler=_reproduce)
 
 
 def _reproduce(args) -> None:
     studies = reproduce.case_studies()
-    if args.list:
-        print(reproduce.listing())
-        return
     names = list(studies) if args.all else args.names
     unknown = [name for name in names if name not in studies]
-    if not names or unknown:
+    if unknown or not (names or args.list):
         problem = f"unknown case study {unknown[0]!r}" if unknown else "name a case study or pass --all"
         raise ValueError(f"{problem}; choose from {sorted(studies)} (ppdinfer reproduce --list)")
+    if args.list:
+        print(reproduce.listing(names or None))
+        return
     if args.results is not None and len(names) > 1:
         raise ValueError("--results takes one case study; leave it out to use results/NAME for each")
+    refusing = [name for name in names if args.fresh and not studies[name].takes_fresh]
+    if refusing:
+        raise ValueError(f"--fresh: {', '.join(refusing)} keeps no results between runs to delete; leave it out")
     for name in names:
         results = args.results or reproduce.default_results(name, args.quick)
         start = time.perf_counter()
-        report = studies[name].run(results, args.quick, not args.no_progress)
+        fresh = {"fresh": True} if args.fresh else {}
+        report = studies[name].run(results, args.quick, not args.no_progress, **fresh)
         print(f"{name}: {report} ({time.perf_counter() - start:.0f} s)")
+
+
+#: The data sets ``ppdinfer data`` knows: the COVID-19 tables ship, UCI Adult is fetched.
+DATA_SETS = ("adult", "covid_pa")
+
+
+def _add_data(commands) -> None:
+    command = commands.add_parser(
+        "data", help="the data sets: list them, fetch UCI Adult, print where a data set's files are",
+        description="The COVID-19 tables ship with the package; UCI Adult (adult.data, adult.test) is downloaded "
+                    "into the user cache ($PPDINFER_CACHE) on first use, unless a local copy is found "
+                    "($PPDINFER_ADULT_DATA, else ../shared/data/adult).")
+    actions = command.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="each data set, its licence and where its files are").set_defaults(
+        handler=_data_list)
+    fetch = actions.add_parser("fetch", help="download UCI Adult into the cache (checksums verified)")
+    fetch.add_argument("names", nargs="*", choices=["adult"], metavar="NAME", help="adult (the default)")
+    fetch.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    fetch.set_defaults(handler=_data_fetch)
+    path = actions.add_parser("path", help="print the paths of a data set's files (downloads nothing)")
+    path.add_argument("name", choices=DATA_SETS, metavar="NAME", help=" or ".join(DATA_SETS))
+    path.set_defaults(handler=_data_path)
+
+
+def _data_list(args) -> None:
+    from .datasets import listing
+
+    print(listing())
+
+
+def _data_fetch(args) -> None:
+    from .datasets import ADULT_FILES, adult_path
+
+    for name in ADULT_FILES:
+        print(adult_path(name, progressbar=not args.no_progress))
+
+
+def _data_path(args) -> None:
+    from .datasets import ADULT_FILES, COVID_PA_DATA, adult_path
+
+    if args.name == "covid_pa":
+        print(COVID_PA_DATA)
+        return
+    for name in ADULT_FILES:
+        print(adult_path(name, download=False))
 
 
 def _demo(args) -> None:

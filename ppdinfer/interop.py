@@ -86,6 +86,8 @@ def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseM
     Gaussian(sigma=1.5)
     """
     scale = positive_finite(scale, "scale")
+    if not isinstance(integer, (bool, np.bool_)):
+        raise ValueError(f"integer must be True or False (whether the noise lives on the integers), got {integer!r}")
     if distribution == "laplace":
         return (DiscreteLaplace if integer else Laplace)(epsilon=1.0, sensitivity=scale)
     if distribution == "gaussian":

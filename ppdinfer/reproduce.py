@@ -10,6 +10,7 @@ imports a case study; this module finds them when the command line asks.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,18 @@ class CaseStudy:
     minutes : rough run time on 2 cores, (full, quick).
     run : ``run(results, quick, progressbar)`` runs the whole reproduction into the folder
         ``results`` and returns the path of its ``report.md``, whose claims table checks the
-        paper's statements in numbers.
+        paper's statements in numbers. A case study that resumes runs in its folder (and refuses
+        a folder of another configuration) also takes ``fresh=True``: delete those results first
+        (``ppdinfer reproduce NAME --fresh``).
+
+    Examples
+    --------
+    >>> from ppdinfer.reproduce import CaseStudy
+    >>> def run(results, quick, progressbar):
+    ...     return results / "report.md"
+    >>> study = CaseStudy("demo", "a demonstration", "no paper", (1, 0.5), run=run)
+    >>> study.command(quick=True), study.takes_fresh
+    ('ppdinfer reproduce demo --quick', False)
     """
 
     name: str
@@ -40,6 +52,11 @@ class CaseStudy:
     def command(self, quick: bool = False) -> str:
         """The command line that runs it."""
         return f"ppdinfer reproduce {self.name}" + (" --quick" if quick else "")
+
+    @property
+    def takes_fresh(self) -> bool:
+        """Whether ``run`` takes ``fresh`` (it keeps results between runs, which ``--fresh`` deletes)."""
+        return "fresh" in inspect.signature(self.run).parameters
 
 
 def modules() -> dict[str, object]:
@@ -66,10 +83,18 @@ def default_results(name: str, quick: bool) -> Path:
     return Path("results") / (f"{name}_quick" if quick else name)
 
 
-def listing() -> str:
-    """The table printed by ``ppdinfer reproduce --list``."""
+def listing(names: Sequence[str] | None = None) -> str:
+    """The table printed by ``ppdinfer reproduce --list [NAME ...]``: every case study, or those named.
+
+    Examples
+    --------
+    >>> from ppdinfer.reproduce import listing
+    >>> listing(["covid_pa"]).splitlines()[2].split("(")[0].strip()
+    'run:   ppdinfer reproduce covid_pa'
+    """
     lines = []
-    for study in case_studies().values():
+    studies = case_studies()
+    for study in (studies[name] for name in names) if names else studies.values():
         full, quick = study.minutes
         lines += [f"{study.name}: {study.title}",
                   f"    paper: {study.paper}",

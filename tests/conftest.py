@@ -1,9 +1,33 @@
-"""Shared checks: compare sampler output with the exact posterior at fixed seeds."""
+"""Shared checks: compare sampler output with the exact posterior at fixed seeds; skip where data are absent."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 from scipy import stats
+
+#: How to get UCI Adult, said in one line by every skip for want of it.
+GET_ADULT = "run `ppdinfer data fetch adult` or set PPDINFER_ADULT_DATA to a copy"
+
+
+def adult_here(name: str = "adult.data") -> Path | None:
+    """The Adult file ``name`` if it is here without a download (a local copy or the cache), else None."""
+    from ppdinfer.datasets import adult_path
+
+    try:
+        return adult_path(name, download=False)
+    except FileNotFoundError:
+        return None
+
+
+def require_adult(name: str = "adult.data") -> Path:
+    """The Adult file ``name``, or skip the calling test with one line saying how to get it (never downloads)."""
+    path = adult_here(name)
+    if path is None:
+        pytest.skip(f"UCI Adult {name} is not here: {GET_ADULT}")
+    return path
 
 
 def theta_draws(result, name):

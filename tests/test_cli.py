@@ -3,13 +3,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from ppdinfer.case_studies.covid_pa import data as covid_data
 from ppdinfer.cli import main
+from ppdinfer.datasets import COVID_PA_DATA
 from ppdinfer.demo import run_demo
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
+DATA = COVID_PA_DATA  # the table shipped with the package
 
 
 def test_help_lists_the_commands():
@@ -34,14 +34,12 @@ def test_cli_demo_entry_point(tmp_path):
 
 
 def test_covid_commands_end_to_end(tmp_path, monkeypatch):
-    if not DATA.exists():
-        pytest.skip(f"real data not found at {DATA}")
     results = tmp_path / "results"
     assert main(["covid", "synthesize", "--data", str(DATA), "--results", str(results), "--counties", "Allegheny",
                  "Cameron", "Forest", "--months", "2020-12", "2021-01", "--replicates", "1", "--sweeps", "20",
                  "--workers", "1", "--no-progress"]) == 0
     assert len(list(results.glob("*.nc"))) == 8
-    # from another folder, without --data: the data are found from the repository; the table is the results'
+    # from another folder, without --data: the shipped table, which is the results'
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(covid_data.DATA_ENV, raising=False)
     assert main(["covid", "report", "--results", str(results)]) == 0
@@ -49,18 +47,8 @@ def test_covid_commands_end_to_end(tmp_path, monkeypatch):
     assert "Claim 1" in report and "figure1" in report and "| counties | 3: Allegheny, Cameron, Forest |" in report
 
 
-def test_default_data_folder(tmp_path, monkeypatch):
+def test_default_data_folder(monkeypatch):
     monkeypatch.setenv(covid_data.DATA_ENV, "/some/where")
     assert covid_data.default_data() == Path("/some/where")
     monkeypatch.delenv(covid_data.DATA_ENV)
-    (tmp_path / "shared" / "data" / "covid_pa").mkdir(parents=True)
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    assert covid_data.default_data() == tmp_path / "shared" / "data" / "covid_pa"  # before the repository's
-    monkeypatch.chdir(tmp_path / "shared" / "data")  # no ../shared/data/covid_pa from here
-    if DATA.exists():
-        assert covid_data.default_data() == DATA  # the repository's
-    monkeypatch.setattr(covid_data, "__file__", str(tmp_path / "installed" / "data.py"))  # no repository
-    with pytest.raises(FileNotFoundError, match=r"pass --data DIR or set PPDINFER_COVID_DATA \(looked in "
-                                                r".*/data/\.\./shared/data/covid_pa\)"):
-        covid_data.default_data()
+    assert covid_data.default_data() == DATA and (DATA / "PROVENANCE.md").is_file()  # the shipped copy

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +28,9 @@ from ppdinfer.case_studies.covid_pa.report import (
 )
 from ppdinfer.case_studies.covid_pa.inference import coverage_summary
 from ppdinfer.case_studies.covid_pa.synthesis import EPSILONS, FLAGS, METHODS, load_results, run_synthesis
+from ppdinfer.datasets import COVID_PA_DATA
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
+REAL = COVID_PA_DATA  # the table shipped with the package
 COUNTIES = ["Allegheny", "Erie", "Cameron", "Adams", "Forest"]
 MONTHS = ["2020-11", "2020-12", "2021-01"]
 REPLICATES = 3
@@ -38,8 +38,6 @@ REPLICATES = 3
 
 @pytest.fixture(scope="module")
 def table():
-    if not REAL.is_dir():
-        pytest.skip(f"real data directory {REAL} is absent")
     return load_monthly(REAL).subset(counties=COUNTIES, months=MONTHS)
 
 

@@ -1,7 +1,6 @@
 """The coverage study as checkpointed tasks: the same frame on any executor, resume, configuration."""
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,10 +9,10 @@ from ppdinfer.case_studies.covid_pa import inference, load_monthly
 from ppdinfer.case_studies.covid_pa.inference import coverage_study
 from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
 from ppdinfer.case_studies.covid_pa.synthesis import LocalPool, share
+from ppdinfer.datasets import COVID_PA_DATA
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
-pytestmark = [pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}"),
-              pytest.mark.filterwarnings("ignore:Numba will use object mode")]
+DATA = COVID_PA_DATA  # the table shipped with the package
+pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
 
 # 2 releases x 1 epsilon x 2 replicates = 4 tiny fits
 RUN = {"epsilons": [1.0], "replicates": 2, "draws": 40, "tune": 40, "chains": 1, "seed": 3, "progressbar": False}

@@ -1,7 +1,6 @@
 """Posterior inference for the case study: intervals, coverage bookkeeping, agreement with exact methods."""
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,11 +13,11 @@ from ppdinfer.case_studies.covid_pa.inference import (
     subproblem_check,
     wem_coordinate_quantile,
 )
+from ppdinfer.datasets import COVID_PA_DATA
 from ppdinfer.mechanisms import DiscreteLaplace
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
-pytestmark = [pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}"),
-              pytest.mark.filterwarnings("ignore:Numba will use object mode")]
+DATA = COVID_PA_DATA  # the table shipped with the package
+pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
 
 
 @pytest.fixture(scope="module")

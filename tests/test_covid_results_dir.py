@@ -1,5 +1,6 @@
 """The case study's results directory: configuration, damaged files, temporary files, lock, pool workers."""
 
+import json
 import os
 import shutil
 import signal
@@ -13,11 +14,12 @@ import pytest
 import xarray as xr
 
 from ppdinfer.case_studies.covid_pa import load_monthly
-from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
+from ppdinfer.case_studies.covid_pa.pipeline import infer_step, report_step
+from ppdinfer.case_studies.covid_pa.results_dir import TEMPORARY_PREFIX, TEMPORARY_SUFFIX, ResultsError, table_digest
 from ppdinfer.case_studies.covid_pa.synthesis import load_results, run_synthesis
+from ppdinfer.datasets import COVID_PA_DATA
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}")
+DATA = COVID_PA_DATA  # the table shipped with the package
 
 RUN = {"methods": ["postprocess", "wem_naive"], "epsilons": [1.0], "replicates": 1, "sweeps": 5, "seed": 3,
        "progressbar": False}
@@ -114,10 +116,52 @@ def test_load_results_refuses_mixed_configurations(table, results, tmp_path):
         load_results(results)
 
 
-def test_temporary_files_of_an_interrupted_write_are_removed(table, results):
-    (results / "tmpk3j2_x.tmp").write_bytes(b"half a netCDF")
+def test_temporary_files_of_an_interrupted_write_are_removed_and_a_users_are_kept(table, results):
+    (results / f"{TEMPORARY_PREFIX}k3j2_x{TEMPORARY_SUFFIX}").write_bytes(b"half a netCDF")
+    (results / "my_notes.tmp").write_text("mine")
     assert _run(table, results) == []
-    assert not list(results.glob("*.tmp"))
+    assert [path.name for path in results.glob("*.tmp")] == ["my_notes.tmp"]
+    assert not list(results.glob(".*.tmp"))
+
+
+def _fake_study(monkeypatch, refuse=False):
+    """infer_step's computations replaced by tiny stand-ins (or a refusal), to test its bookkeeping."""
+    import pandas as pd
+
+    from ppdinfer.case_studies.covid_pa import inference
+
+    def study(*args, **kwargs):
+        if refuse:
+            raise ResultsError("tasks hold a study of another configuration")
+        return pd.DataFrame({"county": ["Cameron"], "covered": [1]})
+
+    monkeypatch.setattr(inference, "coverage_study", study)
+    monkeypatch.setattr(inference, "coverage_summary", lambda frame: pd.DataFrame({"coverage": [0.9]}))
+    monkeypatch.setattr(inference, "enumerable_counties", lambda table, month: ["Cameron"])
+    monkeypatch.setattr(inference, "subproblem_check", lambda *args, **kwargs: pd.DataFrame({"exact": [1.0]}))
+
+
+def test_infer_records_the_data_digest_and_a_refused_infer_keeps_the_finished_study(table, tmp_path, monkeypatch):
+    _fake_study(monkeypatch)
+    out = infer_step(table, tmp_path, replicates=1, month="2021-01", check_month="2020-12", progressbar=False)
+    recorded = json.loads((out / "run.json").read_text())
+    assert recorded["data"] == table_digest(table) and recorded["months"] == list(table.months)
+    _fake_study(monkeypatch, refuse=True)
+    with pytest.raises(ResultsError, match="another configuration"):
+        infer_step(table, tmp_path, replicates=1, month="2021-01", check_month="2020-12", progressbar=False)
+    assert json.loads((out / "run.json").read_text()) == recorded   # the finished study stays in the report
+
+
+def test_report_refuses_inference_made_on_other_data(table, results):
+    (results / "inference").mkdir()
+    config = {"counties": list(table.counties), "months": list(table.months), "data": "0" * 64}
+    (results / "inference" / "run.json").write_text(json.dumps(config))
+    with pytest.raises(ResultsError, match=r"inference was made on other data than the report's \(data 000000000000"
+                                           r"\.\.\. there, [0-9a-f]{12}\.\.\. now\)"):
+        report_step(results, data=DATA)
+    (results / "inference" / "run.json").write_text(json.dumps({**config, "data": table_digest(table)}))
+    with pytest.raises(FileNotFoundError, match="coverage_summary.csv"):    # past the check, to the study's files
+        report_step(results, data=DATA)
 
 
 _HOLD_LOCK = """

@@ -1,7 +1,6 @@
 """The case study's synthesis: constraints, resume after an interrupt, executors."""
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,9 +9,9 @@ import xarray as xr
 from ppdinfer.case_studies.covid_pa import load_monthly
 from ppdinfer.case_studies.covid_pa import synthesis
 from ppdinfer.case_studies.covid_pa.synthesis import load_results, run_synthesis
+from ppdinfer.datasets import COVID_PA_DATA
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "covid_pa"
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}")
+DATA = COVID_PA_DATA  # the table shipped with the package
 
 RUN = {"replicates": 2, "sweeps": 30, "seed": 7, "progressbar": False}
 

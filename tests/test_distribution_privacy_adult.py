@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import require_adult
 
 from ppdinfer.case_studies.distribution_privacy_adult import CASE_STUDY
 from ppdinfer.case_studies.distribution_privacy_adult.attack import best_accuracy
@@ -16,23 +17,18 @@ from ppdinfer.case_studies.distribution_privacy_adult.experiments import (
     fit_family,
     secret_queries,
 )
+from ppdinfer.case_studies.distribution_privacy_adult.pipeline import adult_files
 from ppdinfer.case_studies.distribution_privacy_adult.report import PAPER_TABLE2, assess
-from ppdinfer.datasets import default_adult_path
 from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw, classical_constant
 
 
-def _adult_available() -> bool:
-    try:
-        return default_adult_path().is_file()
-    except FileNotFoundError:
-        return False
-
-
-@pytest.mark.skipif(not _adult_available(), reason="adult.data not found (set PPDINFER_ADULT_DATA)")
 def test_quick_reproduction_writes_the_report_and_its_numbers_hold(tmp_path):
+    require_adult()
     pytest.importorskip("sklearn")   # the attack's classifier (optional extra "pufferfish")
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
+    used = " and ".join(path.name for path in adult_files())   # adult.test too when it is here
+    assert f"- Data: {used}, " in text
     assert "**no**" not in text and "7394.67" in text and "Phi(m/2)" in text
     for name in ["figure2_error_vs_epsilon", "figure3_error_vs_gap", "figure4_attack", "figure5_gaussian_fits",
                  "bayes_odds_daum"]:

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import GET_ADULT, adult_here
 
 from ppdinfer.case_studies.kantorovich_adult import CASE_STUDY
 from ppdinfer.case_studies.kantorovich_adult.data import DATA_ENV, default_data, load_race_education
@@ -9,11 +10,8 @@ from ppdinfer.case_studies.kantorovich_adult.experiments import (adult_plans, ap
                                                                  counting_plans, figure4_variances)
 from ppdinfer.case_studies.kantorovich_adult.report import assess, tail_condition
 
-try:
-    DATA = default_data()
-except FileNotFoundError:
-    DATA = None
-needs_data = pytest.mark.skipif(DATA is None, reason="adult.data not found (../shared/data/adult)")
+DATA = adult_here()
+needs_data = pytest.mark.skipif(DATA is None, reason=f"UCI Adult adult.data is not here: {GET_ADULT}")
 
 #: Claims that the paper gets wrong (the notes' errata): the record count, the diameter "14", the constant 0.41.
 ERRATA = {5, 7, 15}
@@ -54,9 +52,11 @@ def test_adult_sensitivities_by_order_and_the_calibrations_pass_their_audits():
 
 
 def test_data_path_override(monkeypatch, tmp_path):
+    (tmp_path / "mine.csv").write_text("")
     monkeypatch.setenv(DATA_ENV, str(tmp_path / "mine.csv"))
     assert default_data() == tmp_path / "mine.csv"
-    with pytest.raises(FileNotFoundError, match="mine.csv"):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "typo.csv"))
+    with pytest.raises(FileNotFoundError, match="typo.csv: no such file or folder"):
         load_race_education()
 
 

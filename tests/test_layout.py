@@ -9,13 +9,11 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
 
 import ppdinfer
 from ppdinfer import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "covid_pa"
 #: Modules of the command line: the only library modules that may reach the gallery or the case studies.
 COMMAND_LINE = {"cli.py", "demo.py", "reproduce.py"}
 
@@ -88,6 +86,9 @@ def test_non_editable_install_runs_the_demo_outside_the_repository(tmp_path):
                     "--target", str(target), str(source)], check=True, capture_output=True)
     assert (target / "ppdinfer" / "models" / "county_counts.py").exists()
     assert (target / "ppdinfer" / "case_studies" / "covid_pa" / "synthesis.py").exists()
+    shipped = target / "ppdinfer" / "data" / "covid_pa"  # package data: the COVID-19 tables and their provenance
+    assert sorted(p.name for p in shipped.iterdir()) == ["PROVENANCE.md", "pa_county_population.csv",
+                                                          "pa_monthly_new_by_county.csv"]
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target)}
@@ -95,16 +96,30 @@ def test_non_editable_install_runs_the_demo_outside_the_repository(tmp_path):
                             "print(ppdinfer.models.__file__); print(c.__file__)"], cwd=outside, env=env,
                            capture_output=True, text=True, check=True).stdout.split()
     assert all(path.startswith(str(target)) for path in where)
+    table = subprocess.run([sys.executable, "-c", "from ppdinfer.case_studies.covid_pa import load_monthly; "
+                            "from ppdinfer.case_studies.covid_pa.data import default_data; "
+                            "t = load_monthly(default_data()); print(t.source, t.cases.shape)"], cwd=outside,
+                           env={**env, "PPDINFER_COVID_DATA": ""}, capture_output=True, text=True, check=True).stdout
+    assert table == f"{shipped} (24, 67)\n"
     demo = subprocess.run([sys.executable, "-m", "ppdinfer.cli", "demo", "--draws", "200", "--no-progress",
                            "--output", str(outside / "demo")], cwd=outside, env=env, capture_output=True, text=True)
     assert demo.returncode == 0, demo.stderr
     assert "exact" in demo.stdout and (outside / "demo" / "demo_posteriors.png").exists()
 
 
-@pytest.mark.skipif(not DATA.exists(), reason=f"real data not found at {DATA}")
 def test_quick_reproduction_writes_its_report(tmp_path):
     report = reproduce.case_studies()["covid_pa"].run(tmp_path / "covid", True, False)
     text = report.read_text()
     assert report == tmp_path / "covid" / "report" / "report.md"
     assert text.count("**Verdict:") == 4 and "Inference the paper could not do" in text
     assert ppdinfer.__version__ in text
+
+
+def test_import_ppdinfer_does_not_import_matplotlib():
+    # plotting is imported on first use: `import ppdinfer` stays light (issue 24: it took 3.6 s)
+    import subprocess
+    import sys
+
+    code = "import sys, ppdinfer, ppdinfer.inference, ppdinfer.privacy; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

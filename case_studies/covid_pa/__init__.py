@@ -3,7 +3,8 @@
 See README.md in this folder. The data (JHU CSSE):
 
 - :func:`load_monthly` reads the prepared monthly table (``pa_monthly_new_by_county.csv`` and
-  ``pa_county_population.csv``, see ``shared/data/README.md``);
+  ``pa_county_population.csv``, shipped with the package: see ``ppdinfer/data/covid_pa/PROVENANCE.md``,
+  and ``rebuild.py`` for the script that makes them from JHU's files);
 - :func:`load_jhu_timeseries` rebuilds the same table from JHU's public time-series files, which
   :func:`download` fetches;
 - both return a :class:`CovidTable`, whose ``x(t)`` and ``z(t)`` are the case study's confidential

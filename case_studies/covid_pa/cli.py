@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .data import DATA_ENV, DATA_RELATIVE
+from .data import DATA_ENV
 
 DEFAULT_RESULTS = Path("covid_results")
 
@@ -64,8 +64,7 @@ def register(commands) -> None:
 
 def _add_table_arguments(parser, restrict: str = "") -> None:
     parser.add_argument("--data", type=Path, default=None,
-                        help=f"data folder (default: ${DATA_ENV}, else {DATA_RELATIVE} from the current folder "
-                             "or from the repository)")
+                        help=f"data folder (default: ${DATA_ENV}, else the table shipped with the package)")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
                         help=f"results folder (default {DEFAULT_RESULTS})")
     parser.add_argument("--counties", nargs="+", default=None, help=f"restrict to these counties{restrict}")

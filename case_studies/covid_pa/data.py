@@ -1,8 +1,10 @@
 """Load and validate the prepared monthly table of Pennsylvania county COVID-19 counts.
 
-The data directory (``shared/data/covid_pa``, see its README) holds
-``pa_monthly_new_by_county.csv`` (month, county, fips, new_cases, new_deaths and the month-end
-cumulative counts) and ``pa_county_population.csv``. :func:`load_monthly` checks the table
+The data folder holds ``pa_monthly_new_by_county.csv`` (month, county, fips, new_cases,
+new_deaths and the month-end cumulative counts) and ``pa_county_population.csv``. Both ship with
+the package (:data:`ppdinfer.datasets.COVID_PA_DATA`, with their sources, licences and checksums
+in its ``PROVENANCE.md``; :mod:`.rebuild` makes them again from JHU's files), and
+:func:`default_data` uses that copy unless ``$PPDINFER_COVID_DATA`` names another folder. :func:`load_monthly` checks the table
 (67 counties, the 24 months 2020-03 .. 2022-02, one row per county and month, integer counts,
 cases >= deaths, a population for every county) and raises :class:`DataError` naming the file,
 the line (1-based, the header being line 1) or the county and month, and the problem.
@@ -18,6 +20,7 @@ negative count is an error.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...datasets import find_shared_data
+from ...datasets import COVID_PA_DATA
 from .table import Adjustment, CovidTable, month_labels
 
 __all__ = ["DATA_ENV", "DOCUMENTED_DEATH_CORRECTIONS", "DataError", "default_data", "integers", "load_monthly",
@@ -48,14 +51,22 @@ _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 
 #: Environment variable naming the data folder when --data is not given.
 DATA_ENV = "PPDINFER_COVID_DATA"
-#: Where the data folder is looked for, from the current folder and from the repository root.
-DATA_RELATIVE = Path("..", "shared", "data", "covid_pa")
 
 
 def default_data() -> Path:
-    """$PPDINFER_COVID_DATA if set, else the first existing ../shared/data/covid_pa from the current
-    folder or from the repository root."""
-    return find_shared_data(DATA_RELATIVE, DATA_ENV, "data folder", "--data DIR", anchor=__file__)
+    """The data folder read when none is given: ``$PPDINFER_COVID_DATA`` if set, else the copy shipped
+    with the package (:data:`ppdinfer.datasets.COVID_PA_DATA`).
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> from ppdinfer.datasets import COVID_PA_DATA
+    >>> with mock.patch.dict(os.environ, {DATA_ENV: ""}):
+    ...     default_data() == COVID_PA_DATA
+    True
+    """
+    return Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else COVID_PA_DATA
 
 
 class DataError(ValueError):

@@ -95,10 +95,16 @@ def load_jhu_timeseries(confirmed_csv: str | Path, deaths_csv: str | Path, state
 
 
 def _county_rows(path: Path, state: str, columns: list[str]) -> pd.DataFrame:
-    """The county rows of ``state`` (module docstring), alphabetical, with an int ``fips`` column."""
+    """The county rows of ``state`` in a time-series file, alphabetical, with an int ``fips`` column."""
     frame = read_csv(path, columns)
     if not _dates(frame):
         raise DataError(f"{path}: line 1: no date columns m/d/yy")
+    return county_rows(frame, path, state)
+
+
+def county_rows(frame: pd.DataFrame, path: Path, state: str) -> pd.DataFrame:
+    """The county rows of ``state`` (module docstring) of a JHU file read by :func:`.data.read_csv`, alphabetical,
+    with an int ``fips`` column (time series and daily reports alike: both have FIPS, Admin2, Province_State)."""
     frame = frame[frame["Province_State"].str.strip() == state]
     code = pd.to_numeric(frame["FIPS"].str.strip(), errors="coerce")
     admin = frame["Admin2"].str.strip()

@@ -80,17 +80,19 @@ def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", chec
     """
     from ... import __version__
     from .inference import coverage_study, coverage_summary, enumerable_counties, subproblem_check
-    from .results_dir import locked, write_json
+    from .results_dir import locked, table_digest, write_json
 
     out = Path(results) / "inference"
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with locked(out):
-        (out / "run.json").unlink(missing_ok=True)  # written last: its presence marks a finished study
         with _pool(workers, executor, out / "tasks") as pool:
             study = coverage_study(table, month, epsilons=epsilons, replicates=replicates,
                                    concentration=concentration, seed=seed, results_dir=out / "tasks",
                                    executor=pool, fresh=fresh, progressbar=progressbar)
+        # the new study is complete: from here the folder's files change, and run.json (written
+        # last) marks them finished again; a refused or interrupted study leaves an earlier one whole
+        (out / "run.json").unlink(missing_ok=True)
         study.to_csv(out / "coverage_study.csv", index=False)
         summary = coverage_summary(study)
         summary.to_csv(out / "coverage_summary.csv")
@@ -102,7 +104,7 @@ def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", chec
         write_json(out / "run.json", {
             "month": month, "check_month": check_month, "seed": seed, "replicates": replicates,
             "epsilons": list(epsilons), "concentration": concentration, "counties": list(table.counties),
-            "version": __version__})
+            "months": list(table.months), "data": table_digest(table), "version": __version__})
     print(f"written to {out} in {time.perf_counter() - start:.0f} s")
     return out
 
@@ -113,7 +115,7 @@ def report_step(results: Path, *, data: Path | None = None, counties: Sequence[s
     import pandas as pd
 
     from .report import write_report
-    from .results_dir import read_json
+    from .results_dir import ResultsError, differences, read_json, table_digest
     from .synthesis import load_results
 
     results = Path(results)
@@ -121,23 +123,39 @@ def report_step(results: Path, *, data: Path | None = None, counties: Sequence[s
     table = load_table(data, counties or synthesis.attrs["counties"], months or synthesis.attrs["months"])
     inference = None
     folder = results / "inference"
-    if (folder / "run.json").exists():
+    config = read_json(folder / "run.json") if (folder / "run.json").exists() else None
+    if config is not None and "data" in config:
+        used = {key: config[key] for key in ("counties", "months", "data")}
+        inference_table = load_table(data, config["counties"], config["months"])
+        given = {"counties": list(inference_table.counties), "months": list(inference_table.months),
+                 "data": table_digest(inference_table)}
+        if used != given:
+            raise ResultsError(f"{folder} was made on other data than the report's "
+                               f"({differences(used, given, ('there', 'now'))}), so it would not describe the same "
+                               "table as the synthesis: run `ppdinfer covid infer` again on this data, or delete "
+                               "the folder")
         summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2, 3])
         check = pd.read_csv(folder / "subproblem_check.csv", index_col=0)
-        inference = (summary, check, read_json(folder / "run.json"))
+        inference = (summary, check, config)
     elif folder.exists():
-        print(f"left out {folder}: no run.json (an unfinished or older `ppdinfer covid infer`; run it again)")
+        problem = "no run.json" if config is None else "its run.json records no digest of the data it was made on"
+        print(f"left out {folder}: {problem} (an unfinished or older `ppdinfer covid infer`; run it again)")
     path = write_report(table, synthesis, results / "report", inference=inference)
     print(f"report: {path}")
     return path
 
 
-def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None) -> Path:
-    """The whole case study (the plan ``FULL``, or ``QUICK``) into ``results``; resumes an interrupted run."""
+def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None,
+              fresh: bool = False) -> Path:
+    """The whole case study (the plan ``FULL``, or ``QUICK``) into ``results``; resumes an interrupted run.
+
+    ``fresh`` (``ppdinfer reproduce covid_pa --fresh``) deletes the results of an earlier run first,
+    which a run of another configuration (seed, table, sweeps) needs.
+    """
     plan = QUICK if quick else FULL
     synthesize_step(load_table(data, plan["counties"], plan["months"]), results, replicates=plan["replicates"],
-                    sweeps=plan["sweeps"], progressbar=progressbar)
+                    sweeps=plan["sweeps"], fresh=fresh, progressbar=progressbar)
     # every month: the coverage study's month and the earlier one of the few-county check
-    infer_step(load_table(data, plan["counties"]), results, replicates=plan["infer_replicates"],
+    infer_step(load_table(data, plan["counties"]), results, replicates=plan["infer_replicates"], fresh=fresh,
                progressbar=progressbar)
     return report_step(results, data=data)

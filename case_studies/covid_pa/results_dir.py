@@ -27,6 +27,8 @@ from .table import CovidTable
 
 MANIFEST = "run.json"
 LOCK = ".lock"
+#: The names of the temporary files a run writes (and :func:`prepare` removes): ``.ppdinfer-*.tmp``.
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".ppdinfer-", ".tmp"
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +103,18 @@ def differences(old: dict, new: dict, labels: tuple[str, str] = ("there", "now")
                      for key in dict.fromkeys([*new, *old]) if old.get(key) != new.get(key))
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Write ``data`` to ``path`` atomically (a temporary file, then a rename)."""
-    handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as file:
-        json.dump(data, file, indent=1)
+def write_atomically(path: Path, content: bytes) -> None:
+    """Write ``content`` to ``path`` atomically: to a temporary file of the run's own naming
+    (``.ppdinfer-*.tmp``, which :func:`prepare` clears after an interruption) in its folder, then a rename."""
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY_PREFIX, suffix=TEMPORARY_SUFFIX)
+    with os.fdopen(handle, "wb") as file:
+        file.write(content)
     os.replace(tmp, path)
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`write_atomically`)."""
+    write_atomically(path, json.dumps(data, indent=1).encode("utf-8"))
 
 
 def read_json(path: Path) -> dict:
@@ -151,11 +159,12 @@ def locked(results_dir: Path):
 def prepare(results_dir: Path, config: dict, fresh: bool = False) -> None:
     """Make ``results_dir`` ready for a run of ``config``; call it holding :func:`locked`.
 
-    Removes the temporary files of interrupted writes. A directory of another configuration
+    Removes the temporary files of interrupted writes (the run's own, ``.ppdinfer-*.tmp``: a
+    user's files are left alone). A directory of another configuration
     (or with results but no ``run.json``) raises :class:`ResultsError`, unless ``fresh``: then
     its results are deleted first.
     """
-    for path in results_dir.glob("*.tmp"):
+    for path in results_dir.glob(f"{TEMPORARY_PREFIX}*{TEMPORARY_SUFFIX}"):
         path.unlink()
     manifest = results_dir / MANIFEST
     if fresh:

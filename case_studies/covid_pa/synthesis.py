@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -127,11 +126,7 @@ def write_result(dataset: xr.Dataset, path: Path) -> None:
     takes a write lock per file, which on a dask worker is a distributed lock (round trips to the
     scheduler: 90 ms a file here, more than the 10 ms the write takes).
     """
-    encoded = dataset.to_netcdf(engine="scipy")
-    handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(handle, "wb") as file:
-        file.write(encoded)
-    os.replace(tmp, path)
+    rundir.write_atomically(path, dataset.to_netcdf(engine="scipy"))
 
 
 def _run_task(table: CovidTable, task: Task, seed: int, results_dir: Path, sweeps: int | None) -> Task:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from ...datasets import default_adult_path, load_adult
+from ...datasets import adult_path, load_adult
 from ...inference import plot_prior_posterior_odds
 from .attack import ATTACKERS, attack_table, bayesian_log_odds
 from .data import income_pools, record_features, record_sensitivities
@@ -16,7 +16,7 @@ from .experiments import DISTRIBUTION_MECHANISMS, build_mechanisms, fit_family, 
 from .figures import figure2, figure3, figure4, figure5
 from .report import write_report
 
-__all__ = ["FULL", "QUICK", "reproduce"]
+__all__ = ["FULL", "QUICK", "adult_files", "reproduce"]
 
 #: 1000 subsets per secret, 50 repetitions, Delta_p = 0.1 for Table 2; the attack on 100 + 100 shadow
 #: and 100 + 100 test subsets per repetition (the paper's 200 and 200), 50 repetitions.
@@ -49,8 +49,39 @@ def bayesian_attacker(family, delta: float, record_l2: float, seed) -> dict[str,
                                      ("DauM(G)", noise_covariance(daum, family.dim)))}
 
 
+def adult_files() -> list[Path]:
+    """adult.data and adult.test (the paper's 45,222 complete records) when both are here, else adult.data alone.
+
+    A local copy of adult.data (``$PPDINFER_ADULT_DATA`` or ``../shared/data/adult``) is used with the
+    adult.test beside it or in the cache, if any; without a local copy both files are downloaded into
+    the cache (:func:`ppdinfer.datasets.adult_path`), adult.data alone when adult.test cannot be fetched.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> from unittest import mock
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "adult.data").write_text("")
+    >>> with mock.patch.dict(os.environ, {"PPDINFER_ADULT_DATA": str(folder), "PPDINFER_CACHE": str(folder)}):
+    ...     [path.name for path in adult_files()]
+    ['adult.data']
+    """
+    try:
+        files, fetch = [adult_path("adult.data", download=False)], False
+    except FileNotFoundError:
+        files, fetch = [adult_path("adult.data")], True
+    try:
+        files.append(adult_path("adult.test", download=fetch))
+    except OSError:  # not here, or the download failed: adult.data alone, as the report says
+        pass
+    return files
+
+
 def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None) -> Path:
-    """Run the plan ``FULL`` (or ``QUICK``) on adult.data (``data``, default: the shared copy) into ``results``.
+    """Run the plan ``FULL`` (or ``QUICK``) on UCI Adult into ``results``.
+
+    ``data``: an Adult file, or a list of them; by default ``adult_files()`` (adult.data and adult.test
+    when both are here). The report names the files used.
 
     Returns the path of ``report.md``.
 
@@ -64,7 +95,7 @@ def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data
     results.mkdir(parents=True, exist_ok=True)
     seeds = np.random.SeedSequence(plan["seed"]).spawn(4 + len(plan["gaps"]))
     with tqdm(total=4, desc="distribution_privacy_adult", unit="step", disable=not progressbar) as bar:
-        frame = load_adult(default_adult_path() if data is None else data, drop_missing=True)
+        frame = load_adult(adult_files() if data is None else data, drop_missing=True)
         pools = income_pools(frame)
         sensitivities = record_sensitivities(record_features(frame))
         record_l2 = float(np.linalg.norm(sensitivities))
@@ -96,6 +127,6 @@ def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data
             figures[name] = results / f"{name}.png"
             figure.savefig(figures[name], dpi=110)
         bar.update()
-    facts = {"records": len(frame), "positive": len(pools.positive), "sensitivities": sensitivities,
+    facts = {"files": frame.attrs["files"], "records": len(frame), "positive": len(pools.positive), "sensitivities": sensitivities,
              "record_l2": record_l2, "family": family, "queries": queries, "bayes": bayes, "bayes_epsilon": BAYES["epsilon"]}
     return write_report(table2, sweep, attack, facts, figures, results, plan)

@@ -243,7 +243,7 @@ def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame
                  figures: Mapping[str, Path], out_dir: Path, settings: Mapping[str, object]) -> Path:
     """Write ``out_dir/report.md`` and return its path.
 
-    ``facts`` holds ``records``, ``positive``, ``sensitivities``, ``record_l2``, ``family`` and ``queries``.
+    ``facts`` holds ``files`` (the Adult files read), ``records``, ``positive``, ``sensitivities``, ``record_l2``, ``family`` and ``queries``.
     """
     delta = float(settings["delta"])
     claims = assess(table2, sweep, attack, facts["queries"], delta)
@@ -257,9 +257,9 @@ def write_report(table2: pd.DataFrame, sweep: pd.DataFrame, attack: pd.DataFrame
         "",
         "Settings: " + ", ".join(f"{key} = {value}" for key, value in settings.items()) + ".",
         "",
-        f"- Data: adult.data only, {facts['records']} complete records ({facts['positive']} with income >50K); the "
-        "paper also used adult.test (45,222 records) and kept 20,000 of them for the attack. Expect agreement to "
-        "some per cent, not digits.",
+        f"- Data: {' and '.join(facts['files'])}, {facts['records']} complete records ({facts['positive']} with "
+        "income >50K); the paper used adult.data and adult.test (45,222 complete records) and kept 20,000 of them "
+        "for the attack. Expect agreement to some per cent, not digits.",
         f"- F on 100 records: {', '.join(QUERY_NAMES)}. Fitted means at p_I = "
         + "; ".join(f"{s:g}: {np.array2string(m, precision=2)}" for s, m in means.items())
         + f"; Delta_E,2 = {family.mean_distance(2):.3f}.",

@@ -1,7 +1,8 @@
 """The race and education columns of UCI Adult, read by :func:`ppdinfer.datasets.load_adult`.
 
-The file is ``$PPDINFER_ADULT_DATA`` if set, else ``../shared/data/adult/adult.data`` from the
-current folder or from the repository root (:func:`ppdinfer.datasets.default_adult_path`).
+The file is a local copy (``$PPDINFER_ADULT_DATA``, else ``../shared/data/adult/adult.data`` from the
+current folder or from the repository root), else UCI's original, downloaded into the user cache on
+first use (:func:`ppdinfer.datasets.adult_path`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...datasets import ADULT_ENV, default_adult_path, load_adult
+from ...datasets import ADULT_ENV, adult_path, load_adult
 
 __all__ = ["COLUMNS", "DATA_ENV", "default_data", "load_race_education"]
 
@@ -20,9 +21,10 @@ DATA_ENV = ADULT_ENV
 COLUMNS = ("race", "education", "education_num")
 
 
-def default_data() -> Path:
-    """The adult.data file the case study reads by default (see the module docstring)."""
-    return default_adult_path()
+def default_data(download: bool = True) -> Path:
+    """The adult.data file the case study reads by default (see the module docstring); ``download=False``
+    raises FileNotFoundError rather than fetch it."""
+    return adult_path("adult.data", download=download)
 
 
 def load_race_education(path: Path | None = None) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from scipy import special
 
 from .._random import SeedLike, as_generator
 from .._validation import positive_int
+from ._guards import check_box, check_possible, check_z_keys
 from .conjugate import BetaMixture, conjugate_pair
 from .model import PPDModel, theta_logpdf
 from .results import _dims, assemble, posterior_dataset
@@ -44,8 +45,9 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
         classes in :mod:`ppdinfer.generators` do.
     theta_grid : array_like, optional
         For non-conjugate models with scalar theta: the grid to sum over (trapezoid weights
-        times the prior density). Default: ``grid_size`` equal-prior-mass points from the
-        prior's ``ppf``.
+        times the prior density), each value once (a repeated value is refused).
+        Default: ``grid_size`` equal-prior-mass points from the prior's ``ppf``. The grid times
+        the support of x may hold at most 50,000,000 cells, checked before anything is computed.
     draws : int
         Independent exact draws placed in the ``posterior`` group (grid points for a gridded theta).
 
@@ -83,16 +85,25 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
     if not (hasattr(generator, "support") and hasattr(generator, "logpmf")):
         raise ValueError("exact_posterior needs a data model with support(z, theta_dim) and logpmf(x, theta, z)")
     theta_dim = int(np.prod(theta_shape))
-    support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
-    loglik = model.loglik(y, support, z)
     pair = conjugate_pair(model.prior, generator)  # none for a shared p over units of several n_k: the grid
+    if pair is None and theta_dim != 1:
+        raise ValueError("exact_posterior sums over a grid for scalar theta only; this model has "
+                         f"{theta_dim} components and no conjugate form")
+    grid = None if pair is not None else _checked_grid(model, theta_grid, grid_size)
+    check_z_keys(model, y, z, "exact_posterior")
+    support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
+    n_grid = None if grid is None else np.size(grid) if isinstance(grid, np.ndarray) else grid
+    if n_grid is not None and n_grid * support.shape[0] > _MAX_CELLS:  # before the grid's values are computed
+        raise ValueError(f"a grid of {n_grid:,} theta values times {support.shape[0]:,} support points of x is "
+                         f"too large to enumerate (at most {_MAX_CELLS:,} cells): use a smaller grid_size or "
+                         "theta_grid")
+    loglik = model.loglik(y, support, z)
+    check_possible(model, y, z, support_loglik=loglik)
     if pair is not None:
         exact, theta, x = _conjugate(pair, support, loglik, z, draws, rng)
     else:
-        if theta_dim != 1:
-            raise ValueError("exact_posterior sums over a grid for scalar theta only; this model has "
-                             f"{theta_dim} components and no conjugate form")
-        exact, theta, x = _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng)
+        exact, theta, x = _gridded(model, generator, support, loglik, z, grid, draws, rng)
+    check_box(model, x, z, "exact_posterior")
     exact["x_support"] = (["support", *_dims(model.x_name, len(x_shape), model.dims)], support.reshape(-1, *x_shape))
     posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
     return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, labels=labels, exact=exact)
@@ -113,20 +124,31 @@ def _conjugate(pair, support, loglik, z, draws, rng):
     return exact, pair.sample_theta(x, z, rng), x
 
 
-def _gridded(model, generator, support, loglik, z, theta_grid, grid_size, draws, rng):
+def _checked_grid(model, theta_grid, grid_size: int) -> np.ndarray | int:
+    """The user's ``theta_grid`` sorted and checked (finite, no value twice: it would count its prior
+    mass twice), or ``grid_size``: the equal-prior-mass points, computed once the size is known to fit."""
     if theta_grid is None:
         if not hasattr(model.prior, "ppf"):
             raise ValueError("the prior has no ppf: pass theta_grid to exact_posterior")
-        grid = np.asarray(model.prior.ppf((np.arange(grid_size) + 0.5) / grid_size), dtype=float)
-        log_prior_mass = np.full(grid_size, -np.log(grid_size))
+        return grid_size
+    grid = np.sort(np.asarray(theta_grid, dtype=float).reshape(-1))
+    if grid.size < 3 or not np.all(np.isfinite(grid)):
+        raise ValueError(f"theta_grid must hold at least 3 finite values, got {grid.size} values"
+                         + ("" if np.all(np.isfinite(grid)) else " with non-finite ones"))
+    repeated = grid[1:][np.diff(grid) == 0]
+    if repeated.size:
+        raise ValueError(f"theta_grid holds {repeated[0]:g} more than once ({repeated.size} repeats): give each value "
+                         "once, or its prior mass counts twice")
+    return grid
+
+
+def _gridded(model, generator, support, loglik, z, grid, draws, rng):
+    if isinstance(grid, int):  # grid_size points of equal prior mass
+        grid, size = np.asarray(model.prior.ppf((np.arange(grid) + 0.5) / grid), dtype=float), grid
+        log_prior_mass = np.full(size, -np.log(size))
     else:
-        grid = np.sort(np.asarray(theta_grid, dtype=float).reshape(-1))
-        if grid.size < 3 or not np.all(np.isfinite(grid)):
-            raise ValueError("theta_grid must hold at least 3 finite values")
         widths = np.gradient(grid)
         log_prior_mass = theta_logpdf(model.prior, grid[:, None], z) + np.log(widths)
-    if grid.size * support.shape[0] > _MAX_CELLS:
-        raise ValueError(f"a grid of {grid.size} times {support.shape[0]} support points is too large to enumerate")
     log_joint = log_prior_mass[:, None] + generator.logpmf(support, grid, z) + loglik[None, :]
     joint, log_evidence = _normalize(log_joint)
     theta_pmf = joint.sum(axis=1)

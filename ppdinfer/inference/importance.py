@@ -20,6 +20,7 @@ from scipy import special
 from .._random import SeedLike, as_generator, block_generator, root_seed
 from .._validation import positive_int
 from ..kernels import sorted_search
+from ._guards import check_box, check_possible, check_proposal, check_z_keys
 from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
 from .parallel import BlockPool
 from .rejection import BLOCK_SIZE
@@ -69,7 +70,11 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     Warns (:class:`ImportanceWarning`) when Pareto k > 0.7, or when the ESS is below 100
     whatever k says: k is NaN when the largest weights are tied (common with a discrete
     likelihood) or when ``draws`` < 25, too few for PSIS, which is then skipped (and the ESS
-    warning fires).
+    warning fires). Warns too when a ``proposal`` misses more than 0.1 % of the posterior (its
+    density is zero where a pilot of 4096 prior draws weighted by the likelihood puts that
+    much mass): the weights can never reach that part, and no other diagnostic sees it.
+    Refuses a y of probability zero under the model (where that can be decided, see
+    :func:`rejection_sample`).
 
     Parameters
     ----------
@@ -118,8 +123,12 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
+    check_z_keys(model, y, z, "importance_sample")
+    check_possible(model, y, z)
+    coverage = None
     if proposal is not None:
         check_distribution(proposal, "proposal")
+        coverage = check_proposal(model, proposal, y, z)
     n_blocks = -(-draws // BLOCK_SIZE)
     weigh_block = _WeightedBlock(model, y, z, root, proposal, draws)
     with BlockPool(cores, executor) as pool:
@@ -128,10 +137,13 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
         raise ValueError(f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}")
     if not np.any(np.isfinite(log_w)):
-        raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is")
+        raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is, "
+                         "or y has probability zero under the model")
     log_w, weights = _normalized(log_w)
     psis_log_w, pareto_k = pareto_smooth(log_w)
     ess = float(1 / np.dot(weights, weights))
+    if coverage is not None:
+        warnings.warn(f"importance_sample: {coverage}", ImportanceWarning, stacklevel=2)
     if pareto_k > PARETO_K_THRESHOLD or ess < MIN_ESS:
         problem = (f"Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy tail"
                    if pareto_k > PARETO_K_THRESHOLD else f"the effective sample size is below {MIN_ESS}")
@@ -144,6 +156,7 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
     index = _stratified(weights, draws, block_generator(root, n_blocks))
     posterior = posterior_dataset(model, theta[index], x[index], theta_shape, x_shape)  # NumPy indexing: 2x xarray's
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
+    check_box(model, x[index], z, "importance_sample")
     proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
                                  psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
     stats = xr.Dataset({"ess": ((), ess), "pareto_k": ((), pareto_k)})

@@ -267,13 +267,20 @@ class PPDModel:
         """
         available = available_memory()
         values = int(np.prod(theta_shape)) + int(np.prod(x_shape)) + 2
-        needed = draws * values * 8 * _MEMORY_COPIES
+        needed = draws * values * 8 * _MEMORY_COPIES  # a Python int: exact however large draws is
         if available is not None and needed > available:
+            mib = f"{needed / 2**20:,.0f}" if needed < 10**18 else _count(needed // 2**20)
             raise ValueError(
-                f"draws={draws} needs about {needed / 2**20:,.0f} MiB ({draws} draws x {values} values x 8 bytes x "
+                f"draws={_count(draws)} needs about {mib} MiB ({_count(draws)} draws x {values} values x 8 bytes x "
                 f"{_MEMORY_COPIES} copies) but only {available / 2**20:,.0f} MiB of memory is available: ask for "
                 "fewer draws"
             )
+
+
+def _count(n: int) -> str:
+    """A whole number for a message: in full, or as 1.23e+300 from 10^18 on (never hundreds of digits)."""
+    digits = str(n)
+    return digits if n < 10**18 else f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}"
 
 
 def available_memory() -> int | None:

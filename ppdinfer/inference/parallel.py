@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -39,15 +40,17 @@ def available_cores() -> int:
 
 
 def resolve_cores(cores: int | None) -> int:
-    """``cores`` as a positive int. None means every available core at the top level (the main
+    """``cores`` as a positive int, at most the available cores (more are capped, with a warning: extra
+    threads would only compete for the same cores, and thousands of them cost minutes and gigabytes).
+    None means every available core at the top level (the main
     thread of a process that no multiprocessing parent started), and 1 inside a worker thread or a
     child process: that caller is parallel already, and threads of its own in every worker would
     only compete for the same cores.
 
     Examples
     --------
-    >>> resolve_cores(2)
-    2
+    >>> resolve_cores(1)
+    1
     >>> resolve_cores(None) == available_cores()        # here, at the top level
     True
     >>> from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +58,12 @@ def resolve_cores(cores: int | None) -> int:
     1
     """
     if cores is not None:
-        return positive_int(cores, "cores")
+        cores, available = positive_int(cores, "cores"), available_cores()
+        if cores > available:
+            warnings.warn(f"cores={cores} exceeds the {available} cores available: using {available}", UserWarning,
+                          stacklevel=4)
+            return available
+        return cores
     top_level = threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None
     return available_cores() if top_level else 1
 
@@ -89,6 +97,9 @@ class BlockPool:
     """
 
     def __init__(self, cores: int | None = None, executor: Executor | None = None):
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise ValueError(f"executor must be a concurrent.futures.Executor (with a submit method), e.g. "
+                             f"ThreadPoolExecutor(4), or None for the sampler's own threads; got {executor!r}")
         self.workers = available_cores() if executor is not None else resolve_cores(cores)
         self._own = executor is None and self.workers > 1
         self._executor = (ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ppdinfer-block")

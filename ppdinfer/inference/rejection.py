@@ -21,6 +21,7 @@ from tqdm import tqdm
 from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
+from ._guards import check_box, check_possible, check_z_keys
 from .model import PPDModel
 from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
 from ..mechanisms.base import AdditiveNoiseMechanism
@@ -85,6 +86,16 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     factorize (a hyperprior, a non-separable mechanism) is refused: use
     :func:`ppdinfer.pymc.sample_model`.
 
+    Checks before sampling (shared with :func:`importance_sample` and :func:`exact_posterior`): a key
+    of z that neither the prior, the data model nor the mechanism reads is warned about (a misspelt
+    key); a y of probability zero under the model is refused ("y has probability zero under the
+    model") where that is decided soundly: by y alone for a post-processed release (y outside the
+    image of its box) and a congenial mechanism (y off its invariants), or when the likelihood is
+    zero at every x of the data model's finite support (tried when it is zero at a pilot of
+    prior-predictive x). After sampling, a :class:`ppdinfer.mechanisms.PostProcessedRelease` whose
+    box misses more than 0.1 % of the raw release's law at an x drawn gives a
+    :class:`ppdinfer.mechanisms.BoxMassWarning`.
+
     Parameters
     ----------
     model : PPDModel
@@ -109,7 +120,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         Threads that propose and test blocks concurrently. One core runs without threads. The
         default is every available core when called from the main thread of the main process,
         and one core inside a worker thread or a child process (a thread or process pool, a dask
-        worker), which is parallel already.
+        worker), which is parallel already. More than the available cores are capped to them,
+        with a warning.
     executor : concurrent.futures.Executor, optional
         Runs the blocks instead of the thread pool, e.g. a ``ProcessPoolExecutor`` when the
         model's simulator is pure Python and holds the GIL (the model must then pickle).
@@ -144,6 +156,8 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
+    check_z_keys(model, y, z, "rejection_sample")
+    check_possible(model, y, z)
     unit_models = _unit_models(model, x_shape)
     root = root_seed(random_seed)
     settings = dict(draws=draws, blocks_per_chunk=blocks_per_chunk, max_proposals=max_proposals,
@@ -187,6 +201,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         stopped = run if unit_models is None else runs[-1]
         warnings.warn(_stop_message(stop_reason, stopped.theta.shape[0], draws, stopped.n_proposals,
                                     float(stats["seconds"])), BudgetWarning, stacklevel=2)
+    check_box(model, x, z, "rejection_sample")
     return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
                     attrs={"sampler": "rejection", "complete": stop_reason is None,
                            "stopped_by": stop_reason or "", "per_unit": unit_models is not None}, labels=labels)

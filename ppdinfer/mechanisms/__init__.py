@@ -31,9 +31,9 @@ __all__ = [
 from .knorm import KNormGradient
 from .congenial import Congenial
 from .canonical import CanonicalNoise, Tulap
-from .postprocessed import PostProcessedRelease
+from .postprocessed import BoxMassWarning, PostProcessedRelease
 from .semidp import KNormMechanism, NormBallMechanism, SemiDPGaussian, naive_gaussian
 from .wem import BaseMeasure, CongenialBase, Naive, PriorCongenial, WassersteinExponential
 
-__all__ += ["BaseMeasure", "CanonicalNoise", "Congenial", "CongenialBase", "KNormGradient", "KNormMechanism", "Naive",
+__all__ += ["BaseMeasure", "BoxMassWarning", "CanonicalNoise", "Congenial", "CongenialBase", "KNormGradient", "KNormMechanism", "Naive",
             "NormBallMechanism", "PostProcessedRelease", "PriorCongenial", "SemiDPGaussian", "Tulap", "WassersteinExponential", "naive_gaussian"]

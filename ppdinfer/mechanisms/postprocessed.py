@@ -15,6 +15,7 @@ measures). With it, every sampler of the package works from y* as from y.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -26,6 +27,26 @@ from .base import Mechanism
 
 #: Distinct x whose log-likelihood is remembered for one (y*, z) before the memory starts afresh.
 MEMO_LIMIT = 1_000_000
+#: The samplers warn when the box misses more than this share of the raw release's law at an x they drew.
+BOX_TOLERANCE = 1e-3
+
+
+class BoxMassWarning(UserWarning):
+    """The box of a :class:`PostProcessedRelease` misses a noticeable part of the raw release's law
+    at an x a sampler drew, so the likelihood there, and the posterior, are too small there.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from ppdinfer.mechanisms import BoxMassWarning, DiscreteLaplace, PostProcessedRelease
+    >>> narrow = PostProcessedRelease(DiscreteLaplace(1.0), lambda y, z: np.maximum(y, 0), box=np.arange(-2, 10))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     missed = narrow.check_box([[0], [5]])      # P(y < -2 | x = 0) for discrete Laplace noise
+    >>> caught[0].category is BoxMassWarning, round(missed, 4)
+    (True, 0.0364)
+    """
 
 
 class PostProcessedRelease(Mechanism):
@@ -123,6 +144,32 @@ class PostProcessedRelease(Mechanism):
         """sum over the box of pi(y | x, z), for each row of ``x``: 1 minus what the likelihood misses."""
         return np.exp(self._log_total(self.box, x, z))
 
+    def check_box(self, x, z=None, tolerance: float = BOX_TOLERANCE, caller: str = "PostProcessedRelease",
+                  stacklevel: int = 2) -> float:
+        """Warn (:class:`BoxMassWarning`) when the box misses more than ``tolerance`` of the raw
+        release's law at one of the rows of ``x``; return the largest share missed.
+
+        The samplers call it with the distinct x they drew (their posterior's x).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ppdinfer.mechanisms import DiscreteLaplace, PostProcessedRelease
+        >>> clipped = PostProcessedRelease(DiscreteLaplace(1.0), lambda y, z: np.maximum(y, 0), box=np.arange(-60, 80))
+        >>> clipped.check_box([[0], [5], [20]]) < 1e-12      # the box holds the law at these x
+        True
+        """
+        rows = integer_valued(x, "x").reshape(-1, self.dim)
+        missed = 1 - self.box_mass(rows, z)
+        worst = int(np.argmax(missed))
+        if missed[worst] > tolerance:
+            warnings.warn(
+                f"{caller}: the box of raw releases misses {missed[worst]:.3g} of the raw release's law at x = "
+                f"{rows[worst].tolist()} ({int(np.sum(missed > tolerance))} of the {rows.shape[0]} distinct x drawn "
+                f"miss more than {tolerance:g}), so the likelihood and the posterior are wrong there: widen the box",
+                BoxMassWarning, stacklevel=stacklevel)
+        return float(missed[worst])
+
     def log_bound(self, z=None, size: int = 1) -> float:
         """0: pi(y* | x, z) is a probability."""
         return 0.0
@@ -168,6 +215,11 @@ class PostProcessedRelease(Mechanism):
         if published.ndim != 2 or published.shape[0] != raw.shape[0]:
             raise ValueError(f"postprocess returned shape {np.shape(published)} for {raw.shape[0]} raw releases; "
                              "it must map each row of y to one row")
+        if np.isnan(published).any():
+            first = int(np.flatnonzero(np.isnan(published).any(axis=1))[0])
+            raise ValueError(f"postprocess returned NaN for the raw release {raw[first].tolist()} (and "
+                             f"{int(np.isnan(published).any(axis=1).sum()) - 1} others): h must publish a number for "
+                             "every raw release, or no y* could ever match it")
         return published
 
 
