@@ -10,7 +10,8 @@ from __future__ import annotations
 import doctest
 import importlib
 import io
-import os
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.image import imsave
+
+from ppdinfer.reproduce import case_studies
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {"ppdinfer": ROOT / "ppdinfer", "ppdinfer.models": ROOT / "models",
@@ -47,18 +50,106 @@ def test_docstring_examples(name):
     assert runner.failures == 0, report.getvalue()
 
 
+def sphinx(source: Path, out: Path, *options: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``sphinx-build -W --keep-going -n`` of ``source`` into ``out/html`` (doctrees in ``out/doctrees``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html", "-d", str(out / "doctrees"),
+         *options, str(source), str(out / "html")], capture_output=True, text=True, timeout=timeout)
+
+
 def test_every_public_name_has_an_example_and_the_site_builds_strictly(tmp_path):
-    """``make docs`` in a temporary folder: any warning fails, including docs/_ext/ppd_docscheck.py's."""
-    figures = tmp_path / "figures"  # stand-ins for a case study's results folder
-    figures.mkdir()
-    for name in ["figure1_case_rates", "figure2_relative_error", "figure3_contractions", "figure4_correlated_counts"]:
-        imsave(figures / f"{name}.png", np.array([[0.0, 1.0]]))
-    build = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html",
-         "-d", str(tmp_path / "doctrees"), str(ROOT / "docs"), str(tmp_path / "html")],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "PPDINFER_DOCS_FIGURES": str(figures)},
-    )
+    """``make docs`` in a temporary folder, any warning failing it (docs/_ext/ppd_docscheck.py's included).
+
+    Without executing the notebooks (tests/test_notebooks.py does) or running the case studies
+    (their tests run the quick variants): one case study's quick run is a stand-in in the cache,
+    and its page must show its claims table and figure; the others show a note.
+    """
+    cache = tmp_path / "cache"
+    run = cache / "case_studies" / "semidp_tables"
+    run.mkdir(parents=True)
+    imsave(run / "stand_in_figure.png", np.array([[0.0, 1.0]]))
+    (run / "report.md").write_text("# Stand-in report\n\n## Claims\n\n| # | claim | holds |\n|---|---|---|\n"
+                                   "| 1 | a stand-in claim | yes |\n\n![a stand-in figure](stand_in_figure.png)\n")
+    (cache / "case_studies" / "semidp_tables.json").write_text(json.dumps(
+        {"report": "report.md", "seconds": 7.0, "digest": "0123456789abcdef", "version": "0"}))
+    build = sphinx(ROOT / "docs", tmp_path, "-D", "nb_execution_mode=off", "-D", "ppd_case_study_runs=0",
+                   "-D", f"ppd_cache={cache}")
     assert build.returncode == 0, build.stderr[-5000:]
     html = tmp_path / "html"
-    assert (html / "notebooks" / "00_privatized_count.html").exists()  # rendered as stored, not executed
-    assert (html / "_images" / "figure4_correlated_counts.png").exists()
+    assert (html / "notebooks" / "00_privatized_count.html").exists()
+    page = (html / "case_studies" / "semidp_tables.html").read_text()
+    assert "a stand-in claim" in page and "code digest 0123456789abcdef" in page
+    assert (html / "_images" / "stand_in_figure.png").exists()
+    assert "No quick run is shown here" in (html / "case_studies" / "covid_pa.html").read_text()
+    index = (html / "case_studies.html").read_text()
+    for name in case_studies():
+        assert f'href="case_studies/{name}.html"' in index, name
+
+
+NOTEBOOK_CONF = """
+import sys
+sys.path.insert(0, {ext!r})
+extensions = ["myst_nb", "ppd_results"]
+nb_execution_mode = "cache"
+nb_execution_show_tb = True
+nb_execution_in_temp = True
+ppd_case_study_runs = False
+ppd_case_study_pages = ""
+ppd_data_absent_errors = ["FileNotFoundError"]
+"""
+
+
+def notebook(*sources: str):
+    nbformat = pytest.importorskip("nbformat")
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A notebook")]
+                                    + [nbformat.v4.new_code_cell(source) for source in sources])
+
+
+def test_a_notebook_whose_data_are_absent_is_shown_without_outputs_and_another_failure_fails(tmp_path):
+    """The executed-notebook build: absent data (FileNotFoundError) gives a note; any other error fails it."""
+    nbformat = pytest.importorskip("nbformat")
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "conf.py").write_text(NOTEBOOK_CONF.format(ext=str(ROOT / "docs" / "_ext")))
+    (source / "index.md").write_text("# Index\n\n```{toctree}\nreads_data\n```\n")
+    nbformat.write(notebook("print('first' + 'output')", "open('no-such-data.csv')"), source / "reads_data.ipynb")
+    build = sphinx(source, tmp_path / "absent")
+    assert build.returncode == 0, build.stderr[-3000:]
+    page = (tmp_path / "absent" / "html" / "reads_data.html").read_text()
+    assert "Shown without outputs" in page and "No such file or directory" in page
+    assert "firstoutput" not in page  # the partial outputs are gone, the cells stay
+    assert page.count("cell_input") == 2
+
+    nbformat.write(notebook("print('first' + 'output')", "raise ValueError('a bug')"), source / "reads_data.ipynb")
+    build = sphinx(source, tmp_path / "bug")
+    assert build.returncode != 0
+    assert "Executing notebook failed" in build.stderr and "ValueError" in build.stderr
+
+
+def test_data_absent_reads_the_error_line_of_a_traceback():
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from ppd_results import data_absent
+
+    traceback = ("nbclient.exceptions.CellExecutionError: An error occurred\n------------------\n"
+                 "raise FileNotFoundError('x')\n------------------\n\n"
+                 "\x1b[31mFileNotFoundError\x1b[39m: no adult data: set PPDINFER_ADULT_DATA\n")
+    assert data_absent(traceback, ["FileNotFoundError"]) == "FileNotFoundError: no adult data: set PPDINFER_ADULT_DATA"
+    assert data_absent(traceback.replace("FileNotFoundError", "KeyError"), ["FileNotFoundError"]) is None
+
+
+def test_readme_fits_a_screen_and_lists_every_case_study_from_the_registry():
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    from ppd_results import readme_table
+
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme) <= 8500, len(readme)
+    assert "make demo" in readme and "make test" in readme and "pip install ." in readme
+    table = readme_table()
+    assert table in readme, f"README.md's case-study table differs from the registry; it should read:\n{table}"
+    figure = ROOT / "docs" / "_static" / "demo_posteriors.png"
+    assert f"]({figure.relative_to(ROOT).as_posix()})" in readme
+    assert figure.stat().st_size < 200_000
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+    assert {"docs/index.md", "docs/api/index.md", "LICENSE"} <= set(links)
+    assert [link for link in links if not (ROOT / link).exists()] == []

@@ -14,23 +14,15 @@
 Docstrings are read as plain text first (``help()``), so ``|`` in them is mathematics (absolute
 values, norms, "given"), never an rST substitution or line block: `escape_bars` escapes it outside
 inline literals and roles, literal blocks, directives and doctests.
-
-It also provides the ``covid-figures`` directive: the case study's figures from a results folder
-on this machine (``$PPDINFER_DOCS_FIGURES``, else the full run's, else the quick run's), or a note
-saying how to make them. The docs build never runs the case study.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import re
-from pathlib import Path
 
-from docutils import nodes
 from sphinx.util import logging
-from sphinx.util.docutils import SphinxDirective
 
 logger = logging.getLogger(__name__)
 
@@ -142,50 +134,11 @@ def escape_bars(app, what, name, obj, options, lines) -> None:
         lines[i] = "".join(part if k % 2 else _BAR.sub(r"\\|", part) for k, part in enumerate(parts))
 
 
-FIGURE_FOLDERS = ["covid_results/report", "results/covid_pa/report", "covid_quick/report",
-                  "results/covid_pa_quick/report"]
-FIGURES = {
-    "figure1_case_rates": "Figure 1: synthetic case rates of three counties.",
-    "figure2_relative_error": "Figure 2: relative error of the case rates.",
-    "figure3_contractions": "Figure 3: contractions by post-processing.",
-    "figure4_correlated_counts": "Figure 4: Delta_z of correlated counts.",
-}
-
-
-class CovidFigures(SphinxDirective):
-    """The COVID-19 case study's figures from a results folder, if one exists here."""
-
-    def run(self):
-        root = Path(self.env.srcdir).parent
-        folders = [Path(os.environ["PPDINFER_DOCS_FIGURES"])] if os.environ.get("PPDINFER_DOCS_FIGURES") else []
-        folders += [root / folder for folder in FIGURE_FOLDERS]
-        folder = next((f for f in folders if all((f / f"{n}.png").is_file() for n in FIGURES)), None)
-        if folder is None:
-            note = nodes.paragraph(text="No results folder exists where these pages were built, so the figures "
-                                        "are not shown: run make covid-quick (about a minute) or make covid, then "
-                                        "make docs.")
-            return [note]
-        here = Path(self.env.doc2path(self.env.docname)).parent
-        shown = folder.relative_to(root) if folder.is_relative_to(root) else folder
-        figures = [nodes.paragraph(text=f"From {shown}/, the last run on the machine that built these pages.")]
-        for name, caption in FIGURES.items():
-            path = (folder / f"{name}.png").resolve()
-            self.env.note_dependency(str(path))
-            figure = nodes.figure()
-            figure += nodes.image(uri=os.path.relpath(path, here), alt=name)
-            figure += nodes.caption(text=caption)
-            figures.append(figure)
-        return figures
-
-
 def setup(app):
     app.add_config_value("ppd_public_modules", [], "env")
     app.add_config_value("ppd_docstring_allowlist", set(), "env")
     app.add_config_value("ppd_foreign_members", set(), "env")
-    app.add_directive("covid-figures", CovidFigures)
     app.connect("autodoc-process-docstring", escape_bars)
     app.connect("builder-inited", check_docstrings)
     app.connect("env-check-consistency", check_reference)
-    # the figures depend on which results folders exist: read the page that shows them every time
-    app.connect("env-get-outdated", lambda app, env, added, changed, removed: ["case_studies"])
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
