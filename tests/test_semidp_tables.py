@@ -14,6 +14,9 @@ def test_quick_reproduction_writes_the_report_and_every_claim_holds(tmp_path):
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
     assert "**no**" not in text and "40.95057" in text and "17.91528" in text
+    # The authors clamp the release at zero in their Gaussian script (Figure 2) only, not in their K-norm script.
+    assert "Gaussian script (Figure 2) clamps" in text and "K-norm script (Figure 3) does not clamp" in text
+    assert "the authors' code clamps the release" not in text
     for name in ["figure2_gaussian", "figure3_knorm"]:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     fig2 = xr.load_dataset(tmp_path / "figure2_costs.nc")

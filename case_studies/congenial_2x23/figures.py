@@ -52,14 +52,14 @@ def plot_distances(distances: np.ndarray, path: Path) -> Path:
 
 
 def plot_acceptance_curve(curve: AcceptanceCurve, paper_rate: float, paper_epsilon: float, path: Path) -> Path:
-    """Appendix C, Figure 2: the MIS acceptance rate against eps~ (mean over chains, +- 2 SE), and the paper's."""
+    """Appendix C, Figure 2: the MIS acceptance rate against eps~ (+- 2 batch-means SE), and the paper's."""
     fig, ax = plt.subplots(figsize=(6, 4))
     mean, se = 100 * curve.mean, 100 * np.nan_to_num(curve.standard_error)
-    ax.errorbar(curve.grid, mean, yerr=2 * se, marker="o", capsize=3, label="measured (mean of chains, +- 2 SE)")
+    ax.errorbar(curve.grid, mean, yerr=2 * se, marker="o", capsize=3, label="measured (+- 2 batch-means SE)")
     ax.plot([paper_epsilon], [100 * paper_rate], "r*", markersize=12, label="paper (printed)")
     ax.set_xlabel("proposal parameter eps~")
     ax.set_ylabel("acceptance rate (%)")
-    ax.set_title(f"Algorithm 1 on Table 1: {curve.rates.shape[0]} chains x {curve.iterations:,} iterations per eps~")
+    ax.set_title(f"Algorithm 1 on Table 1: {curve.chains} chains x {curve.iterations:,} iterations per eps~")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

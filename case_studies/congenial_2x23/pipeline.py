@@ -46,8 +46,8 @@ def measure(settings: Settings, quick: bool = False, progressbar: bool = False) 
     Examples
     --------
     >>> from dataclasses import replace
-    >>> tiny = replace(QUICK, proposal_grid=(0.6,), grid_iterations=500, trace_iterations=200, burn_in=200,
-    ...                rejection_budget=1, check_releases=3, n_tables=2, releases_per_table=2)
+    >>> tiny = replace(QUICK, proposal_grid=(0.6,), grid_iterations=500, grid_warm_up=0, trace_iterations=200,
+    ...                burn_in=200, rejection_budget=1, check_releases=3, n_tables=2, releases_per_table=2)
     >>> m, states = measure(tiny, quick=True)
     >>> m.distances.shape, states.shape
     ((2, 4, 2), (200, 2, 23))
@@ -63,7 +63,8 @@ def measure(settings: Settings, quick: bool = False, progressbar: bool = False) 
     with _timed(seconds, "acceptance curve"), \
             tqdm(total=len(settings.proposal_grid) * settings.grid_chains, desc="acceptance curve", **bars) as bar:
         curve = acceptance_curve(CONFIDENTIAL, settings.proposal_grid, settings.grid_chains,
-                                 settings.grid_iterations, next(seeds), advance=bar.update)
+                                 settings.grid_iterations, next(seeds), advance=bar.update,
+                                 warm_up=settings.grid_warm_up)
     with _timed(seconds, "trace"):
         states, trace_rate = mis_trace(CONFIDENTIAL, settings.trace_iterations, next(seeds))
     with _timed(seconds, "exact rejection"), \

@@ -19,11 +19,19 @@ from .data import AGE_GROUPS, CONFIDENTIAL, PAPER_RELEASE, ROWS, SOLVED_CELLS, i
 from .settings import Settings
 from .table1 import EPSILON, PAPER_PROPOSAL_EPSILON, PROPOSALS_PER_DRAW, AcceptanceCurve, RejectionEstimate
 
-__all__ = ["AGREEMENT_SIGMAS", "MIN_EXACT_DRAWS", "ON_PAR", "PAPER_ACCEPTANCE", "Claim", "Measurements", "claims",
-           "write_report"]
+__all__ = ["AGREEMENT_SIGMAS", "LONG_RUN_ACCEPTANCE", "LONG_RUN_BEST", "MIN_EXACT_DRAWS", "ON_PAR", "PAPER_ACCEPTANCE",
+           "Claim", "Measurements", "acceptance_claims", "claims", "write_report"]
 
 #: The acceptance rate the paper prints for eps~ = 0.6.
 PAPER_ACCEPTANCE = 0.0168
+#: The MIS's long-run acceptance rate at eps~ = 0.6 on Table 1 and its standard error, measured outside this
+#: run: an independent implementation of Algorithm 1 gets 1.520% +- 0.005% (issue 24); the stationary rate
+#: E min(w(X), w(Y)) / E w(X) over independent proposals X, Y, w = p / q, agrees (1.523% +- 0.017% from 2 million
+#: proposals; a one-off computation, see the README).
+LONG_RUN_ACCEPTANCE = (0.01520, 0.00005)
+#: The best eps~ in the long run: the full run's grid and the stationary rate both peak at 0.65, each about 2.4
+#: standard errors above 0.6.
+LONG_RUN_BEST = 0.65
 #: A measured value "agrees" with another when they differ by at most this many standard errors.
 AGREEMENT_SIGMAS = 3.0
 #: The MIS-against-exact check needs at least this many exact draws.
@@ -101,31 +109,74 @@ def _table_claims(m: Measurements) -> list[Claim]:
     ]
 
 
-def _acceptance_claims(m: Measurements) -> list[Claim]:
-    curve = m.curve
-    rate, se = curve.at(PAPER_PROPOSAL_EPSILON)
-    best_rate = float(curve.mean.max())
-    grid = f"{curve.grid[0]:g}..{curve.grid[-1]:g} ({len(curve.grid)} values)"
-    best_se = float(curve.standard_error[int(np.argmax(curve.mean))])
-    gap_se = math.hypot(se, best_se)
-    best_holds = "yes" if math.isclose(curve.best, PAPER_PROPOSAL_EPSILON) else "no"
-    if best_holds == "no" and not math.isnan(gap_se):
-        best_holds = (f"no, but eps~ = 0.6 is within {AGREEMENT_SIGMAS:g} SE of the best" if
-                      best_rate - rate <= AGREEMENT_SIGMAS * gap_se else
-                      f"no: 0.6 is {(best_rate - rate) / gap_se:.1f} SE below the best")
+def _best_verdict(curve: AcceptanceCurve) -> str:
+    mean, se = curve.mean, curve.standard_error
+    j = int(np.argmax(mean))
+    if math.isnan(se[j]) or not np.any(np.isclose(curve.grid, PAPER_PROPOSAL_EPSILON)):
+        return "not judged (no standard error, or 0.6 not on the grid)"
+    gap_se = np.hypot(se, se[j])
+    close = [e for e, m, g in zip(curve.grid, mean, gap_se) if mean[j] - m <= AGREEMENT_SIGMAS * g]
+    paper = PAPER_PROPOSAL_EPSILON
+    if not any(math.isclose(e, paper) for e in close):
+        k = int(np.argmin(np.abs(np.asarray(curve.grid) - paper)))
+        return f"no: 0.6 is {(mean[j] - mean[k]) / gap_se[k]:.1f} SE below the best"
+    if len(close) == 1:
+        return "yes"
+    return (f"not resolved: {', '.join(f'{e:g}' for e in close)} are within {AGREEMENT_SIGMAS:g} SE of the best "
+            f"(the long-run best is about {LONG_RUN_BEST:g})")
+
+
+def _level_verdict(rate: float, se: float) -> str:
     if math.isnan(se):
-        level = "not judged (one chain: no standard error)"
-    elif abs(rate - PAPER_ACCEPTANCE) <= AGREEMENT_SIGMAS * se:
-        level = "yes"
-    else:
-        level = (f"no: {'lower' if rate < PAPER_ACCEPTANCE else 'higher'} by "
-                 f"{abs(rate - PAPER_ACCEPTANCE) / se:.0f} SE (the notes' erratum expects lower)")
+        return "not judged (no standard error)"
+    reference, reference_se = LONG_RUN_ACCEPTANCE
+    if abs(rate - PAPER_ACCEPTANCE) > AGREEMENT_SIGMAS * se:
+        return (f"no: {'lower' if rate < PAPER_ACCEPTANCE else 'higher'} by "
+                f"{abs(rate - PAPER_ACCEPTANCE) / se:.1f} SE (the notes' erratum expects lower)")
+    if abs(rate - reference) <= AGREEMENT_SIGMAS * math.hypot(se, reference_se):
+        return (f"not resolved: within {AGREEMENT_SIGMAS:g} SE of both 1.68% and the long-run "
+                f"{_percent(reference)}; longer chains are needed")
+    return "yes"
+
+
+def _acceptance_summary(curve: AcceptanceCurve) -> str:
+    rates = ", ".join(f"{e:g}: {_percent(float(r), float(se))}" for e, r, se in
+                      zip(curve.grid, curve.mean, curve.standard_error))
+    return (f"acceptance rate +- batch-means SE by eps~ ({curve.chains} chains x {curve.iterations:,} iterations) "
+            f"{rates}")
+
+
+def acceptance_claims(curve: AcceptanceCurve) -> list[Claim]:
+    """The claims on the MIS's acceptance rate (Appendix C): the best eps~ and the rate at eps~ = 0.6, each
+    judged with the curve's batch-means standard errors, and our chains against the long-run rate.
+
+    A claim is "not resolved" when the numbers are within ``AGREEMENT_SIGMAS`` standard errors of the
+    paper's and of the long-run value alike: too few effective draws to tell.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)       # iid moves at the long-run rates, 4 chains x 250,000 iterations
+    >>> moves = rng.random((3, 4, 250_000)) < np.array([0.01175, 0.01520, 0.01598])[:, None, None]
+    >>> [claim.holds.split(":")[0] for claim in acceptance_claims(AcceptanceCurve((0.55, 0.6, 0.65), moves))]
+    ['no', 'no', 'yes']
+    """
+    rate, se = curve.at(PAPER_PROPOSAL_EPSILON)
+    reference, reference_se = LONG_RUN_ACCEPTANCE
+    gap = math.hypot(se, reference_se)
+    matches = "not judged" if math.isnan(se) else (
+        "yes" if abs(rate - reference) <= AGREEMENT_SIGMAS * gap else f"no: {(rate - reference) / gap:+.1f} SE")
+    sizes = (f"{curve.chains} chains x {curve.iterations:,} iterations after {curve.warm_up:,}, batches of "
+             f"{curve.batch_length:,}")
+    j = int(np.argmax(curve.mean))
     return [
         Claim("eps~ = 0.6 gives the MIS's best acceptance rate (Appendix C, Figure 2)", "0.6",
-              f"best on the grid {grid}: {curve.best:g} ({_percent(best_rate)})", best_holds),
+              f"best on the grid {curve.grid[0]:g}..{curve.grid[-1]:g} ({len(curve.grid)} values): {curve.best:g} "
+              f"({_percent(float(curve.mean[j]), float(curve.standard_error[j]))}); at 0.6 {_percent(rate, se)}",
+              _best_verdict(curve)),
         Claim("the acceptance rate at eps~ = 0.6 is about 1.68%", _percent(PAPER_ACCEPTANCE),
-              f"{_percent(rate, se)} (mean +- SE of {curve.rates.shape[0]} chains x {curve.iterations:,} "
-              "iterations)", level),
+              f"{_percent(rate, se)} (rate +- batch-means SE over {sizes})", _level_verdict(rate, se)),
+        Claim(f"(our check) our chains' rate at eps~ = 0.6 agrees with the long-run {_percent(reference)} +- "
+              f"{100 * reference_se:.3f}%", "(not in paper)", f"{_percent(rate, se)}", matches),
     ]
 
 
@@ -177,7 +228,7 @@ def _figure1_claims(m: Measurements) -> list[Claim]:
 
 def claims(m: Measurements) -> list[Claim]:
     """Every claim checked, in the order of the report."""
-    return _table_claims(m) + _acceptance_claims(m) + _rejection_claims(m) + _figure1_claims(m)
+    return _table_claims(m) + acceptance_claims(m.curve) + _rejection_claims(m) + _figure1_claims(m)
 
 
 def _markdown_table(table: np.ndarray, columns) -> list[str]:
@@ -212,8 +263,18 @@ def write_report(m: Measurements, folder: Path, figures: dict[str, Path]) -> Pat
         "|---|---|---|---|",
         *(claim.row() for claim in c),
         "",
-        f"A number 'agrees' when within {AGREEMENT_SIGMAS:g} standard errors. The measured numbers are reported "
-        "as they came out; nothing was tuned toward the printed ones.",
+        f"A number 'agrees' when within {AGREEMENT_SIGMAS:g} standard errors; 'not resolved' when it is within "
+        "that of both the paper's value and ours, so that the run is too short to tell. The measured numbers are "
+        "reported as they came out; nothing was tuned toward the printed ones.",
+        "",
+        "## The acceptance rate against the paper's",
+        "",
+        f"This run: {_acceptance_summary(m.curve)}. In the long run the MIS accepts "
+        f"{_percent(LONG_RUN_ACCEPTANCE[0])} of its proposals at eps~ = {PAPER_PROPOSAL_EPSILON:g} (an independent "
+        f"implementation: 1.520% +- {100 * LONG_RUN_ACCEPTANCE[1]:.3f}%), and the best proposal is about "
+        f"{LONG_RUN_BEST:g}: both differ from the paper's {_percent(PAPER_ACCEPTANCE)} and "
+        f"{PAPER_PROPOSAL_EPSILON:g}. Whether this run's chains can show either difference is in the claims "
+        "table ('not resolved' where they cannot).",
         "",
         "## Table 1 and one congenial release",
         "",
@@ -235,8 +296,14 @@ def write_report(m: Measurements, folder: Path, figures: dict[str, Path]) -> Pat
         "- Every chain starts at the confidential table s* (the paper does not say; the library's choice).",
         f"- A release is the state after a burn-in of {s.burn_in:,} iterations of its own chain (no thinning), so "
         "releases are independent runs of the mechanism.",
-        f"- Acceptance curve: {s.grid_chains} independent chains of {s.grid_iterations:,} iterations per eps~ on "
-        f"{', '.join(f'{e:g}' for e in s.proposal_grid)}; the rate counts accepted moves over all iterations.",
+        f"- Acceptance curve: {s.grid_chains} independent chains per eps~ on "
+        f"{', '.join(f'{e:g}' for e in s.proposal_grid)}, each {s.grid_warm_up:,} uncounted and "
+        f"{s.grid_iterations:,} counted iterations; the rate is the moves over the counted iterations, its standard "
+        f"error the batch-means error over {m.curve.batches_per_chain} batches of each chain ({m.curve.batch_length:,} "
+        "iterations each). A chain "
+        "sticks at a heavy state for thousands of iterations: the binomial error and the error from the effective "
+        "sample size are about half the true one on Table 1, and the spread of two chains' rates is too noisy "
+        "to serve (their standard error is about 0.16-0.19% at 20,000 iterations, whatever two chains show).",
         f"- Trace (Figure 3): one chain of {s.trace_iterations:,} iterations from s*, eps~ = "
         f"{PAPER_PROPOSAL_EPSILON:g}, every state kept; its acceptance rate {_percent(m.trace_rate)}.",
         "- For eps~ <= 0.5 the start s* has the largest importance weight p / q in S*, so every move away from "

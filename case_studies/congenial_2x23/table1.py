@@ -26,8 +26,9 @@ from ..._validation import positive_int
 from ...mechanisms import Congenial, DiscreteLaplace
 from .data import SHAPE, free_cells, invariants_for
 
-__all__ = ["EPSILON", "PAPER_PROPOSAL_EPSILON", "PROPOSALS_PER_DRAW", "AcceptanceCurve", "RejectionEstimate",
-           "acceptance_curve", "congenial_mechanism", "mis_release", "mis_trace", "rejection_estimate"]
+__all__ = ["BATCHES_PER_CHAIN", "EPSILON", "PAPER_PROPOSAL_EPSILON", "PROPOSALS_PER_DRAW", "AcceptanceCurve",
+           "RejectionEstimate", "acceptance_curve", "chain_moves", "congenial_mechanism", "mis_release", "mis_trace",
+           "rejection_estimate"]
 
 #: The privacy loss budget per cell of the unconstrained double geometric mechanism.
 EPSILON = 0.5
@@ -86,39 +87,100 @@ def mis_trace(table, iterations: int, random_seed: SeedLike = None,
     return states, mechanism.last_acceptance_rate
 
 
-@dataclass(frozen=True)
-class AcceptanceCurve:
-    """The MIS's acceptance rate per eps~ (``rates[k, j]``: chain k at ``grid[j]``), chains of ``iterations``.
+def chain_moves(states, start) -> np.ndarray:
+    """Whether each iteration of a chain moved: ``states`` (iterations, ...) are its states after ``start``.
+
+    An independence sampler moves exactly when it accepts a proposal that differs from its state; an
+    accepted proposal equal to the state (on Table 1 a chance below 1e-20 per iteration) counts as no move.
 
     Examples
     --------
-    >>> curve = AcceptanceCurve(grid=(0.5, 0.6), rates=np.array([[0.01, 0.02], [0.01, 0.016]]), iterations=10)
-    >>> curve.best, curve.mean.round(3).tolist()
-    (0.6, [0.01, 0.018])
+    >>> chain_moves(np.array([[1, 2], [1, 2], [0, 3], [0, 3]]), start=[1, 2]).tolist()
+    [False, False, True, False]
+    """
+    states = np.asarray(states)
+    flat = states.reshape(len(states), -1)
+    previous = np.vstack([np.asarray(start).reshape(1, -1), flat[:-1]])
+    return np.any(flat != previous, axis=1)
+
+
+#: Batches per chain for the batch-means standard error of an acceptance rate. A chain sticks at a heavy state
+#: for up to tens of thousands of iterations, so the batches must be long: on Table 1 the error grows with the
+#: batch length up to about a fifth of a 200,000-iteration chain, where it matches the spread between chains.
+BATCHES_PER_CHAIN = 5
+
+
+@dataclass(frozen=True)
+class AcceptanceCurve:
+    """The MIS's acceptance rate per eps~ from independent chains: ``moves[j, k, t]`` says whether chain k
+    at ``grid[j]`` moved at its t-th counted iteration (each chain's first ``warm_up`` iterations uncounted).
+
+    The standard error of a rate is the batch-means error: each chain's counted iterations are cut into
+    ``batches_per_chain`` equal batches (a remainder at the end is dropped from the error, not from the
+    rate), and the error is the standard deviation of the batch rates over all chains over the square root
+    of their number. A chain sticks at a heavy state for thousands of iterations, so the binomial error of
+    the iterations, and the error from their effective sample size (the autocorrelation estimated within a
+    chain misses the rare long sticks), are about half the true one; the spread of two chains' rates is an
+    unbiased but very noisy estimate (one degree of freedom).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> moves = rng.random((2, 4, 20_000)) < np.array([0.010, 0.016])[:, None, None]     # iid: no stickiness
+    >>> curve = AcceptanceCurve(grid=(0.5, 0.6), moves=moves, batches_per_chain=20)
+    >>> curve.best, curve.mean.round(3).tolist(), curve.rates.shape
+    (0.6, [0.01, 0.016], (4, 2))
+    >>> bool(abs(curve.standard_error[1] / np.sqrt(0.016 * 0.984 / 80_000) - 1) < 0.2)   # the binomial error
+    True
     """
 
     grid: tuple[float, ...]
-    rates: np.ndarray
-    iterations: int
+    moves: np.ndarray
+    warm_up: int = 0
+    batches_per_chain: int = BATCHES_PER_CHAIN
+
+    @property
+    def iterations(self) -> int:
+        """Counted iterations per chain."""
+        return self.moves.shape[2]
+
+    @property
+    def chains(self) -> int:
+        """Chains per eps~."""
+        return self.moves.shape[1]
+
+    @property
+    def rates(self) -> np.ndarray:
+        """Each chain's acceptance rate, ``rates[k, j]`` for chain k at ``grid[j]``."""
+        return self.moves.mean(axis=2).T
 
     @property
     def mean(self) -> np.ndarray:
-        """The mean acceptance rate over the chains, per eps~."""
-        return self.rates.mean(axis=0)
+        """The acceptance rate per eps~: moves over all counted iterations of its chains."""
+        return self.moves.mean(axis=(1, 2))
+
+    @property
+    def batch_length(self) -> int:
+        """Iterations per batch of the standard error."""
+        return self.iterations // self.batches_per_chain
 
     @property
     def standard_error(self) -> np.ndarray:
-        """The standard error of ``mean`` from the spread between chains (nan for one chain)."""
-        chains = self.rates.shape[0]
-        return self.rates.std(axis=0, ddof=1) / math.sqrt(chains) if chains > 1 else np.full(len(self.grid), np.nan)
+        """The batch-means standard error of ``mean`` per eps~ (nan with fewer than 2 batches in all)."""
+        batches, length = self.chains * self.batches_per_chain, self.batch_length
+        if batches < 2 or length < 1:
+            return np.full(len(self.grid), math.nan)
+        used = self.moves[:, :, :self.batches_per_chain * length]
+        rates = used.reshape(len(self.grid), batches, length).mean(axis=2)
+        return rates.std(axis=1, ddof=1) / math.sqrt(batches)
 
     @property
     def best(self) -> float:
-        """The eps~ of the grid with the largest mean acceptance rate."""
+        """The eps~ of the grid with the largest acceptance rate."""
         return self.grid[int(np.argmax(self.mean))]
 
     def at(self, proposal_epsilon: float) -> tuple[float, float]:
-        """(mean, standard error) at one eps~ of the grid."""
+        """(rate, standard error) at one eps~ of the grid."""
         j = int(np.argmin(np.abs(np.asarray(self.grid) - proposal_epsilon)))
         if not math.isclose(self.grid[j], proposal_epsilon):
             raise ValueError(f"proposal_epsilon {proposal_epsilon} is not on the grid {self.grid}")
@@ -126,28 +188,32 @@ class AcceptanceCurve:
 
 
 def acceptance_curve(table, grid: Sequence[float], chains: int, iterations: int, random_seed: SeedLike = None,
-                     advance: Callable[[], None] = lambda: None) -> AcceptanceCurve:
-    """The MIS's acceptance rate (accepted moves over iterations) for each eps~ of ``grid``, from ``chains``
-    independent chains of ``iterations`` steps started at ``table``; ``advance`` is called after each chain.
+                     advance: Callable[[], None] = lambda: None, *, warm_up: int = 0) -> AcceptanceCurve:
+    """The MIS's acceptance rate for each eps~ of ``grid``, from ``chains`` independent chains started at
+    ``table``, each run for ``warm_up`` uncounted and then ``iterations`` counted steps; ``advance`` is
+    called after each chain.
 
     Examples
     --------
     >>> from ppdinfer.case_studies.congenial_2x23.data import CONFIDENTIAL
-    >>> curve = acceptance_curve(CONFIDENTIAL, [0.6, 0.8], chains=2, iterations=2_000, random_seed=0)
-    >>> curve.rates.shape
-    (2, 2)
+    >>> curve = acceptance_curve(CONFIDENTIAL, [0.6, 0.8], chains=2, iterations=2_000, random_seed=0, warm_up=100)
+    >>> curve.moves.shape, curve.rates.shape
+    ((2, 2, 2000), (2, 2))
     """
     chains, iterations = positive_int(chains, "chains"), positive_int(iterations, "iterations")
+    warm_up = int(warm_up)
+    if warm_up < 0:
+        raise ValueError(f"warm_up must be >= 0, got {warm_up}")
     mechanism = congenial_mechanism(table)
     rng = as_generator(random_seed)
-    rates = np.empty((chains, len(grid)))
+    moves = np.empty((len(grid), chains, iterations), dtype=bool)
     for j, proposal_epsilon in enumerate(grid):
         for k in range(chains):
-            # The state after `iterations` steps: the library keeps only that one.
-            mis_release(mechanism, table, rng, burn_in=iterations - 1, proposal_epsilon=proposal_epsilon)
-            rates[k, j] = mechanism.last_acceptance_rate
+            states = mis_release(mechanism, table, rng, burn_in=0, proposal_epsilon=proposal_epsilon,
+                                 size=warm_up + iterations)
+            moves[j, k] = chain_moves(states, table)[warm_up:]
             advance()
-    return AcceptanceCurve(tuple(float(e) for e in grid), rates, iterations)
+    return AcceptanceCurve(tuple(float(e) for e in grid), moves, warm_up)
 
 
 @dataclass(frozen=True)

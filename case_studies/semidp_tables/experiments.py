@@ -3,7 +3,8 @@ r"""Figures 2 and 3 of Cho & Awan: the L2 cost of Semi-DP releases of a k x k ta
 A confidential k x k table x ~ Multinomial(n = 500, pi) is released with all its one-way margins
 public. Model I: pi uniform over the k^2 cells; Model II: pi_i proportional to i (cells in
 row-major order). Each design adds noise to x, and the cost of a replicate is ||y - x||_2 (the
-paper's L2 cost) or, as in the authors' published code, ||max(y, 0) - x||_2 (clamped).
+paper's L2 cost) or, as in the authors' published Gaussian script (their K-norm script does not
+clamp), ||max(y, 0) - x||_2 (clamped).
 
 Designs (the mechanisms of :mod:`ppdinfer.mechanisms.semidp`):
 
