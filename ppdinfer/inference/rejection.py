@@ -156,6 +156,7 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     labels = model.labels(y, z)
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
+    finite_log_bound(model, y, z)  # before the checks below, which evaluate the likelihood
     check_z_keys(model, y, z, "rejection_sample")
     check_possible(model, y, z)
     unit_models = _unit_models(model, x_shape)
@@ -255,15 +256,21 @@ class _Run:
         return np.diff(np.concatenate([[-1], self.index]))
 
 
-def _run(model, y, z, theta_shape, x_shape, root, *, draws, blocks_per_chunk, max_proposals, max_seconds,
-         progressbar, cores, executor, desc="rejection") -> _Run:
-    """Propose and test blocks until ``draws`` acceptances or a budget: the joint rejection sampler."""
+def finite_log_bound(model: PPDModel, y, z) -> float:
+    """log M of the model's mechanism for a release like y; a ValueError when M is not finite."""
     log_bound = float(model.mechanism.log_bound(z, size=y.size))
     if not math.isfinite(log_bound):
         raise ValueError(
             f"{model.mechanism!r} supplies no finite bound M on its density, so exact rejection "
             "sampling is impossible; use importance_sample or the PyMC layer"
         )
+    return log_bound
+
+
+def _run(model, y, z, theta_shape, x_shape, root, *, draws, blocks_per_chunk, max_proposals, max_seconds,
+         progressbar, cores, executor, desc="rejection") -> _Run:
+    """Propose and test blocks until ``draws`` acceptances or a budget: the joint rejection sampler."""
+    log_bound = finite_log_bound(model, y, z)
     y_flat = y.reshape(-1).astype(np.float64)
     bytes_per_block = BLOCK_SIZE * 8 * (int(np.prod(x_shape)) + int(np.prod(theta_shape)) + 3)
     max_blocks = max(1, _MAX_IN_FLIGHT_BYTES // bytes_per_block)  # blocks in flight at once
