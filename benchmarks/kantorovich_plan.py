@@ -5,7 +5,7 @@ What is measured
 For K support points (the integers 0..K-1) and two random pmfs (Dirichlet(1), seeded):
 
 1. ``kantorovich_plan``: ppdinfer's plan, the exact quantile coupling of
-   ``ppdinfer.privacy.wasserstein`` (integer arithmetic on the binary values of the masses), with
+   ``ppdinfer.geometry.wasserstein`` (integer arithmetic on the binary values of the masses), with
    ``tie_tolerance`` 0 and 1e-12;
 2. ``ot.emd``: POT's network simplex on the dense K x K squared-distance cost (a general LP solver;
    with squared cost its optimum is the comonotone plan), only up to ``--lp-max`` points;

@@ -30,7 +30,7 @@ from ppdinfer.privacy.kantorovich import (
     support_diameter,
     theorem3_constant,
 )
-from ppdinfer.privacy.wasserstein import w_inf
+from ppdinfer.privacy import w_inf
 
 EXAMPLE1 = ([1 / 3, 1 / 6, 1 / 3, 1 / 6], [1 / 4, 1 / 4, 1 / 6, 1 / 3], [1, 2, 3, 4])
 EXAMPLE2 = ([0.2, 0.225, 0.5, 0.075, 0.0], [0.0, 0.075, 0.5, 0.225, 0.2], [1, 2, 3, 4, 5])

@@ -123,3 +123,80 @@ def test_import_ppdinfer_does_not_import_matplotlib():
     code = "import sys, ppdinfer, ppdinfer.inference, ppdinfer.privacy; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def module_name(path: Path) -> str:
+    """The import name of a library file (``ppdinfer/mechanisms/__init__.py`` -> ``ppdinfer.mechanisms``)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports anywhere (functions included), relative imports resolved to absolute names."""
+    name = module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)  # `from .. import privacy`
+    return found
+
+
+def imports_of(folder: str, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    """The files under ``folder`` (relative to the repository) that import any of the ``forbidden`` packages."""
+    offending = {}
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        bad = sorted(m for m in imported_modules(path) if any(m == f or m.startswith(f + ".") for f in forbidden))
+        if bad:
+            offending[str(path.relative_to(ROOT))] = bad
+    return offending
+
+
+def test_imported_modules_resolves_relative_imports(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    folder = tmp_path / "ppdinfer" / "mechanisms" / "distribution"
+    folder.mkdir(parents=True)
+    (folder / "family.py").write_text("import numpy\nfrom ...privacy import _checks\nfrom ... import privacy\n"
+                                      "def f():\n    from ..base import Mechanism\n")
+    (folder / "__init__.py").write_text("from .family import f\nfrom .. import laplace\n")
+    assert imported_modules(folder / "family.py") == {
+        "numpy", "ppdinfer", "ppdinfer.privacy", "ppdinfer.privacy._checks",
+        "ppdinfer.mechanisms.base", "ppdinfer.mechanisms.base.Mechanism"}
+    assert imported_modules(folder / "__init__.py") == {
+        "ppdinfer.mechanisms.distribution.family", "ppdinfer.mechanisms.distribution.family.f",
+        "ppdinfer.mechanisms", "ppdinfer.mechanisms.laplace"}
+    assert imports_of("ppdinfer/mechanisms", ("ppdinfer.privacy",)) == {
+        "ppdinfer/mechanisms/distribution/family.py": ["ppdinfer.privacy", "ppdinfer.privacy._checks"]}
+
+
+def test_mechanisms_never_import_privacy_and_geometry_imports_neither():
+    # privacy/ sits above mechanisms/ (accounting and the Kantorovich calibrations use the mechanisms);
+    # what both need (sensitivity spaces, W_inf, the array checks) sits below both (issue 24, part 6).
+    assert imports_of("ppdinfer/mechanisms", ("ppdinfer.privacy",)) == {}
+    below = ("ppdinfer.privacy", "ppdinfer.mechanisms")
+    assert imports_of("ppdinfer/geometry", below) == {}
+    assert not {m for m in imported_modules(ROOT / "ppdinfer" / "_array_checks.py") if m.startswith(below)}
+
+
+def test_ppdinfer_imports_whichever_mechanisms_module_comes_first(tmp_path):
+    # A copy of the library whose mechanisms/__init__.py imports one submodule before anything else, then
+    # `import ppdinfer` in a fresh interpreter: the layering, not the order of those lines, must make it work.
+    shutil.copytree(ROOT / "ppdinfer", tmp_path / "ppdinfer", ignore=shutil.ignore_patterns("__pycache__"))
+    init = tmp_path / "ppdinfer" / "mechanisms" / "__init__.py"
+    original = init.read_text()
+    names = [module_name(p) for p in sorted((ROOT / "ppdinfer" / "mechanisms").rglob("*.py")) if p != ROOT /
+             "ppdinfer" / "mechanisms" / "__init__.py"]
+    code = "import ppdinfer; print(ppdinfer.__file__)"
+    failed = {}
+    for name in names:
+        init.write_text(f"import {name}  # first\n" + original)
+        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        if run.returncode or not run.stdout.startswith(str(tmp_path)):
+            failed[name] = (run.stderr.strip().splitlines() or [run.stdout])[-1]
+    assert len(names) > 10 and not failed, failed

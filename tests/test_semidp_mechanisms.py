@@ -341,7 +341,7 @@ def test_knorm_refuses_a_hull_beyond_qhull_at_once(rows, cols, changes, size):
 
 def test_hull_cost_predicts_from_size_and_rank():
     assert THREE_BY_THREE.hull_cost == pytest.approx(18.0**2)    # 18 vectors (9 rectangles, +-), rank 4
-    from ppdinfer.privacy import sensitivity_space
+    from ppdinfer.geometry import sensitivity_space
     assert THREE_BY_THREE.hull_cost < sensitivity_space.HULL_COST_LIMIT
 
 

@@ -23,7 +23,7 @@ from ppdinfer.privacy.semidp import (
     table_three_cycles,
     theorem16_bound,
 )
-from ppdinfer.privacy.sensitivity_space import SensitivitySpace
+from ppdinfer.privacy import SensitivitySpace
 
 TABLES = [(2, 2), (2, 3), (3, 3)]
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._random import SeedLike, as_generator
 from .._validation import finite_array, positive_finite, positive_int
-from ..privacy.sensitivity_space import SensitivitySpace
+from ..geometry import SensitivitySpace
 from .base import Mechanism
 from .gaussian import Gaussian
 

@@ -1,6 +1,7 @@
 """Privacy accounting with public information: Wasserstein-infinity sensitivities and eps-TP rules.
 
-- `wasserstein`: exact W_inf on the real line through the quantile coupling.
+- W_inf (the exact quantile coupling) and `SensitivitySpace` live in ``ppdinfer.geometry``, below
+  the mechanisms, and are re-exported here.
 - `sensitivity`: Delta_z for the examples of Seeman, Reimherr & Slavkovic (normal mean, counts
   under SDL properties, correlated counts).
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
@@ -8,8 +9,6 @@
 - `figures`: the paper's Figure 4.
 - `semidp`: Semi-DP adjacency: the semi-adjacent parameter a(t) (Definition 13, and as seen
   from a fixed dataset), the sensitivity spaces of tables with public margins.
-- `sensitivity_space`: the sensitivity space S of a statistic under invariants (Semi-DP): span,
-  projection, l1 / l2 / l_inf sensitivities and the gauge of its convex hull.
 - `kantorovich`: Ding's Kantorovich mechanism for Pufferfish privacy: conditional pmfs of the
   released value given the secret, the comonotone plan and its sensitivity, the calibrations of
   Theorems 1-3 and exact privacy-loss audits.
@@ -70,7 +69,6 @@ from .semidp import (
     table_three_cycles,
     theorem16_bound,
 )
-from .sensitivity_space import SensitivitySpace
 from .sensitivity import (
     CountSensitivity,
     delta_conditional_normal_mean,
@@ -80,7 +78,7 @@ from .sensitivity import (
     k_anonymous_counts,
     t_close_counts,
 )
-from .wasserstein import QuantileCoupling, quantile_coupling, w_inf, w_inf_samples
+from ..geometry import QuantileCoupling, SensitivitySpace, quantile_coupling, w_inf, w_inf_samples
 
 __all__ = [
     "ABSENT",

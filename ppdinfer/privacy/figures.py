@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._validation import positive_int
-from . import _checks
+from .. import _array_checks as _checks
 from .sensitivity import delta_correlated_counts
 
 

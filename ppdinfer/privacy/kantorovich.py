@@ -39,8 +39,8 @@ from .._validation import finite_array, integer_valued, positive_finite, probabi
 from ..mechanisms import DiscreteLaplace, Gaussian, Laplace, classical_gaussian_sigma
 from ..kernels.mixture import laplace_mixture_logpdf
 from ..mechanisms.gaussian import raise_until
-from . import _checks
-from .wasserstein import quantile_coupling
+from .. import _array_checks as _checks
+from ..geometry.wasserstein import quantile_coupling
 
 __all__ = [
     "ABSENT",

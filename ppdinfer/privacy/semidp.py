@@ -68,7 +68,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from .._validation import nonnegative_counts, positive_int
-from .sensitivity_space import SensitivitySpace
+from ..geometry import SensitivitySpace
 
 __all__ = [
     "contingency_sensitivities",

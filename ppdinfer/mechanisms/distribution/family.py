@@ -20,7 +20,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..._validation import finite_array, probability
-from ...privacy import _checks
+from ... import _array_checks as _checks
 
 __all__ = ["DiscreteLaw", "DistributionFamily", "GaussianLaw"]
 

@@ -43,7 +43,7 @@ import numpy as np
 from scipy import integrate, linalg, optimize
 
 from ..._validation import finite_array, positive_finite, probability
-from ...privacy.sensitivity_space import SensitivitySpace
+from ...geometry import SensitivitySpace
 from ..gaussian import Gaussian, analytic_gaussian_sigma, gaussian_delta
 from ..laplace import Laplace
 from ..semidp import KNormMechanism

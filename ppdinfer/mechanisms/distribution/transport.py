@@ -21,7 +21,7 @@ import numpy as np
 from scipy import optimize, sparse
 
 from ..._validation import probability
-from ...privacy.wasserstein import w_inf
+from ...geometry import w_inf
 from .family import DiscreteLaw
 
 __all__ = ["closeness_radius", "transportable_mass", "wasserstein_inf"]

@@ -15,7 +15,7 @@ of 1/2 still forms its pair. The flip side: masses that are equal in decimal but
 towards a larger distance, the safe side for a sensitivity. Where the masses carry rounding (a
 decimal grid, a computed pmf), ``tie_tolerance`` merges levels closer than that fraction of the
 probability on their nearer side (min(F, 1 - F)); it then ignores true masses of that relative
-size too. Log masses (from `sensitivity`) are converted to 53-bit dyadic numbers first, so tails
+size too. Log masses (from ``ppdinfer.privacy.sensitivity``) are converted to 53-bit dyadic numbers first, so tails
 far below the float range count.
 """
 
@@ -28,12 +28,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _checks
+from .. import _array_checks as _checks
 
 _LOG_2 = math.log(2.0)
 
 COMPUTED_PMF_TOLERANCE = 1e-10
-"""``tie_tolerance`` of the pmfs that `sensitivity` computes (binomial log pmfs: rounding well below it)."""
+"""``tie_tolerance`` of the pmfs that ``ppdinfer.privacy.sensitivity`` computes (binomial log pmfs: rounding well below it)."""
 
 
 class QuantileCoupling(NamedTuple):

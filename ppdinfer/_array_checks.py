@@ -1,10 +1,13 @@
-"""Array checks for ``ppdinfer.privacy`` on top of ``ppdinfer._validation``: ValueErrors naming the parameter."""
+"""Checks of vectors, supports, pmfs and probabilities on top of ``ppdinfer._validation``: ValueErrors naming the parameter.
+
+Shared by ``ppdinfer.geometry``, ``ppdinfer.privacy`` and ``ppdinfer.mechanisms.distribution``.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._validation import finite_array
+from ._validation import finite_array
 
 PMF_ATOL = 1e-9
 """A pmf may miss a total of 1 by at most this much (it is then renormalized)."""
