@@ -45,11 +45,53 @@ class Mechanism:
         raise NotImplementedError
 
     def logpdf(self, y, x, z=None) -> np.ndarray:
-        """log pi(y | x, z) for each row of ``x``; shape (B,), summed over coordinates."""
+        """log pi(y | x, z): one release ``y`` against one value or a batch of values of ``x``.
+
+        The shape contract, which every mechanism of the package keeps (the tests check it for
+        each one): ``y`` is one release, of the shape S of what
+        ``release`` returns; ``x`` is one confidential value of shape S or a batch of them, shape
+        ``(B, *S)``, and the result is a float array of shape (B,) ((1,) for a single x), the log density
+        of the whole release (the sum over its coordinates), entry b for ``x[b]``. For scalar
+        releases, S = (), a batch is a vector of shape (B,). Mechanisms of structured releases
+        (tables, vectors of a fixed dimension d) also take ``y`` flattened to (d,) and a batch
+        flattened to (B, d).
+
+        An impossible release gives -inf (y off the span of the noise, a table breaking the public
+        invariants, a value outside a bounded support); ``WassersteinExponential`` refuses with a
+        ValueError a y outside its base measure's support, and a mechanism whose normalizer is out of
+        reach refuses rather than return a biased value. ``z`` is the public information a
+        mechanism reads (ignored by those that read none).
+
+        Parameters
+        ----------
+        y : array_like
+            One release, shape S.
+        x : array_like
+            One confidential value, shape S, or a batch of shape ``(B, *S)``.
+        z : object, optional
+            The public information.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape (B,), or (1,) for one x.
+
+        Raises
+        ------
+        ValueError
+            When a value is not of the mechanism's kind (not finite; not an integer for a discrete
+            one), or ``x`` is neither of shape S nor ``(B, *S)``. Three mechanisms are lenient on the
+            last point: ``PostProcessedRelease`` reads any integer ``x`` as rows of its raw dimension
+            d, and ``Congenial`` and ``KNormGradient`` any ``x`` whose trailing axes hold d values.
+        """
         raise NotImplementedError
 
     def log_bound(self, z=None, size: int = 1) -> float:
-        """log M, M >= sup over x and y of the density of a release of ``size`` coordinates."""
+        """log M, M >= sup over x and y of the density of a release of ``size`` coordinates.
+
+        ``size`` is the number of coordinates d of one release (``y.size``); mechanisms of a fixed
+        dimension (a sensitivity space, a two-bin histogram) refuse any other with a ValueError.
+        """
         raise NotImplementedError
 
     def parameters(self) -> dict[str, float]:
@@ -117,6 +159,11 @@ class AdditiveNoiseMechanism(Mechanism):
         return x + noise
 
     def logpdf(self, y, x, z=None) -> np.ndarray:
+        """The sum over coordinates of log_norm - rate |y_k - x_k| ** power for one x or each x of a batch.
+
+        ``y`` of shape S, ``x`` of shape S or ``(B, *S)`` (a vector (B,) for scalar y); shape (B,), see
+        :meth:`Mechanism.logpdf`.
+        """
         y = self._check_values(y, "y")
         x = self._check_values(x, "x")
         x2 = _as_batch(x, y)
