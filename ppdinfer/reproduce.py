@@ -5,6 +5,11 @@ whose ``__init__`` defines ``CASE_STUDY``, a :class:`CaseStudy`: what it reprodu
 paper, how long it takes, and ``run(results, quick, progressbar) -> report.md``. It may also
 define ``register(commands)`` to add its own subcommands to ``ppdinfer``. The library never
 imports a case study; this module finds them when the command line asks.
+
+A case study's ``__init__`` stays light, so that ``ppdinfer --help`` and ``ppdinfer reproduce
+--list`` import neither PyMC nor matplotlib: it names its public functions with
+:func:`lazy_exports` and its ``run`` with :class:`LazyFunction`, and its code is imported when
+first used.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +65,105 @@ class CaseStudy:
         return "fresh" in inspect.signature(self.run).parameters
 
 
+class LazyFunction:
+    """The function ``name`` of the module ``module``, imported on its first call.
+
+    A case study's ``CASE_STUDY.run`` is one, so that listing the case studies imports none of
+    their code. Its signature is the function's (``inspect.signature`` imports the module).
+
+    Parameters
+    ----------
+    module : str
+        The absolute name of the module, e.g. ``"ppdinfer.case_studies.covid_pa.pipeline"``.
+    name : str
+        The function's name in that module.
+
+    Examples
+    --------
+    >>> import inspect, sys
+    >>> from ppdinfer.reproduce import LazyFunction
+    >>> _ = sys.modules.pop("colorsys", None)  # not imported yet
+    >>> hls = LazyFunction("colorsys", "rgb_to_hls")
+    >>> "colorsys" in sys.modules
+    False
+    >>> hls(1.0, 0.0, 0.0), list(inspect.signature(hls).parameters)
+    ((0.0, 0.5, 1.0), ['r', 'g', 'b'])
+    """
+
+    def __init__(self, module: str, name: str):
+        for label, value in (("module", module), ("name", name)):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{label} must be a non-empty string, got {value!r}")
+        self.module, self.name = module, name
+
+    def resolve(self) -> Callable:
+        """The function itself (its module imported now, once)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.resolve())
+
+    def __repr__(self) -> str:
+        return f"LazyFunction({self.module!r}, {self.name!r})"
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) that import its public names on first use.
+
+    Parameters
+    ----------
+    package : str
+        The package's ``__name__``.
+    exports : mapping of str to str
+        Each public name and the module that defines it, relative to ``package`` (e.g.
+        ``{"reproduce": ".pipeline"}``: ``package.reproduce`` imports ``package.pipeline`` then)
+        or absolute.
+
+    Returns
+    -------
+    (__getattr__, __dir__)
+        To assign at the package's top level; ``from package import name`` works as before.
+
+    Examples
+    --------
+    >>> import sys, types
+    >>> from ppdinfer.reproduce import lazy_exports
+    >>> _ = sys.modules.pop("colorsys", None)  # not imported yet
+    >>> demo = types.ModuleType("lazy_demo")
+    >>> demo.__getattr__, demo.__dir__ = lazy_exports("lazy_demo", {"hls_to_rgb": "colorsys"})
+    >>> sys.modules["lazy_demo"] = demo
+    >>> "colorsys" in sys.modules, "hls_to_rgb" in dir(demo)
+    (False, True)
+    >>> demo.hls_to_rgb(0.0, 0.5, 1.0), "colorsys" in sys.modules
+    ((1.0, 0.0, 0.0), True)
+    >>> demo.nothing
+    Traceback (most recent call last):
+    ...
+    AttributeError: module 'lazy_demo' has no attribute 'nothing'
+    """
+    if not isinstance(package, str) or not package:
+        raise ValueError(f"package must be a package's __name__, got {package!r}")
+    exports = dict(exports)
+
+    def __getattr__(name: str) -> object:
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(exports[name], package), name)
+        setattr(sys.modules[package], name, value)  # found directly from now on
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__
+
+
 def modules() -> dict[str, object]:
-    """Every case study package, by name (imported now: the packages import little at the top)."""
+    """Every case study package, by name (imported now: each ``__init__`` is light, its code imported lazily)."""
     from . import case_studies
 
     return {info.name: importlib.import_module(f"{case_studies.__name__}.{info.name}")

@@ -52,3 +52,20 @@ def test_default_data_folder(monkeypatch):
     assert covid_data.default_data() == Path("/some/where")
     monkeypatch.delenv(covid_data.DATA_ENV)
     assert covid_data.default_data() == DATA and (DATA / "PROVENANCE.md").is_file()  # the shipped copy
+
+
+def test_help_and_listings_import_no_heavy_module():
+    # ppdinfer --help, data list, reproduce --list and covid --help in a fresh interpreter: case studies are
+    # found and their commands registered without importing PyMC, matplotlib or a case study's pipeline
+    code = ("import contextlib, io, sys\n"
+            "from ppdinfer.cli import main\n"
+            "for argv in (['--help'], ['data', 'list'], ['reproduce', '--list'], ['covid', '--help']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "        main(argv)\n"
+            "    assert out.getvalue(), argv\n"
+            "print(' '.join(sorted(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    heavy = [m for m in loaded if m.split(".")[0] in ("pymc", "pytensor", "matplotlib")
+             or (m.startswith("ppdinfer.case_studies.") and m.endswith((".pipeline", ".figures", ".report")))]
+    assert heavy == []
+    assert {f"ppdinfer.case_studies.{name}" for name in ("covid_pa", "congenial_2x23")} <= set(loaded)

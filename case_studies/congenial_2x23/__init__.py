@@ -6,10 +6,14 @@ acceptance curve, trace, exact rejection), ``comparison.py`` (Figure 1's four me
 ``figures.py``, ``report.py`` (the claims table), ``settings.py`` (full and quick sizes).
 """
 
-from ...reproduce import CaseStudy
-from .data import CONFIDENTIAL, PAPER_RELEASE, free_cells, invariants_for, synthetic_tables
-from .pipeline import reproduce
-from .table1 import acceptance_curve, congenial_mechanism, mis_release, rejection_estimate
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **dict.fromkeys(["CONFIDENTIAL", "PAPER_RELEASE", "free_cells", "invariants_for", "synthetic_tables"], ".data"),
+    "reproduce": ".pipeline",
+    **dict.fromkeys(["acceptance_curve", "congenial_mechanism", "mis_release", "rejection_estimate"], ".table1"),
+})
 
 CASE_STUDY = CaseStudy(
     name="congenial_2x23",
@@ -18,7 +22,7 @@ CASE_STUDY = CaseStudy(
     paper="R. Gong, X.-L. Meng, Congenial Differential Privacy under Mandated Disclosure, sections 3-4 and "
           "appendix C",
     minutes=(6, 0.2),
-    run=reproduce,
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
 __all__ = [

@@ -1,5 +1,6 @@
 """The figures: Figure 1 (distances by method), Appendix C's Figure 2 (acceptance rate against eps~)
-and Figure 3 (MIS trace plots). Each function writes one PNG (matplotlib's Agg backend) and returns its path.
+and Figure 3 (MIS trace plots). Each function writes one PNG and returns its path (matplotlib's object
+API: no pyplot, no backend chosen).
 """
 
 from __future__ import annotations
@@ -7,15 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
-import numpy as np  # noqa: E402
-
-from .comparison import METHODS  # noqa: E402
-from .data import AGE_GROUPS, ROWS, SHAPE  # noqa: E402
-from .table1 import AcceptanceCurve  # noqa: E402
+from .comparison import METHODS
+from .data import AGE_GROUPS, ROWS, SHAPE
+from .table1 import AcceptanceCurve
 
 __all__ = ["cell_label", "plot_acceptance_curve", "plot_distances", "plot_traces"]
 
@@ -37,7 +35,8 @@ def plot_distances(distances: np.ndarray, path: Path) -> Path:
 
     ``distances`` has shape (n_tables, 4, 2), as :func:`.comparison.method_distances` returns.
     """
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    axes = fig.subplots(1, 2)
     labels = [label.replace(", eps", "\neps") for _, label in METHODS]
     for k, (ax, name) in enumerate(zip(axes, ["L1", "L2"])):
         ax.boxplot([distances[:, m, k] for m in range(len(METHODS))], tick_labels=labels)
@@ -47,13 +46,13 @@ def plot_distances(distances: np.ndarray, path: Path) -> Path:
     fig.suptitle(f"{len(distances)} synthetic 2 x 23 tables, cells iid NegBin(100, 0.05)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
 def plot_acceptance_curve(curve: AcceptanceCurve, paper_rate: float, paper_epsilon: float, path: Path) -> Path:
     """Appendix C, Figure 2: the MIS acceptance rate against eps~ (+- 2 batch-means SE), and the paper's."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     mean, se = 100 * curve.mean, 100 * np.nan_to_num(curve.standard_error)
     ax.errorbar(curve.grid, mean, yerr=2 * se, marker="o", capsize=3, label="measured (+- 2 batch-means SE)")
     ax.plot([paper_epsilon], [100 * paper_rate], "r*", markersize=12, label="paper (printed)")
@@ -63,7 +62,6 @@ def plot_acceptance_curve(curve: AcceptanceCurve, paper_rate: float, paper_epsil
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
@@ -72,7 +70,8 @@ def plot_traces(states: np.ndarray, cells: Sequence[int], solved: Sequence[int],
     flat = states.reshape(len(states), -1)
     columns = min(2, len(cells))
     rows = -(-len(cells) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(6 * columns, 3 * rows), squeeze=False)
+    fig = Figure(figsize=(6 * columns, 3 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False)
     for ax, cell in zip(axes.flat, cells):
         ax.plot(np.arange(1, len(flat) + 1), flat[:, cell], lw=0.7)
         role = "solved, in I^c" if cell in solved else "proposed, in I"
@@ -84,5 +83,4 @@ def plot_traces(states: np.ndarray, cells: Sequence[int], solved: Sequence[int],
     fig.suptitle(f"Algorithm 1 on Table 1: {len(flat):,} iterations from s*")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

@@ -11,12 +11,16 @@ See README.md in this folder. The data (JHU CSSE):
   and public data for month t.
 """
 
-from ...reproduce import CaseStudy
-from .cli import register
-from .data import DOCUMENTED_DEATH_CORRECTIONS, DataError, load_monthly
-from .jhu import DownloadError, download, load_jhu_timeseries
-from .pipeline import reproduce
-from .table import Adjustment, CovidTable
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "register": ".cli",
+    **dict.fromkeys(["DOCUMENTED_DEATH_CORRECTIONS", "DataError", "load_monthly"], ".data"),
+    **dict.fromkeys(["DownloadError", "download", "load_jhu_timeseries"], ".jhu"),
+    "reproduce": ".pipeline",
+    **dict.fromkeys(["Adjustment", "CovidTable"], ".table"),
+})
 
 CASE_STUDY = CaseStudy(
     name="covid_pa",
@@ -24,7 +28,7 @@ CASE_STUDY = CaseStudy(
           "the paper's four claims, and posterior interval coverage",
     paper="J. Seeman, M. Reimherr, A. Slavkovic, Formal Privacy for Partially Private Data, section 4",
     minutes=(14, 3),
-    run=reproduce,
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
 __all__ = [

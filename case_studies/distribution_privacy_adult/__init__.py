@@ -7,8 +7,10 @@ attack (``attack.py``), draws the figures (``figures.py``) and writes ``report.m
 paper's claims checked in numbers (``report.py``).
 """
 
-from ...reproduce import CaseStudy
-from .pipeline import reproduce
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 
 CASE_STUDY = CaseStudy(
     name="distribution_privacy_adult",
@@ -18,7 +20,7 @@ CASE_STUDY = CaseStudy(
     paper="M. Chen, O. Ohrimenko, Protecting Global Properties of Datasets with Distribution Privacy Mechanisms, "
           "section 5 and Appendix C",
     minutes=(1.5, 0.3),
-    run=reproduce,
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
 __all__ = ["CASE_STUDY", "reproduce"]

@@ -6,8 +6,10 @@ privacy loss (``experiments.py``), draws the figures (``figures.py``) and writes
 with the paper's claims checked in numbers (``report.py``).
 """
 
-from ...reproduce import CaseStudy
-from .pipeline import reproduce
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 
 CASE_STUDY = CaseStudy(
     name="kantorovich_adult",
@@ -15,7 +17,7 @@ CASE_STUDY = CaseStudy(
           "Appendix C's plans, counting queries, Adult race -> education and Figure 4, with exact privacy losses",
     paper="N. Ding, Kantorovich Mechanism for Pufferfish Privacy, sections 3-5 and Appendix C",
     minutes=(0.5, 0.2),
-    run=reproduce,
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
 __all__ = ["CASE_STUDY", "reproduce"]

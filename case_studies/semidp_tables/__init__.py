@@ -5,8 +5,10 @@ the figures (``figures.py``) and writes ``report.md`` with the paper's claims ch
 (``report.py``), including the 2020 Census account (``census.py``).
 """
 
-from ...reproduce import CaseStudy
-from .pipeline import reproduce
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 
 CASE_STUDY = CaseStudy(
     name="semidp_tables",
@@ -14,7 +16,7 @@ CASE_STUDY = CaseStudy(
           "and the 2020 Census guarantee under Semi-DP",
     paper="Y. Cho, J. Awan, Formal Privacy Guarantees with Invariant Statistics, sections 5.3 and 6",
     minutes=(1, 0.2),
-    run=reproduce,
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
 __all__ = ["CASE_STUDY", "reproduce"]
