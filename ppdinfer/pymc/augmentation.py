@@ -391,12 +391,10 @@ class PrivacyAugmentation(BlockedStep):
 
 def multinomial_child(model, theta_rv):
     """The one free Multinomial with probabilities theta, if nothing else in the model depends on theta."""
-    others = set(model.basic_RVs)
-    dependents = [rv for rv in model.basic_RVs
-                  if rv is not theta_rv and theta_rv in ancestors([rv], blockers=others - {rv})]
-    if len(dependents) == 1 and isinstance(dependents[0].owner.op, MultinomialRV) \
-            and dependents[0].owner.inputs[-1] is theta_rv and dependents[0] in model.free_RVs:
-        return dependents[0]
+    children = dependents(model, theta_rv)
+    if len(children) == 1 and isinstance(children[0].owner.op, MultinomialRV) \
+            and children[0].owner.inputs[-1] is theta_rv and children[0] in model.free_RVs:
+        return children[0]
     return None
 
 

@@ -114,12 +114,12 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     model = pm.modelcontext(model)
     with model:
         latents = privacy_latents(model)
-        dirichlets = [rv for rv in conjugate_dirichlets(model) if multinomial_child(model, rv) in latents] \
-            if conjugate else []
+        dirichlets = {child: rv for rv in (conjugate_dirichlets(model) if conjugate else [])
+                      if (child := multinomial_child(model, rv)) in latents}
         gammas = {x: found[0] for x in latents if conjugate and (found := gamma_poisson_rate(model, x)) is not None}
-        collapsible = {multinomial_child(model, rv) for rv in dirichlets} | set(gammas)
+        collapsible = set(dirichlets) | set(gammas)
         steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in latents]
-        steps += [ConjugateDirichlet([rv]) for rv in dirichlets]
+        steps += [ConjugateDirichlet([rv]) for rv in dirichlets.values()]
         steps += [ConjugateGamma([rate]) for rate in gammas.values()]
         user_steps = kwargs.pop("step", None) or []
         with warnings.catch_warnings():
