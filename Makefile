@@ -11,7 +11,7 @@ PYTHON_CANDIDATES := python3.13 python3.12 $(wildcard $(HOME)/.pyenv/versions/3.
 BASE_PYTHON := $(shell for p in $(PYTHON_CANDIDATES); do \
 	if $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then echo $$p; break; fi; done)
 
-.PHONY: demo test docs readme-figure bench notebooks reproduce covid covid-quick clean venv
+.PHONY: demo test lint docs readme-figure bench notebooks reproduce covid covid-quick clean venv
 
 venv: $(STAMP)
 
@@ -31,8 +31,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/ppdinfer demo
 
-test: $(STAMP)
+# The tests start with the lint and format check (ruff, configured in pyproject.toml).
+test: lint
 	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The documentation site in docs/_build/html, strictly: a warning (a broken reference, a public
 # name without a docstring example) fails the build. The notebooks are shown executed and each

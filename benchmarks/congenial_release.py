@@ -37,8 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ppdinfer.case_studies.congenial_2x23.data import CONFIDENTIAL, SOLVED_CELLS, free_cells, invariant_matrix
-from ppdinfer.case_studies.congenial_2x23.table1 import (EPSILON, PAPER_PROPOSAL_EPSILON, PROPOSALS_PER_DRAW,
-                                                         congenial_mechanism, mis_release)
+from ppdinfer.case_studies.congenial_2x23.table1 import (
+    EPSILON,
+    PAPER_PROPOSAL_EPSILON,
+    PROPOSALS_PER_DRAW,
+    congenial_mechanism,
+    mis_release,
+)
 
 NUMPY_BLOCK = 100_000
 
@@ -60,6 +65,7 @@ class Measurement:
 
 
 # -- plain NumPy ------------------------------------------------------------------------------
+
 
 def double_geometric(epsilon: float, size, rng: np.random.Generator) -> np.ndarray:
     """The paper's inverse-CDF sampler: v ~ U(0, 1); ceil((-log v - log(1 + a)) / log a) if v <= 1 / (1 + a),
@@ -102,6 +108,7 @@ def numpy_rejection_block(x: np.ndarray, size: int, rng: np.random.Generator) ->
 
 
 # -- the runs ---------------------------------------------------------------------------------
+
 
 def run_ppdinfer_mis(seconds: float, chain: int, seed: int) -> Measurement:
     mechanism = congenial_mechanism(CONFIDENTIAL)
@@ -153,8 +160,15 @@ def format_table(title: str, unit: str, results: list[Measurement]) -> str:
     baseline = next(m for m in results if m.name == "numpy")
     rows = [(title, f"{unit}/s", "accepted", "acceptance rate", "vs numpy")]
     for m in results:
-        rows.append((m.name, f"{m.per_second:,.0f}", f"{m.accepted:,} of {m.steps:,}", f"{m.rate:.3g}",
-                     f"{m.per_second / baseline.per_second:.2f}x"))
+        rows.append(
+            (
+                m.name,
+                f"{m.per_second:,.0f}",
+                f"{m.accepted:,} of {m.steps:,}",
+                f"{m.rate:.3g}",
+                f"{m.per_second / baseline.per_second:.2f}x",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for j, row in enumerate(rows):
@@ -171,8 +185,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=20200801, help="random seed (default 20200801)")
     args = parser.parse_args(argv)
 
-    print(f"Table 1 (2 x 23, d = 46), double geometric eps = {EPSILON:g}, MIS eps~ = {PAPER_PROPOSAL_EPSILON:g}, "
-          f"chains of {args.chain:,}; {args.seconds:g} s per implementation")
+    print(
+        f"Table 1 (2 x 23, d = 46), double geometric eps = {EPSILON:g}, MIS eps~ = {PAPER_PROPOSAL_EPSILON:g}, "
+        f"chains of {args.chain:,}; {args.seconds:g} s per implementation"
+    )
     run_ppdinfer_mis(0.2, 1_000, 0)  # warm-up
     run_numpy_mis(0.2, 1_000, 0)
     mis = [run_ppdinfer_mis(args.seconds, args.chain, args.seed), run_numpy_mis(args.seconds, args.chain, args.seed)]
@@ -182,8 +198,10 @@ def main(argv=None) -> int:
     print()
     print(format_table("rejection", "proposals", rejection))
     print()
-    print(f"ppdinfer / numpy throughput: MIS {mis[0].per_second / mis[1].per_second:.2f}x, "
-          f"rejection {rejection[0].per_second / rejection[1].per_second:.2f}x")
+    print(
+        f"ppdinfer / numpy throughput: MIS {mis[0].per_second / mis[1].per_second:.2f}x, "
+        f"rejection {rejection[0].per_second / rejection[1].per_second:.2f}x"
+    )
     return 0
 
 

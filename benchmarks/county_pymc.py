@@ -46,8 +46,16 @@ def load_month(data: Path, month: str):
 def run_mcmc(twin, label, draws, tune, chains, seed, **kwargs):
     start = time.perf_counter()
     with twin:
-        idata = kwargs.pop("sampler")(draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
-                                      progressbar=False, compute_convergence_checks=False, **kwargs)
+        idata = kwargs.pop("sampler")(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
     seconds = time.perf_counter() - start
     ess = float(az.ess(idata, var_names=["share"], method="bulk")["share"].min())
     rhat = float(az.rhat(idata, var_names=["share"])["share"].max())
@@ -62,8 +70,13 @@ def run_importance(model, y, z, draws, seed):
     seconds = time.perf_counter() - start
     ess = float(result["sample_stats"]["ess"])
     k = float(result["sample_stats"]["pareto_k"])
-    return {"method": f"importance (Pareto k {k:.2f})", "seconds": seconds, "min bulk ESS": ess,
-            "ESS/s": ess / seconds, "max R-hat": float("nan")}
+    return {
+        "method": f"importance (Pareto k {k:.2f})",
+        "seconds": seconds,
+        "min bulk ESS": ess,
+        "ESS/s": ess / seconds,
+        "max R-hat": float("nan"),
+    }
 
 
 def main():
@@ -78,18 +91,42 @@ def main():
     previous, current = load_month(args.data, args.month)
     total = int(current.sum())
     z = county_counts.public_information(previous, total)
-    print(f"{args.month}: J = {current.size} counties, total {total} cases; {args.chains} chains x "
-          f"({args.tune} tune + {args.draws} draws)\n")
+    print(
+        f"{args.month}: J = {current.size} counties, total {total} cases; {args.chains} chains x "
+        f"({args.tune} tune + {args.draws} draws)\n"
+    )
     for epsilon in (0.01, 1.0):
         model = county_counts.model(epsilon=epsilon, concentration=1000.0)
         y = model.mechanism.release(current, random_seed=args.seed)
         rows = [
-            run_mcmc(model.to_pymc(y, z), "ppdinfer step + conjugate theta", args.draws, args.tune, args.chains,
-                     args.seed, sampler=ppm.sample),
-            run_mcmc(model.to_pymc(y, z), "ppdinfer step + NUTS theta", args.draws, args.tune, args.chains,
-                     args.seed, sampler=ppm.sample, conjugate=False),
-            run_mcmc(model.to_pymc(y, z), "pymc generic (Metropolis + NUTS)", args.draws, args.tune, args.chains,
-                     args.seed, sampler=pm.sample),
+            run_mcmc(
+                model.to_pymc(y, z),
+                "ppdinfer step + conjugate theta",
+                args.draws,
+                args.tune,
+                args.chains,
+                args.seed,
+                sampler=ppm.sample,
+            ),
+            run_mcmc(
+                model.to_pymc(y, z),
+                "ppdinfer step + NUTS theta",
+                args.draws,
+                args.tune,
+                args.chains,
+                args.seed,
+                sampler=ppm.sample,
+                conjugate=False,
+            ),
+            run_mcmc(
+                model.to_pymc(y, z),
+                "pymc generic (Metropolis + NUTS)",
+                args.draws,
+                args.tune,
+                args.chains,
+                args.seed,
+                sampler=pm.sample,
+            ),
             run_importance(model, y, z, 100_000, args.seed),
         ]
         table = pd.DataFrame(rows).set_index("method")

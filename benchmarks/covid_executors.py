@@ -51,8 +51,18 @@ def warm(table, epsilons) -> int:
     """A worker's first fits (imports, compilation of both PyMC twins, the plug-in quantiles it
     caches per epsilon) on the study's model with a few draws; returns its pid."""
     with tempfile.TemporaryDirectory() as folder:
-        coverage_study(table, MONTH, epsilons=epsilons, replicates=1, draws=10, tune=10, chains=1,
-                       results_dir=folder, executor=ThreadPoolExecutor(1), progressbar=False)
+        coverage_study(
+            table,
+            MONTH,
+            epsilons=epsilons,
+            replicates=1,
+            draws=10,
+            tune=10,
+            chains=1,
+            results_dir=folder,
+            executor=ThreadPoolExecutor(1),
+            progressbar=False,
+        )
     time.sleep(0.5)  # hold this worker while the others warm
     return os.getpid()
 
@@ -64,9 +74,11 @@ def dask_executor(profile: bool):
     import dask
     from distributed import Client, LocalCluster
 
-    with dask.config.set({"distributed.worker.profile.enabled": profile}), \
-            LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        dask.config.set({"distributed.worker.profile.enabled": profile}),
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         yield client.get_executor()
 
 
@@ -105,14 +117,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="rounds over the executors (default 3)")
     args = parser.parse_args()
     table = load_monthly(args.data or default_data())
-    study = {"epsilons": [0.01, 1.0], "replicates": args.replicates, "draws": args.draws, "tune": args.tune,
-             "chains": args.chains, "seed": 2024, "progressbar": False}
+    study = {
+        "epsilons": [0.01, 1.0],
+        "replicates": args.replicates,
+        "draws": args.draws,
+        "tune": args.tune,
+        "chains": args.chains,
+        "seed": 2024,
+        "progressbar": False,
+    }
     tasks = 2 * 2 * args.replicates
-    print(f"{tasks} fits of the {table.n_counties}-county model ({MONTH}), {args.draws} draws after {args.tune} "
-          f"tuning, {args.chains} chains; {os.cpu_count()} cores")
-    runs = [("local x1", lambda: local_executor(1), 1), ("dask x1", lambda: dask_executor(True), 1),
-            ("dask x1, no profiler", lambda: dask_executor(False), 1),
-            (f"local x{args.workers}", lambda: local_executor(args.workers), args.workers)]
+    print(
+        f"{tasks} fits of the {table.n_counties}-county model ({MONTH}), {args.draws} draws after {args.tune} "
+        f"tuning, {args.chains} chains; {os.cpu_count()} cores"
+    )
+    runs = [
+        ("local x1", lambda: local_executor(1), 1),
+        ("dask x1", lambda: dask_executor(True), 1),
+        ("dask x1, no profiler", lambda: dask_executor(False), 1),
+        (f"local x{args.workers}", lambda: local_executor(args.workers), args.workers),
+    ]
     frames, seconds, startup = {}, {label: [] for label, _, _ in runs}, {}
     with contextlib.ExitStack() as stack:
         executors = {}
@@ -122,23 +146,37 @@ def main() -> None:
             for label, executor in executors.items():
                 frames[label], elapsed = study_seconds(executor, table, study)
                 seconds[label].append(elapsed)
-    rows = [{"executor": label, "workers": workers, "start-up s": startup[label], "seconds": min(seconds[label]),
-             "slowest repeat s": max(seconds[label]), "tasks/s": tasks / min(seconds[label])}
-            for label, _, workers in runs]
+    rows = [
+        {
+            "executor": label,
+            "workers": workers,
+            "start-up s": startup[label],
+            "seconds": min(seconds[label]),
+            "slowest repeat s": max(seconds[label]),
+            "tasks/s": tasks / min(seconds[label]),
+        }
+        for label, _, workers in runs
+    ]
     frames = list(frames.values())
     for frame in frames[1:]:
         pd.testing.assert_frame_equal(frame, frames[0])
     result = pd.DataFrame(rows).set_index("executor")
     print(result.round(2).to_string())
     local1, dask1, dask1_quiet, local_all = result["seconds"]
-    print(f"fastest runs: dask x1 / local x1 = {dask1 / local1:.3f} with dask's defaults, {dask1_quiet / local1:.3f} "
-          f"without the workers' profiler (target <= 1.1); speed-up on {args.workers} workers = "
-          f"{local1 / local_all:.2f}; the four frames are identical")
-    local_runs, (default_runs, quiet_runs) = np.array(seconds["local x1"]), (np.array(seconds[label]) for label in
-                                                                             ("dask x1", "dask x1, no profiler"))
-    print(f"round by round ({args.repeats} rounds; median, range): dask x1 / local x1 = "
-          f"{_spread(default_runs / local_runs)} with dask's defaults, {_spread(quiet_runs / local_runs)} without "
-          "the profiler")
+    print(
+        f"fastest runs: dask x1 / local x1 = {dask1 / local1:.3f} with dask's defaults, {dask1_quiet / local1:.3f} "
+        f"without the workers' profiler (target <= 1.1); speed-up on {args.workers} workers = "
+        f"{local1 / local_all:.2f}; the four frames are identical"
+    )
+    local_runs, (default_runs, quiet_runs) = (
+        np.array(seconds["local x1"]),
+        (np.array(seconds[label]) for label in ("dask x1", "dask x1, no profiler")),
+    )
+    print(
+        f"round by round ({args.repeats} rounds; median, range): dask x1 / local x1 = "
+        f"{_spread(default_runs / local_runs)} with dask's defaults, {_spread(quiet_runs / local_runs)} without "
+        "the profiler"
+    )
 
 
 def _spread(ratios) -> str:

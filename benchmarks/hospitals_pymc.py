@@ -71,8 +71,15 @@ def hierarchical_model(exposure, y, sigma, *, plain: bool, fixed: float | None =
 def fit(model, sampler, draws, tune, seed):
     start = time.perf_counter()
     with model:
-        idata = sampler(draws=draws, tune=tune, chains=2, cores=2, random_seed=seed, progressbar=False,
-                        compute_convergence_checks=False)
+        idata = sampler(
+            draws=draws,
+            tune=tune,
+            chains=2,
+            cores=2,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     seconds = time.perf_counter() - start
     ess = az.ess(idata, method="bulk")
     rhat = az.rhat(idata)
@@ -85,9 +92,12 @@ def exact_per_unit(exposure, y, sigma, draws, seed):
     """Exact rejection draws of (lambda_i, x_i) for each hospital with a = m = 2: mean and sd of each."""
     means, sds = np.empty((2, len(y))), np.empty((2, len(y)))
     for i, (e, y_i) in enumerate(zip(exposure, y, strict=True)):
-        unit = pp.PPDModel(pp.priors.Gamma(2.0, 1.0), pp.generators.Poisson(e), pp.mechanisms.Gaussian(sigma),
-                           names="rate")
-        result = pp.rejection_sample(unit, y_i, draws=draws, random_seed=np.random.SeedSequence([seed, i]), progressbar=False)
+        unit = pp.PPDModel(
+            pp.priors.Gamma(2.0, 1.0), pp.generators.Poisson(e), pp.mechanisms.Gaussian(sigma), names="rate"
+        )
+        result = pp.rejection_sample(
+            unit, y_i, draws=draws, random_seed=np.random.SeedSequence([seed, i]), progressbar=False
+        )
         for row, name in enumerate(("rate", "x")):
             values = result["posterior"][name].values.reshape(-1)
             means[row, i], sds[row, i] = values.mean(), values.std()
@@ -103,42 +113,58 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2023)
     args = parser.parse_args()
     exposure, x, y, sigma = synthetic_hospitals(args.hospitals, args.seed)
-    print(f"{args.hospitals} hospitals (seed {args.seed}), Gaussian release sigma = {sigma:.3f} "
-          f"(eps 1, delta 1e-6); counts {x.min()}..{x.max()}")
+    print(
+        f"{args.hospitals} hospitals (seed {args.seed}), Gaussian release sigma = {sigma:.3f} "
+        f"(eps 1, delta 1e-6); counts {x.min()}..{x.max()}"
+    )
 
     rows = {}
-    for label, plain, sampler in (("ppdinfer (Release + sample)", False, ppm.sample),
-                                  ("plain PyMC (pm.Normal + pm.sample)", True, pm.sample)):
-        _, seconds, min_ess, max_rhat = fit(hierarchical_model(exposure, y, sigma, plain=plain), sampler,
-                                            args.draws, args.tune, args.seed)
+    for label, plain, sampler in (
+        ("ppdinfer (Release + sample)", False, ppm.sample),
+        ("plain PyMC (pm.Normal + pm.sample)", True, pm.sample),
+    ):
+        _, seconds, min_ess, max_rhat = fit(
+            hierarchical_model(exposure, y, sigma, plain=plain), sampler, args.draws, args.tune, args.seed
+        )
         rows[label] = (seconds, min_ess, max_rhat, min_ess / seconds)
-        print(f"{label:38s} {seconds:7.1f} s  min bulk ESS {min_ess:8.1f}  max R-hat {max_rhat:6.3f}  "
-              f"ESS/s {min_ess / seconds:8.2f}")
+        print(
+            f"{label:38s} {seconds:7.1f} s  min bulk ESS {min_ess:8.1f}  max R-hat {max_rhat:6.3f}  "
+            f"ESS/s {min_ess / seconds:8.2f}"
+        )
     ours, plain = rows["ppdinfer (Release + sample)"], rows["plain PyMC (pm.Normal + pm.sample)"]
     met = ours[0] <= 60 and ours[1] >= 400 and ours[2] <= 1.01
     print(f"target: within 60 s, min bulk ESS >= 400, max R-hat <= 1.01: {'met' if met else 'MISSED'}")
     ratio = ours[3] / plain[3]
-    print(f"min bulk ESS per second, ppdinfer / plain PyMC: {ratio:.0f}x (target >= 20x: "
-          f"{'met' if ratio >= 20 else 'MISSED'})")
+    print(
+        f"min bulk ESS per second, ppdinfer / plain PyMC: {ratio:.0f}x (target >= 20x: "
+        f"{'met' if ratio >= 20 else 'MISSED'})"
+    )
 
-    idata, seconds, min_ess, max_rhat = fit(hierarchical_model(exposure, y, sigma, plain=False, fixed=2.0),
-                                            ppm.sample, args.draws, args.tune, args.seed + 1)
+    idata, seconds, min_ess, max_rhat = fit(
+        hierarchical_model(exposure, y, sigma, plain=False, fixed=2.0), ppm.sample, args.draws, args.tune, args.seed + 1
+    )
     start = time.perf_counter()
     exact_mean, exact_sd = exact_per_unit(exposure, y, sigma, args.exact_draws, args.seed)
     exact_seconds = time.perf_counter() - start
-    print(f"a = m = 2 fixed: ppdinfer {seconds:.1f} s (min bulk ESS {min_ess:.0f}, max R-hat {max_rhat:.3f}); exact "
-          f"per-unit rejection {args.exact_draws} draws per hospital in {exact_seconds:.1f} s")
+    print(
+        f"a = m = 2 fixed: ppdinfer {seconds:.1f} s (min bulk ESS {min_ess:.0f}, max R-hat {max_rhat:.3f}); exact "
+        f"per-unit rejection {args.exact_draws} draws per hospital in {exact_seconds:.1f} s"
+    )
     beyond = 0
     for row, name in enumerate(("rate", "x")):
         mean = idata["posterior"][name].mean(("chain", "draw")).values
         mcse = az.mcse(idata, var_names=[name])[name].values
         z = (mean - exact_mean[row]) / np.sqrt(mcse**2 + exact_sd[row] ** 2 / args.exact_draws)
         beyond += int(np.sum(np.abs(z) > 3))
-        print(f"  {name}: z = (ppdinfer - exact) / se over {len(z)} hospitals: mean {z.mean():+.2f}, sd {z.std():.2f}, "
-              f"largest |z| {np.abs(z).max():.2f}, |z| > 3 for {np.sum(np.abs(z) > 3)}; KS against N(0, 1): "
-              f"p = {stats.kstest(z, 'norm').pvalue:.2f}")
-    print(f"|z| > 3 in {beyond} of {2 * args.hospitals} comparisons (about {0.0027 * 2 * args.hospitals:.1f} by chance "
-          "alone when both agree)")
+        print(
+            f"  {name}: z = (ppdinfer - exact) / se over {len(z)} hospitals: mean {z.mean():+.2f}, sd {z.std():.2f}, "
+            f"largest |z| {np.abs(z).max():.2f}, |z| > 3 for {np.sum(np.abs(z) > 3)}; KS against N(0, 1): "
+            f"p = {stats.kstest(z, 'norm').pvalue:.2f}"
+        )
+    print(
+        f"|z| > 3 in {beyond} of {2 * args.hospitals} comparisons (about {0.0027 * 2 * args.hospitals:.1f} by chance "
+        "alone when both agree)"
+    )
 
 
 if __name__ == "__main__":

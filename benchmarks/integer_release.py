@@ -40,6 +40,7 @@ SIZES = (1, 67, 10_000)
 
 # ---- the old algorithm (ppdinfer before the constant-time samplers) -------------------------------------------
 
+
 class _Source:
     def __init__(self, rng):
         self._rng = rng
@@ -108,11 +109,13 @@ class OldDiscreteLaplace(DiscreteLaplace):
 class OldDiscreteGaussian(DiscreteGaussian):
     def _noise(self, shape, rng, secure):
         source, variance = _Source(rng), Fraction(self.sigma) ** 2
-        return np.array([_old_gaussian(variance, source) for _ in range(math.prod(shape))],
-                        dtype=np.int64).reshape(shape)
+        return np.array([_old_gaussian(variance, source) for _ in range(math.prod(shape))], dtype=np.int64).reshape(
+            shape
+        )
 
 
 # ---- measurements ---------------------------------------------------------------------------------------------
+
 
 def releases_per_second(mechanism, size: int, seconds: float, rng) -> float:
     x = rng.integers(0, 1000, size)
@@ -150,8 +153,12 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=secrets.randbits(32))
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    pairs = [(DiscreteLaplace(1.0), OldDiscreteLaplace(1.0)), (DiscreteLaplace(0.01), OldDiscreteLaplace(0.01)),
-             (DiscreteGaussian(3.0), OldDiscreteGaussian(3.0)), (DiscreteGaussian(100.0), OldDiscreteGaussian(100.0))]
+    pairs = [
+        (DiscreteLaplace(1.0), OldDiscreteLaplace(1.0)),
+        (DiscreteLaplace(0.01), OldDiscreteLaplace(0.01)),
+        (DiscreteGaussian(3.0), OldDiscreteGaussian(3.0)),
+        (DiscreteGaussian(100.0), OldDiscreteGaussian(100.0)),
+    ]
     header = "".join(f"{f'{n} values/s':>16}" for n in SIZES)
     print(f"seed {args.seed}; releases per second (speed-up new/old), Spearman rho of time with |noise| and with x")
     print(f"{'mechanism':<46}{'impl':<6}{header}{'rho |noise|':>13}{'rho x':>8}")

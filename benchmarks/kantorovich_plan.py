@@ -58,8 +58,7 @@ def run_size(size: int, lp_max: int, repeats: int, seed: int) -> dict[str, str]:
     row["ours (s)"] = f"{exact_time:.4f}"
     row["ours, tol 1e-12 (s)"] = f"{tolerant_time:.4f}"
     row["ours: pairs / sensitivity"] = f"{plan.rows.size:,} / {plan.sensitivity:g}"
-    emd1d_time, emd1d = best_time(lambda: ot.emd_1d(support, support, p, q, metric="sqeuclidean", dense=False),
-                                  repeats)
+    emd1d_time, emd1d = best_time(lambda: ot.emd_1d(support, support, p, q, metric="sqeuclidean", dense=False), repeats)
     emd1d = sparse.coo_matrix(emd1d)
     row["ot.emd_1d (s)"] = f"{emd1d_time:.4f}"
     row["emd_1d sensitivity"] = f"{sparse_sensitivity(emd1d.row, emd1d.col, emd1d.data, support):g}"

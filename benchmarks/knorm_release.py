@@ -40,16 +40,16 @@ import os
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")  # before numpy is imported
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import math  # noqa: E402
-import time  # noqa: E402
+import argparse
+import itertools
+import math
+import time
 from dataclasses import dataclass
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from ppdinfer.mechanisms.semidp import KNormMechanism  # noqa: E402
-from ppdinfer.privacy import SensitivitySpace  # noqa: E402
+from ppdinfer.mechanisms.semidp import KNormMechanism
+from ppdinfer.privacy import SensitivitySpace
 
 EPSILON = 1.0
 BATCH = 4096  # draws per call of the batched sampler, fewer where a draw needs many candidates
@@ -62,8 +62,9 @@ CHECK_CANDIDATES = 2_500_000  # box candidates for that check and for the observ
 def rectangles(rows: int, cols: int) -> np.ndarray:
     """The sensitivity vectors of an r x c table with public one-way margins, flattened."""
     vectors = []
-    for (i, k), (j, l) in itertools.product(itertools.combinations(range(rows), 2),
-                                            itertools.permutations(range(cols), 2)):
+    for (i, k), (j, l) in itertools.product(
+        itertools.combinations(range(rows), 2), itertools.permutations(range(cols), 2)
+    ):
         v = np.zeros((rows, cols))
         v[i, j] = v[k, l] = 1
         v[i, l] = v[k, j] = -1
@@ -126,19 +127,47 @@ def measure(rows: int, cols: int, seconds: float, seed: int) -> Row:
     floor, floor_elapsed = timed_draws(rng_only, seconds)
     check_draws = int(min(CHECK_DRAWS, CHECK_CANDIDATES * rate))
     norms = space.gauge(mechanism.noise(check_draws, rng))  # untimed: the K-norm is Gamma(s, epsilon)
-    return Row(f"{rows} x {cols}", s, setup, rate, observed_acceptance(mechanism, rng, CHECK_CANDIDATES),
-               made / elapsed, singles / single_elapsed, floor / floor_elapsed,
-               float(norms.mean()), float(norms.std() / math.sqrt(norms.size)))
+    return Row(
+        f"{rows} x {cols}",
+        s,
+        setup,
+        rate,
+        observed_acceptance(mechanism, rng, CHECK_CANDIDATES),
+        made / elapsed,
+        singles / single_elapsed,
+        floor / floor_elapsed,
+        float(norms.mean()),
+        float(norms.std() / math.sqrt(norms.size)),
+    )
 
 
 def format_table(rows: list[Row]) -> str:
-    header = ("table", "s", "setup s", "box acceptance", "observed", "draws/s batched", "vs RNG-only",
-              "releases/s one by one", "RNG-only draws/s")
+    header = (
+        "table",
+        "s",
+        "setup s",
+        "box acceptance",
+        "observed",
+        "draws/s batched",
+        "vs RNG-only",
+        "releases/s one by one",
+        "RNG-only draws/s",
+    )
     lines = [header]
     for r in rows:
-        lines.append((r.table, str(r.rank), f"{r.setup_seconds:.2f}", f"{r.acceptance:.4g}",
-                      f"{r.observed_acceptance:.4g}", f"{r.batched:,.0f}", f"{r.rng_only / r.batched:.2f}x",
-                      f"{r.one_by_one:,.0f}", f"{r.rng_only:,.0f}"))
+        lines.append(
+            (
+                r.table,
+                str(r.rank),
+                f"{r.setup_seconds:.2f}",
+                f"{r.acceptance:.4g}",
+                f"{r.observed_acceptance:.4g}",
+                f"{r.batched:,.0f}",
+                f"{r.rng_only / r.batched:.2f}x",
+                f"{r.one_by_one:,.0f}",
+                f"{r.rng_only:,.0f}",
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = []
     for j, line in enumerate(lines):
@@ -155,8 +184,10 @@ def agreement_lines(rows: list[Row]) -> list[str]:
         expected = r.rank / EPSILON
         z = (r.mean_norm - expected) / r.mean_norm_se
         verdict = "ok" if abs(z) <= AGREEMENT_SIGMAS else "DISAGREES"
-        lines.append(f"  {r.table}: mean ||noise||_K = {r.mean_norm:.4f}, expected s / eps = {expected:g} "
-                     f"(z = {z:+.2f}, {verdict})")
+        lines.append(
+            f"  {r.table}: mean ||noise||_K = {r.mean_norm:.4f}, expected s / eps = {expected:g} "
+            f"(z = {z:+.2f}, {verdict})"
+        )
     return lines
 
 
@@ -172,15 +203,20 @@ def parse_tables(text: str) -> list[tuple[int, int]]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tables", type=parse_tables, default=parse_tables("2x2,3x3,3x4,4x4"),
-                        help="comma-separated r x c tables (default 2x2,3x3,3x4,4x4)")
-    parser.add_argument("--seconds", type=float, default=2.0,
-                        help="wall-clock budget per timing and table (default 2)")
+    parser.add_argument(
+        "--tables",
+        type=parse_tables,
+        default=parse_tables("2x2,3x3,3x4,4x4"),
+        help="comma-separated r x c tables (default 2x2,3x3,3x4,4x4)",
+    )
+    parser.add_argument("--seconds", type=float, default=2.0, help="wall-clock budget per timing and table (default 2)")
     parser.add_argument("--seed", type=int, default=20240611, help="random seed (default 20240611)")
     args = parser.parse_args(argv)
 
-    print(f"K-norm mechanism (Algorithm 3, radius Gamma(s + 1)), epsilon = {EPSILON:g}, rectangles of "
-          f"r x c tables with public margins; batches of up to {BATCH} draws; {args.seconds:g} s per timing")
+    print(
+        f"K-norm mechanism (Algorithm 3, radius Gamma(s + 1)), epsilon = {EPSILON:g}, rectangles of "
+        f"r x c tables with public margins; batches of up to {BATCH} draws; {args.seconds:g} s per timing"
+    )
     rows = [measure(r, c, args.seconds, args.seed) for r, c in args.tables]
     print()
     print(format_table(rows))

@@ -100,16 +100,19 @@ CONFIGS = [
 
 def measure(sampler: str, problem: str, size: int) -> dict:
     """Run one configuration in a fresh process and return its memory figures."""
-    out = subprocess.run([sys.executable, "-c", CHILD, sampler, problem, str(size)], capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, sampler, problem, str(size)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
-    print(f"{'sampler':<12} {'problem':<15} {'sizes':>22} {'bytes/unit':>11} {'estimate':>9} "
-          f"{'baseline':>9} {'largest on 24 GiB':>18}")
+    print(
+        f"{'sampler':<12} {'problem':<15} {'sizes':>22} {'bytes/unit':>11} {'estimate':>9} "
+        f"{'baseline':>9} {'largest on 24 GiB':>18}"
+    )
     safe = True
     for sampler, problem, (small, large) in CONFIGS:
         a, b = measure(sampler, problem, small), measure(sampler, problem, large)
@@ -121,11 +124,15 @@ def main(argv=None) -> int:
         estimate = b["estimate_per_draw"]
         if sampler not in ("enumeration", "pymc"):  # check_memory guards the exact samplers
             safe &= estimate >= per_unit
-        print(f"{sampler:<12} {problem:<15} {a['units']:>10,}/{b['units']:>11,} {per_unit:>11,.0f} "
-              f"{estimate if sampler not in ('enumeration', 'pymc') else '-':>9} {b['before'] / 2**20:>7,.0f}Mi "
-              f"{largest:>12.3g} {unit}")
-    print(f"\ncheck_memory's estimate per draw is at least the measured cost for every sampler: "
-          f"{'met' if safe else 'MISSED'}")
+        print(
+            f"{sampler:<12} {problem:<15} {a['units']:>10,}/{b['units']:>11,} {per_unit:>11,.0f} "
+            f"{estimate if sampler not in ('enumeration', 'pymc') else '-':>9} {b['before'] / 2**20:>7,.0f}Mi "
+            f"{largest:>12.3g} {unit}"
+        )
+    print(
+        f"\ncheck_memory's estimate per draw is at least the measured cost for every sampler: "
+        f"{'met' if safe else 'MISSED'}"
+    )
     return 0
 
 

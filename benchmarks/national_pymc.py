@@ -65,15 +65,32 @@ def fit(label, problem, draws, tune, chains, seed):
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = sample_model(model, y, z, draws=draws, tune=tune, chains=chains, cores=1, random_seed=seed,
-                             progressbar=False, compute_convergence_checks=False)
+        idata = sample_model(
+            model,
+            y,
+            z,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     seconds = time.perf_counter() - start
     ess = az.ess(idata, var_names=["share", "cases"], method="bulk")
     share_ess = float(ess["share"].min())
-    return {"problem": label, "J": y.size, "total": z["total"], "seconds": seconds,
-            "ms/draw": 1000 * seconds / (chains * (draws + tune)), "min ESS share": share_ess,
-            "min ESS cases": float(ess["cases"].min()), "ESS/s (share)": share_ess / seconds,
-            "max R-hat": float(az.rhat(idata, var_names=["share"])["share"].max())}
+    return {
+        "problem": label,
+        "J": y.size,
+        "total": z["total"],
+        "seconds": seconds,
+        "ms/draw": 1000 * seconds / (chains * (draws + tune)),
+        "min ESS share": share_ess,
+        "min ESS cases": float(ess["cases"].min()),
+        "ESS/s (share)": share_ess / seconds,
+        "max R-hat": float(az.rhat(idata, var_names=["share"])["share"].max()),
+    }
 
 
 def main():
@@ -89,11 +106,20 @@ def main():
     print(f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), seed {args.seed}, cores=1\n")
     rows = []
     if args.data.is_dir():
-        rows.append(fit(f"PA 67 (real, {args.month})", real_problem(args.data, args.month, args.seed),
-                        args.draws, args.tune, args.chains, args.seed))
+        rows.append(
+            fit(
+                f"PA 67 (real, {args.month})",
+                real_problem(args.data, args.month, args.seed),
+                args.draws,
+                args.tune,
+                args.chains,
+                args.seed,
+            )
+        )
     for size in args.sizes:
-        rows.append(fit(f"synthetic {size}", synthetic_problem(size, args.seed), args.draws, args.tune, args.chains,
-                        args.seed))
+        rows.append(
+            fit(f"synthetic {size}", synthetic_problem(size, args.seed), args.draws, args.tune, args.chains, args.seed)
+        )
     table = pd.DataFrame(rows).set_index("problem")
     print(table.to_string(float_format=lambda v: f"{v:,.3g}"))
     synthetic = table[table.index.str.startswith("synthetic")]

@@ -42,7 +42,7 @@ def previous_laplace_loss(plan, scale: float) -> float:
         log_p, log_q = np.log(plan.p), np.log(plan.q)
     worst = 0.0
     for start in range(0, support.size, 1024):
-        y = support[start:start + 1024, None]
+        y = support[start : start + 1024, None]
         kernel = -np.abs(y - support[None, :]) / scale
         difference = special.logsumexp(kernel + log_p, axis=1) - special.logsumexp(kernel + log_q, axis=1)
         worst = max(worst, float(np.max(np.abs(difference))))
@@ -78,8 +78,14 @@ def run_size(size: int, old_loss_max: int, old_max: int, repeats: int) -> dict[s
     mechanism = kantorovich.kantorovich_laplace(plan, 1.0)
     loss_time, loss = timed(lambda: kantorovich.privacy_loss(plan, mechanism), repeats)
     scale_time, scale = timed(lambda: kantorovich.smallest_laplace_scale(plan, 1.0), repeats)
-    row = {"K": f"{size:,}", "sensitivity": f"{plan.sensitivity:g}", "loss (s)": f"{loss_time:.4f}",
-           "loss": f"{loss:.12f}", "smallest scale (s)": f"{scale_time:.3f}", "smallest scale": f"{scale:.10g}"}
+    row = {
+        "K": f"{size:,}",
+        "sensitivity": f"{plan.sensitivity:g}",
+        "loss (s)": f"{loss_time:.4f}",
+        "loss": f"{loss:.12f}",
+        "smallest scale (s)": f"{scale_time:.3f}",
+        "smallest scale": f"{scale:.10g}",
+    }
     row.update(dict.fromkeys(("old loss (s)", "abs(loss - old)", "old smallest scale (s)", "rel(scale - old)"), "-"))
     with previous_audit():
         if size <= old_loss_max:
@@ -87,8 +93,12 @@ def run_size(size: int, old_loss_max: int, old_max: int, repeats: int) -> dict[s
             row.update({"old loss (s)": f"{old_loss_time:.3f}", "abs(loss - old)": f"{abs(loss - old_loss):.1e}"})
         if size <= old_max:
             old_scale_time, old_scale = timed(lambda: kantorovich.smallest_laplace_scale(plan, 1.0), 1)
-            row.update({"old smallest scale (s)": f"{old_scale_time:.2f}",
-                        "rel(scale - old)": f"{abs(scale - old_scale) / old_scale:.1e}"})
+            row.update(
+                {
+                    "old smallest scale (s)": f"{old_scale_time:.2f}",
+                    "rel(scale - old)": f"{abs(scale - old_scale) / old_scale:.1e}",
+                }
+            )
     return row
 
 
@@ -100,7 +110,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     warm_up = kantorovich.kantorovich_plan([0.5, 0.5], [0.25, 0.75], [0.0, 1.0])
-    kantorovich.privacy_loss(warm_up, Laplace(1.0))   # compile the kernel outside the timings
+    kantorovich.privacy_loss(warm_up, Laplace(1.0))  # compile the kernel outside the timings
     rows = [run_size(int(size), args.old_loss_max, args.old_max, args.repeats) for size in args.sizes.split(",")]
     header = list(rows[0])
     print("| " + " | ".join(header) + " |")

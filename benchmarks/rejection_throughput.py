@@ -101,9 +101,15 @@ class Measurement:
 
 def make_setup(model, y: int) -> Setup:
     mechanism = model.mechanism
-    return Setup(alpha=model.prior.alpha, beta=model.prior.beta, n=model.simulate.n,
-                 epsilon=mechanism.epsilon, log_norm=mechanism.log_norm,
-                 log_bound=float(mechanism.log_bound(size=1)), y=y)
+    return Setup(
+        alpha=model.prior.alpha,
+        beta=model.prior.beta,
+        n=model.simulate.n,
+        epsilon=mechanism.epsilon,
+        log_norm=mechanism.log_norm,
+        log_bound=float(mechanism.log_bound(size=1)),
+        y=y,
+    )
 
 
 def exact_acceptance_rate(s: Setup) -> float:
@@ -115,13 +121,15 @@ def exact_acceptance_rate(s: Setup) -> float:
 
 # -- the four implementations -------------------------------------------------------------
 
+
 def run_ppdinfer(model, s: Setup, seconds: float, seed: int, cores: int = 1) -> Measurement:
     """pp.rejection_sample on ``cores`` threads, asked for more draws than it can make, stopped by max_seconds."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pp.BudgetWarning)
         start = time.perf_counter()
-        result = pp.rejection_sample(model, s.y, draws=10**7, random_seed=seed,
-                                     progressbar=False, max_seconds=seconds, cores=cores)
+        result = pp.rejection_sample(
+            model, s.y, draws=10**7, random_seed=seed, progressbar=False, max_seconds=seconds, cores=cores
+        )
         elapsed = time.perf_counter() - start
     stats_ = result["sample_stats"]
     proposals = int(stats_["total_proposals"])
@@ -155,6 +163,7 @@ def rng_block_rate(s: Setup, threads: int, seconds: float) -> float:
     """Proposals per second of the random numbers alone (p, x and U of blocks of ``BLOCK_SIZE``, each
     on a fresh generator, as the sampler draws them) on ``threads`` threads: the ceiling of
     thread scaling for any sampler built on NumPy's generators on this machine."""
+
     def block(index: int) -> None:
         rng = np.random.default_rng(index)
         rng.binomial(s.n, rng.beta(s.alpha, s.beta, BLOCK_SIZE))
@@ -225,8 +234,9 @@ def warm_up(model, s: Setup) -> None:
     """Compile the numba kernels and touch every code path once, outside the timings."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pp.BudgetWarning)
-        pp.rejection_sample(model, s.y, draws=10**7, random_seed=0, progressbar=False,
-                            max_proposals=20 * BLOCK_SIZE, cores=1)
+        pp.rejection_sample(
+            model, s.y, draws=10**7, random_seed=0, progressbar=False, max_proposals=20 * BLOCK_SIZE, cores=1
+        )
     run_batched("numpy", numpy_batch_accepted, s, 0.05, 0)
     run_batched("rng only", rng_only_batch, s, 0.05, 0)
     run_python_loop(s, 0.05, 0)
@@ -234,14 +244,21 @@ def warm_up(model, s: Setup) -> None:
 
 # -- report ---------------------------------------------------------------------------------
 
+
 def format_table(results: list[Measurement], floor: Measurement, loop: Measurement) -> str:
     header = ("implementation", "proposals/s", "accepted/s", "time/prop vs RNG-only", "speedup vs loop")
     rows = [header]
     for m in results:
         accepted = "-" if m.accepted_per_second is None else f"{m.accepted_per_second:,.0f}"
-        rows.append((m.name, f"{m.proposals_per_second:,.0f}", accepted,
-                     f"{m.seconds_per_proposal / floor.seconds_per_proposal:.2f}x",
-                     f"{loop.seconds_per_proposal / m.seconds_per_proposal:,.1f}x"))
+        rows.append(
+            (
+                m.name,
+                f"{m.proposals_per_second:,.0f}",
+                accepted,
+                f"{m.seconds_per_proposal / floor.seconds_per_proposal:.2f}x",
+                f"{loop.seconds_per_proposal / m.seconds_per_proposal:,.1f}x",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = []
     for j, row in enumerate(rows):
@@ -260,31 +277,42 @@ def agreement_lines(results: list[Measurement], exact: float) -> tuple[list[str]
             continue
         z = (m.acceptance_rate - exact) / math.sqrt(exact * (1 - exact) / m.proposals)
         ok &= abs(z) <= AGREEMENT_SIGMAS
-        lines.append(f"  {m.name:<12} acceptance rate {m.acceptance_rate:.5f} "
-                     f"({m.accepted:,} of {m.proposals:,} proposals, z = {z:+.2f})")
+        lines.append(
+            f"  {m.name:<12} acceptance rate {m.acceptance_rate:.5f} "
+            f"({m.accepted:,} of {m.proposals:,} proposals, z = {z:+.2f})"
+        )
     verdict = "agree" if ok else "DISAGREE"
-    lines.append(f"acceptance rates {verdict} with the exact value and each other "
-                 f"(all within {AGREEMENT_SIGMAS:g} standard errors: {ok})")
+    lines.append(
+        f"acceptance rates {verdict} with the exact value and each other "
+        f"(all within {AGREEMENT_SIGMAS:g} standard errors: {ok})"
+    )
     return lines, ok
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0,
-                        help="wall-clock budget per vectorized implementation (default 5)")
-    parser.add_argument("--loop-seconds", type=float, default=3.0,
-                        help="wall-clock budget of the per-proposal Python loop (default 3)")
+    parser.add_argument(
+        "--seconds", type=float, default=5.0, help="wall-clock budget per vectorized implementation (default 5)"
+    )
+    parser.add_argument(
+        "--loop-seconds", type=float, default=3.0, help="wall-clock budget of the per-proposal Python loop (default 3)"
+    )
     parser.add_argument("--seed", type=int, default=20240611, help="random seed (default 20240611)")
     parser.add_argument("--rounds", type=int, default=7, help="paired rounds of the core scaling (default 7)")
-    parser.add_argument("--round-draws", type=int, default=10_000,
-                        help="draws of each rejection_sample run of a scaling round (default 10,000: about 1.5 s "
-                             "on one core)")
+    parser.add_argument(
+        "--round-draws",
+        type=int,
+        default=10_000,
+        help="draws of each rejection_sample run of a scaling round (default 10,000: about 1.5 s on one core)",
+    )
     args = parser.parse_args(argv)
 
     model = beta_binomial.model(n=N_RECORDS, epsilon=EPSILON)
     s = make_setup(model, Y_OBSERVED)
-    print(f"beta-binomial model: n = {s.n}, epsilon = {s.epsilon:g}, prior Beta({s.alpha:g}, {s.beta:g}), "
-          f"y = {s.y}; budget {args.seconds:g} s per implementation ({args.loop_seconds:g} s for the loop)")
+    print(
+        f"beta-binomial model: n = {s.n}, epsilon = {s.epsilon:g}, prior Beta({s.alpha:g}, {s.beta:g}), "
+        f"y = {s.y}; budget {args.seconds:g} s per implementation ({args.loop_seconds:g} s for the loop)"
+    )
     warm_up(model, s)
 
     cores = available_cores()
@@ -300,29 +328,40 @@ def main(argv=None) -> int:
     print()
     ratio = ppd.seconds_per_proposal / floor.seconds_per_proposal
     speedup = loop.seconds_per_proposal / ppd.seconds_per_proposal
-    print(f"ppdinfer time per proposal is {ratio:.2f}x the RNG-only cost (target <= 2x): "
-          f"{'met' if ratio <= 2 else 'MISSED'}")
+    print(
+        f"ppdinfer time per proposal is {ratio:.2f}x the RNG-only cost (target <= 2x): "
+        f"{'met' if ratio <= 2 else 'MISSED'}"
+    )
     # no target against the loop: the RNG-only floor is itself only about 11-17x the loop here, so no
     # NumPy-based sampler can be 100x faster than it; the ratio to the floor above is the measure
-    print(f"ppdinfer is {speedup:.0f}x faster than the per-proposal loop, whose RNG-only floor is "
-          f"{loop.seconds_per_proposal / floor.seconds_per_proposal:.0f}x faster than it")
+    print(
+        f"ppdinfer is {speedup:.0f}x faster than the per-proposal loop, whose RNG-only floor is "
+        f"{loop.seconds_per_proposal / floor.seconds_per_proposal:.0f}x faster than it"
+    )
     ours = paired_speedups(lambda c: 1 / draws_seconds(model, s, args.round_draws, args.seed, c), cores, args.rounds)
     ceiling = paired_speedups(lambda c: rng_block_rate(s, c, seconds=1.0), cores, args.rounds)
     target = 0.9 * cores
     scaling = float(np.median(ours))
-    print(f"ppdinfer on {cores} cores makes {scaling:.2f}x the proposals per second of 1 core, the median of "
-          f"{args.rounds} paired rounds of {args.round_draws:,} draws ({min(ours):.2f}x to {max(ours):.2f}x; "
-          f"in the single {args.seconds:g} s runs above {ppd.seconds_per_proposal / parallel.seconds_per_proposal:.2f}x) "
-          f"(target >= {target:.1f}x): {'met' if scaling >= target else 'MISSED'}")
-    print(f"  the random numbers alone on {cores} threads: {np.median(ceiling):.2f}x ({min(ceiling):.2f}x to "
-          f"{max(ceiling):.2f}x), the ceiling of thread scaling on this machine")
+    print(
+        f"ppdinfer on {cores} cores makes {scaling:.2f}x the proposals per second of 1 core, the median of "
+        f"{args.rounds} paired rounds of {args.round_draws:,} draws ({min(ours):.2f}x to {max(ours):.2f}x; "
+        f"in the single {args.seconds:g} s runs above {ppd.seconds_per_proposal / parallel.seconds_per_proposal:.2f}x) "
+        f"(target >= {target:.1f}x): {'met' if scaling >= target else 'MISSED'}"
+    )
+    print(
+        f"  the random numbers alone on {cores} threads: {np.median(ceiling):.2f}x ({min(ceiling):.2f}x to "
+        f"{max(ceiling):.2f}x), the ceiling of thread scaling on this machine"
+    )
     draws = 1_000_000
     (_, one), (_, every) = (importance_seconds(model, s, c, args.seed, draws) for c in (1, cores))
-    importance = paired_speedups(lambda c: draws / importance_seconds(model, s, c, args.seed, draws)[0], cores,
-                                 args.rounds)
-    print(f"importance_sample, {draws:,} proposals, on {cores} cores: {np.median(importance):.2f}x the speed of 1 core "
-          f"({min(importance):.2f}x to {max(importance):.2f}x over {args.rounds} paired rounds); identical weights: "
-          f"{np.array_equal(one, every)}")
+    importance = paired_speedups(
+        lambda c: draws / importance_seconds(model, s, c, args.seed, draws)[0], cores, args.rounds
+    )
+    print(
+        f"importance_sample, {draws:,} proposals, on {cores} cores: {np.median(importance):.2f}x the speed of 1 core "
+        f"({min(importance):.2f}x to {max(importance):.2f}x over {args.rounds} paired rounds); identical weights: "
+        f"{np.array_equal(one, every)}"
+    )
     lines, _ = agreement_lines(results, exact_acceptance_rate(s))
     print("\n".join(lines))
     return 0

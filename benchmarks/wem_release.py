@@ -96,8 +96,9 @@ def load_month(data: Path, month: str) -> tuple[np.ndarray, dict, list[str]]:
     previous = table[table["month"] == months[months.index(month) - 1]]
     x = np.array([current["new_cases"].to_numpy(), current["new_deaths"].to_numpy()], dtype=np.int64)
     if np.any(x < 0) or np.any(x[0] < x[1]):
-        raise SystemExit(f"{month} has negative counts or deaths above cases (reporting corrections): "
-                         "pick another month")
+        raise SystemExit(
+            f"{month} has negative counts or deaths above cases (reporting corrections): pick another month"
+        )
     z = {"total": int(x[0].sum()), "previous_cases": previous["new_cases"].to_numpy()}
     return x, z, list(current["county"])
 
@@ -149,8 +150,13 @@ def _numpy_sweeps(chain, y, acc, loss, cells, log_steps, sweeps, rng) -> None:
                 j += j >= i
                 ci, cj = y[rows, i] + step, y[rows, j] - step
                 feasible = (ci >= y[rows, n + i]) & (cj >= y[rows, n + j])
-                new_acc = (acc - (y[rows, i] - x[i]) ** 2.0 - (y[rows, j] - x[j]) ** 2.0
-                           + (ci - x[i]) ** 2.0 + (cj - x[j]) ** 2.0)
+                new_acc = (
+                    acc
+                    - (y[rows, i] - x[i]) ** 2.0
+                    - (y[rows, j] - x[j]) ** 2.0
+                    + (ci - x[i]) ** 2.0
+                    + (cj - x[j]) ** 2.0
+                )
                 if chain.concentration is not None:
                     cell_i = _log_cells(ci, chain.concentration[i])
                     cell_j = _log_cells(cj, chain.concentration[j])
@@ -239,12 +245,16 @@ def _losses(tables: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def format_table(results: list[Measurement]) -> str:
     numba = results[0].steps_per_second
-    lines = [f"{'implementation':<22}{'chains':>8}{'steps':>13}{'seconds':>9}{'steps/s':>12}{'numba speed-up':>16}"
-             f"{'mean loss':>12}"]
+    lines = [
+        f"{'implementation':<22}{'chains':>8}{'steps':>13}{'seconds':>9}{'steps/s':>12}{'numba speed-up':>16}"
+        f"{'mean loss':>12}"
+    ]
     for m in results:
         se = _standard_error(m.losses)
-        lines.append(f"{m.name:<22}{m.chains:>8}{m.steps:>13,}{m.seconds:>9.2f}{m.steps_per_second:>12.3g}"
-                     f"{numba / m.steps_per_second:>15.1f}x{m.losses.mean():>8.0f} ± {se:.0f}")
+        lines.append(
+            f"{m.name:<22}{m.chains:>8}{m.steps:>13,}{m.seconds:>9.2f}{m.steps_per_second:>12.3g}"
+            f"{numba / m.steps_per_second:>15.1f}x{m.losses.mean():>8.0f} ± {se:.0f}"
+        )
     return "\n".join(lines)
 
 
@@ -265,14 +275,21 @@ def exact_against_chain(x: np.ndarray, z: dict, month: str) -> str:
     for total, n in ((4, 3), (100, 2)):
         cases = np.full(n, total // n)
         cases[0] += total - cases.sum()
-        tables.append((f"{n} counties, total {total}", np.array([cases, cases // 2]),
-                       {"total": total, "previous_cases": np.arange(1, n + 1) * 10}))
+        tables.append(
+            (
+                f"{n} counties, total {total}",
+                np.array([cases, cases // 2]),
+                {"total": total, "previous_cases": np.arange(1, n + 1) * 10},
+            )
+        )
     for n in (5, 10, 18, x.shape[1]):
         part = x[:, :n]
-        tables.append((f"{n} counties ({month})", part,
-                       {"total": int(part[0].sum()), "previous_cases": z["previous_cases"][:n]}))
-    lines = [f"{'table':<26}{'measure':<17}{'eps':>6}{'proposals':>11}{'exact s':>10}{'chain s':>10}"
-             f"{'chain/exact':>13}"]
+        tables.append(
+            (f"{n} counties ({month})", part, {"total": int(part[0].sum()), "previous_cases": z["previous_cases"][:n]})
+        )
+    lines = [
+        f"{'table':<26}{'measure':<17}{'eps':>6}{'proposals':>11}{'exact s':>10}{'chain s':>10}{'chain/exact':>13}"
+    ]
     for name, table, public in tables:
         for measure in MEASURES:
             for epsilon in EPSILONS:
@@ -288,8 +305,15 @@ def exact_against_chain(x: np.ndarray, z: dict, month: str) -> str:
     return "\n".join(lines)
 
 
-def mixing(x: np.ndarray, z: dict, counties: list[str], seed: int, sweeps=(50, 200, 500), reference: int = 8000,
-           chains: int = 200) -> str:
+def mixing(
+    x: np.ndarray,
+    z: dict,
+    counties: list[str],
+    seed: int,
+    sweeps=(50, 200, 500),
+    reference: int = 8000,
+    chains: int = 200,
+) -> str:
     """Smallest KS p-value of ``chains`` releases after each of ``sweeps`` against ``reference`` sweeps."""
     picked = [counties.index(name) for name in ("Allegheny", "Erie", "Cameron")]
 
@@ -315,20 +339,32 @@ def privacy_loss(draws: np.ndarray, other: np.ndarray, min_count: int = 500) -> 
     for sample in (draws, other):
         values, n = np.unique(sample.reshape(len(sample), -1), axis=0, return_counts=True)
         counts.append({row.tobytes(): c for row, c in zip(values, n)})
-    return max(abs(math.log(counts[0][key] / counts[1][key])) for key in counts[0]
-               if min(counts[0][key], counts[1].get(key, 0)) >= min_count)
+    return max(
+        abs(math.log(counts[0][key] / counts[1][key]))
+        for key in counts[0]
+        if min(counts[0][key], counts[1].get(key, 0)) >= min_count
+    )
 
 
 def audit(releases: int, seed: int, sweeps=(1, 2, 5, 20, DEFAULT_SWEEPS)) -> str:
     """Empirical privacy loss of chains of each length and of the exact release on one-county neighbours."""
-    cases = {"naive": (None, np.array([[5], [2]]), np.array([[7], [2]])),
-             "congenial": ({"total": 8}, np.array([[8], [3]]), np.array([[8], [5]]))}
+    cases = {
+        "naive": (None, np.array([[5], [2]]), np.array([[7], [2]])),
+        "congenial": ({"total": 8}, np.array([[8], [3]]), np.array([[8], [5]])),
+    }
     lines = [f"{'measure':<11}" + "".join(f"{s:>9}" for s in sweeps) + f"{'exact':>9}   (eps = 1, ideal 0.5)"]
     for measure, (z, x, neighbour) in cases.items():
         mechanism = WassersteinExponential(1.0, DELTA_Z, base_measure=measure)
         runs = [{"sweeps": s, "method": "mcmc"} for s in sweeps] + [{"method": "exact"}]
-        losses = [privacy_loss(*(mechanism.release(t, z, random_seed=seed + i, replicates=releases, **run)
-                                 for i, t in enumerate((x, neighbour)))) for run in runs]
+        losses = [
+            privacy_loss(
+                *(
+                    mechanism.release(t, z, random_seed=seed + i, replicates=releases, **run)
+                    for i, t in enumerate((x, neighbour))
+                )
+            )
+            for run in runs
+        ]
         lines.append(f"{measure:<11}" + "".join(f"{loss:>9.2f}" for loss in losses))
     return "\n".join(lines)
 
@@ -368,17 +404,21 @@ def main(argv=None) -> None:
         run_numpy(chain, chains=100, sweeps=args.sweeps, seed=args.seed),
         run_python(chain, chains=10, sweeps=args.sweeps, seed=args.seed),
     ]
-    print(f"WEM release chain, {args.month}: J = {n} counties, {x.size} coordinates, total {z['total']:,} cases, "
-          f"eps = {args.epsilon}, Delta_z = {DELTA_Z}, L2 loss, {args.base_measure} base measure, "
-          f"{args.sweeps} sweeps per chain, max step {chain.max_step}")
+    print(
+        f"WEM release chain, {args.month}: J = {n} counties, {x.size} coordinates, total {z['total']:,} cases, "
+        f"eps = {args.epsilon}, Delta_z = {DELTA_Z}, L2 loss, {args.base_measure} base measure, "
+        f"{args.sweeps} sweeps per chain, max step {chain.max_step}"
+    )
     print(format_table(results))
     reference = results[0].losses
     for m in results[1:]:
         se = math.hypot(_standard_error(reference), _standard_error(m.losses))
         z_score = (m.losses.mean() - reference.mean()) / se
         print(f"{m.name}: mean loss {'agrees' if abs(z_score) < 4.5 else 'DISAGREES'} with numba (z = {z_score:+.1f})")
-    print(f"\nSeconds per release (one call each), exact and {DEFAULT_SWEEPS}-sweep chain measured in turn; "
-          f"'-': above EXACT_PROPOSAL_LIMIT = {EXACT_PROPOSAL_LIMIT:,} or no exact sampler")
+    print(
+        f"\nSeconds per release (one call each), exact and {DEFAULT_SWEEPS}-sweep chain measured in turn; "
+        f"'-': above EXACT_PROPOSAL_LIMIT = {EXACT_PROPOSAL_LIMIT:,} or no exact sampler"
+    )
     print(exact_against_chain(x, z, args.month))
 
 

@@ -69,10 +69,25 @@ html_title = f"ppdinfer {release}"
 # ppd_docscheck: the modules whose public names must have a docstring with an example and
 # appear in the API reference (docs/api/).
 ppd_public_modules = [
-    "ppdinfer", "ppdinfer.inference", "ppdinfer.mechanisms", "ppdinfer.mechanisms.distribution", "ppdinfer.priors", "ppdinfer.generators",
-    "ppdinfer.privacy", "ppdinfer.invariants", "ppdinfer.datasets", "ppdinfer.interop", "ppdinfer.projection", "ppdinfer.postprocessing", "ppdinfer.pymc",
+    "ppdinfer",
+    "ppdinfer.inference",
+    "ppdinfer.mechanisms",
+    "ppdinfer.mechanisms.distribution",
+    "ppdinfer.priors",
+    "ppdinfer.generators",
+    "ppdinfer.privacy",
+    "ppdinfer.invariants",
+    "ppdinfer.datasets",
+    "ppdinfer.interop",
+    "ppdinfer.projection",
+    "ppdinfer.postprocessing",
+    "ppdinfer.pymc",
     "ppdinfer.models",
-    "ppdinfer.models.beta_binomial", "ppdinfer.models.congenial_counts", "ppdinfer.models.county_counts", "ppdinfer.models.property_secret", "ppdinfer.models.pufferfish_secret",
+    "ppdinfer.models.beta_binomial",
+    "ppdinfer.models.congenial_counts",
+    "ppdinfer.models.county_counts",
+    "ppdinfer.models.property_secret",
+    "ppdinfer.models.pufferfish_secret",
     "ppdinfer.models.semidp_table",
     "ppdinfer.models.table_2x2",
 ]

@@ -15,6 +15,22 @@
   (discrete Laplace, Tulap or any canonical noise on the free cell).
 """
 
-from . import beta_binomial, congenial_counts, county_counts, property_secret, pufferfish_secret, semidp_table, table_2x2
+from . import (
+    beta_binomial,
+    congenial_counts,
+    county_counts,
+    property_secret,
+    pufferfish_secret,
+    semidp_table,
+    table_2x2,
+)
 
-__all__ = ["beta_binomial", "congenial_counts", "county_counts", "property_secret", "pufferfish_secret", "semidp_table", "table_2x2"]
+__all__ = [
+    "beta_binomial",
+    "congenial_counts",
+    "county_counts",
+    "property_secret",
+    "pufferfish_secret",
+    "semidp_table",
+    "table_2x2",
+]

@@ -10,8 +10,7 @@ def noise_likelihood(name: str, mu, mechanism, observed):
     """The release y ~ mechanism centred on mu, as a PyMC observed variable."""
     from ..pymc import DiscreteLaplace
 
-    return DiscreteLaplace(name, mu=mu, epsilon=mechanism.epsilon, sensitivity=mechanism.sensitivity,
-                           observed=observed)
+    return DiscreteLaplace(name, mu=mu, epsilon=mechanism.epsilon, sensitivity=mechanism.sensitivity, observed=observed)
 
 
 def marginal_release(name: str, support: np.ndarray, log_weights, mechanism, observed):

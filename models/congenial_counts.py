@@ -74,22 +74,32 @@ class CongenialCountsModel(PPDModel):
             raise ValueError(f"n_categories must be at least 2, got {n_categories!r}")
         concentration = float(self.n_categories) if concentration is None else concentration
         self.concentration = positive_finite(concentration, "concentration")
-        self.invariants = (LinearInvariants.grand_total(self.n_categories, self.total)
-                           & LinearInvariants.nonnegative(self.n_categories))
+        self.invariants = LinearInvariants.grand_total(self.n_categories, self.total) & LinearInvariants.nonnegative(
+            self.n_categories
+        )
         alpha = np.full(self.n_categories, self.concentration / self.n_categories)
-        super().__init__(Dirichlet(alpha), MultinomialTotal("total"),
-                         Congenial(DiscreteLaplace(epsilon), self.invariants), names="share", x_name="counts",
-                         dims={"share": "category", "counts": "category"})
+        super().__init__(
+            Dirichlet(alpha),
+            MultinomialTotal("total"),
+            Congenial(DiscreteLaplace(epsilon), self.invariants),
+            names="share",
+            x_name="counts",
+            dims={"share": "category", "counts": "category"},
+        )
 
     def prepare(self, y, z, rng=None):
         """PPDModel.prepare, plus: z["total"] must be the model's total and y must conform to S*."""
         y, z, theta_shape, x_shape = super().prepare(y, z, rng)
         if self.simulate.total(z) != self.total:
-            raise ValueError(f"z['total'] = {z['total']!r} but the mechanism's invariants were built for "
-                             f"total = {self.total}: build the model with the published total")
+            raise ValueError(
+                f"z['total'] = {z['total']!r} but the mechanism's invariants were built for "
+                f"total = {self.total}: build the model with the published total"
+            )
         if not self.invariants.contains(np.asarray(y).astype(np.int64)):
-            raise ValueError(f"y = {np.asarray(y).tolist()!r} is not a congenial release: its counts must be "
-                             f"non-negative integers summing to {self.total}")
+            raise ValueError(
+                f"y = {np.asarray(y).tolist()!r} is not a congenial release: its counts must be "
+                f"non-negative integers summing to {self.total}"
+            )
         return y, z, theta_shape, x_shape
 
     def to_pymc(self, y, z=None):
@@ -100,8 +110,9 @@ class CongenialCountsModel(PPDModel):
         return from_model(self, y, z)
 
 
-def model(epsilon: float = 1.0, total: int = 10, n_categories: int = 3,
-          concentration: float | None = None) -> CongenialCountsModel:
+def model(
+    epsilon: float = 1.0, total: int = 10, n_categories: int = 3, concentration: float | None = None
+) -> CongenialCountsModel:
     """The congenial-count PPD model for ``n_categories`` counts summing to the public ``total``.
 
     ``concentration`` is the Dirichlet's total concentration c (alpha_j = c / J; default J,

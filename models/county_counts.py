@@ -48,9 +48,14 @@ class CountyCountsModel(PPDModel):
     """
 
     def __init__(self, epsilon: float, concentration: float, sensitivity: float):
-        super().__init__(Dirichlet.centered("previous", concentration=concentration), MultinomialTotal("total"),
-                         DiscreteLaplace(epsilon, sensitivity), names="share", x_name="cases",
-                         dims={"share": "county", "cases": "county"})
+        super().__init__(
+            Dirichlet.centered("previous", concentration=concentration),
+            MultinomialTotal("total"),
+            DiscreteLaplace(epsilon, sensitivity),
+            names="share",
+            x_name="cases",
+            dims={"share": "county", "cases": "county"},
+        )
 
     def to_pymc(self, y, z=None, *, mutable: bool = False):
         """The PyMC twin; ``mutable=True`` holds y in ``pm.Data("y_release")`` so that one model

@@ -103,8 +103,10 @@ class PropertySecretModel(PPDModel):
             raise ValueError(f"prior has {prior.probabilities.size} candidates but means has {data.n_secrets}")
         mechanism = noise if isinstance(noise, Mechanism) else _isotropic(noise, data.means.shape[1])
         if not isinstance(mechanism, CorrelatedGaussian):
-            raise ValueError("noise must be a CorrelatedGaussian (the distribution-privacy Gaussian designs return "
-                             f"one) or a noise standard deviation, got {noise!r}")
+            raise ValueError(
+                "noise must be a CorrelatedGaussian (the distribution-privacy Gaussian designs return "
+                f"one) or a noise standard deviation, got {noise!r}"
+            )
         super().__init__(prior, data, mechanism, names="candidate", x_name="query")
 
     def secret_posterior(self, y) -> np.ndarray:
@@ -126,8 +128,13 @@ class PropertySecretModel(PPDModel):
         y = finite_array(y, "y")
         single = y.ndim == 1
         releases = y.reshape(-1, data.means.shape[1])
-        log_likelihood = np.stack([stats.multivariate_normal(mean, cov + noise).logpdf(releases).reshape(-1)
-                                   for mean, cov in zip(data.means, data.covariances)], axis=1)
+        log_likelihood = np.stack(
+            [
+                stats.multivariate_normal(mean, cov + noise).logpdf(releases).reshape(-1)
+                for mean, cov in zip(data.means, data.covariances)
+            ],
+            axis=1,
+        )
         log_joint = log_likelihood + np.log(self.prior.probabilities)
         posterior = np.exp(log_joint - log_joint.max(axis=1, keepdims=True))
         posterior /= posterior.sum(axis=1, keepdims=True)
@@ -135,8 +142,10 @@ class PropertySecretModel(PPDModel):
 
     def to_pymc(self, y, z=None):
         """No PyMC twin: raises NotImplementedError (the candidate index is discrete)."""
-        raise NotImplementedError("the candidate index is discrete, so NUTS cannot sample it; the posterior is "
-                                  "model.secret_posterior(y) in closed form, or ppdinfer.importance_sample")
+        raise NotImplementedError(
+            "the candidate index is discrete, so NUTS cannot sample it; the posterior is "
+            "model.secret_posterior(y) in closed form, or ppdinfer.importance_sample"
+        )
 
 
 def model(means, covariances, noise, prior=None) -> PropertySecretModel:

@@ -86,8 +86,9 @@ class SecretConditional(DataModel):
             raise ValueError(f"values must be a strictly increasing vector of at least 2 numbers, got {values!r}")
         table = finite_array(conditionals, "conditionals")
         if table.ndim != 2 or table.shape[0] < 2 or table.shape[1] != self.values.size:
-            raise ValueError(f"conditionals must have shape (K, {self.values.size}) with K >= 2 secrets, "
-                             f"got shape {table.shape}")
+            raise ValueError(
+                f"conditionals must have shape (K, {self.values.size}) with K >= 2 secrets, got shape {table.shape}"
+            )
         self.conditionals = np.stack([probability_vector(row, f"conditionals[{k}]") for k, row in enumerate(table)])
         with np.errstate(divide="ignore"):
             self._log_conditionals = np.log(self.conditionals)
@@ -136,15 +137,24 @@ class PufferfishSecretModel(PPDModel):
     the secret is a discrete parameter:
     """
 
-    def __init__(self, conditionals, values, epsilon: float | None, prior, noise: str | Mechanism,
-                 tie_tolerance: float = TIE_TOLERANCE):
+    def __init__(
+        self,
+        conditionals,
+        values,
+        epsilon: float | None,
+        prior,
+        noise: str | Mechanism,
+        tie_tolerance: float = TIE_TOLERANCE,
+    ):
         data = SecretConditional(conditionals, values)
         if not isinstance(prior, Categorical):
             prior = Categorical(np.full(data.n_secrets, 1 / data.n_secrets) if prior is None else prior)
         if prior.probabilities.size != data.n_secrets:
             raise ValueError(f"prior has {prior.probabilities.size} secrets but conditionals has {data.n_secrets}")
-        self.sensitivity = max(w_inf(data.conditionals[i], data.conditionals[j], data.values, tie_tolerance=tie_tolerance)
-                               for i, j in itertools.combinations(range(data.n_secrets), 2))
+        self.sensitivity = max(
+            w_inf(data.conditionals[i], data.conditionals[j], data.values, tie_tolerance=tie_tolerance)
+            for i, j in itertools.combinations(range(data.n_secrets), 2)
+        )
         super().__init__(prior, data, _noise_mechanism(noise, epsilon, self.sensitivity), names="secret")
 
     @property
@@ -173,11 +183,18 @@ class PufferfishSecretModel(PPDModel):
         raise NotImplementedError(
             "the secret is a discrete parameter: NUTS cannot sample it and the exact posterior is a sum over the "
             "secrets; use model.secret_posterior(y), ppdinfer.exact_posterior(model, y, theta_grid=model.theta_grid), "
-            "ppdinfer.rejection_sample or ppdinfer.importance_sample")
+            "ppdinfer.rejection_sample or ppdinfer.importance_sample"
+        )
 
 
-def model(conditionals, values, epsilon: float | None = 1.0, prior=None,
-          noise: str | Mechanism = "laplace", tie_tolerance: float = TIE_TOLERANCE) -> PufferfishSecretModel:
+def model(
+    conditionals,
+    values,
+    epsilon: float | None = 1.0,
+    prior=None,
+    noise: str | Mechanism = "laplace",
+    tie_tolerance: float = TIE_TOLERANCE,
+) -> PufferfishSecretModel:
     r"""The Pufferfish secret model for the conditionals P(x | s) on ``values``.
 
     Parameters
@@ -223,8 +240,10 @@ def _noise_mechanism(noise, epsilon, sensitivity: float) -> Mechanism:
     """The mechanism on x: Laplace of scale sensitivity / epsilon, or the mechanism given."""
     if isinstance(noise, Mechanism):
         if epsilon is not None:
-            raise ValueError(f"epsilon must be None when noise is a mechanism ({noise!r} has its own parameters), "
-                             f"got epsilon={epsilon!r}")
+            raise ValueError(
+                f"epsilon must be None when noise is a mechanism ({noise!r} has its own parameters), "
+                f"got epsilon={epsilon!r}"
+            )
         return noise
     if noise != "laplace":
         raise ValueError(f"noise must be 'laplace' or a Mechanism, got {noise!r}")

@@ -71,21 +71,30 @@ class SemiDPTableModel(PPDModel):
         rows, cols = (int(n) for n in shape)
         self.shape = (rows, cols)
         space = contingency_sensitivity_space(rows, cols, changes=changes)
-        super().__init__(stats.norm(0.0, self.association_sd), AssociationTable(), SemiDPGaussian(mu, space),
-                         names="association", x_name="table")
+        super().__init__(
+            stats.norm(0.0, self.association_sd),
+            AssociationTable(),
+            SemiDPGaussian(mu, space),
+            names="association",
+            x_name="table",
+        )
 
     def prepare(self, y, z, rng=None):
         """PPDModel.prepare, plus: z fits the model's shape and y keeps the public margins."""
         rows, cols = self.simulate.margins(z)
         if (len(rows), len(cols)) != self.shape:
-            raise ValueError(f"z holds margins of a {len(rows)} x {len(cols)} table but the model was built for "
-                             f"{self.shape[0]} x {self.shape[1]}")
+            raise ValueError(
+                f"z holds margins of a {len(rows)} x {len(cols)} table but the model was built for "
+                f"{self.shape[0]} x {self.shape[1]}"
+            )
         y, z, theta_shape, x_shape = super().prepare(y, z, rng)
         y = np.asarray(y, dtype=float)
         if not (np.allclose(y.sum(axis=1), rows, atol=1e-6) and np.allclose(y.sum(axis=0), cols, atol=1e-6)):
-            raise ValueError(f"y has row sums {y.sum(axis=1).round(6).tolist()} and column sums "
-                             f"{y.sum(axis=0).round(6).tolist()}, not the public margins {list(rows)} and "
-                             f"{list(cols)}: a Semi-DP release keeps them exactly")
+            raise ValueError(
+                f"y has row sums {y.sum(axis=1).round(6).tolist()} and column sums "
+                f"{y.sum(axis=0).round(6).tolist()}, not the public margins {list(rows)} and "
+                f"{list(cols)}: a Semi-DP release keeps them exactly"
+            )
         return y, z, theta_shape, x_shape
 
     def to_pymc(self, y, z=None):
@@ -147,16 +156,19 @@ class SemiDPTableModel(PPDModel):
         """
         tables, scores, log_base, log_release = self._table_terms(y, z)
         chunk = positive_int(chunk, "chunk")
-        if not isinstance(idata, xr.DataTree) or "posterior" not in idata.children \
-                or self.names[0] not in idata["posterior"].data_vars:
+        if (
+            not isinstance(idata, xr.DataTree)
+            or "posterior" not in idata.children
+            or self.names[0] not in idata["posterior"].data_vars
+        ):
             raise ValueError(f"idata must be a DataTree whose posterior holds {self.names[0]!r} (a result of the twin)")
         theta = idata["posterior"][self.names[0]].transpose("chain", "draw")
         rng = as_generator(random_seed)
         flat = theta.values.reshape(-1)
         drawn = np.empty((flat.size, *self.shape), dtype=tables.dtype)
         for start in range(0, flat.size, chunk):
-            log_p = log_base + flat[start:start + chunk, None] * scores + log_release
-            drawn[start:start + chunk] = _draw_from_support(tables, log_p, rng)
+            log_p = log_base + flat[start : start + chunk, None] * scores + log_release
+            drawn[start : start + chunk] = _draw_from_support(tables, log_p, rng)
         dims = _dims(self.x_name, 2, self.dims)
         result = idata.copy()
         posterior = result["posterior"].to_dataset()

@@ -34,7 +34,6 @@ potential ``release`` (no posterior predictive of y then).
 from __future__ import annotations
 
 import numpy as np
-
 from scipy import stats
 
 from .._validation import positive_finite
@@ -60,8 +59,13 @@ class Table2x2Model(PPDModel):
 
     def __init__(self, epsilon: float | None, log_odds_sd: float, noise: str | Mechanism = "discrete_laplace"):
         self.log_odds_sd = positive_finite(log_odds_sd, "log_odds_sd")
-        super().__init__(stats.lognorm(s=self.log_odds_sd), FisherTable2x2(), _noise_mechanism(noise, epsilon),
-                         names="odds_ratio", x_name="n11")
+        super().__init__(
+            stats.lognorm(s=self.log_odds_sd),
+            FisherTable2x2(),
+            _noise_mechanism(noise, epsilon),
+            names="odds_ratio",
+            x_name="n11",
+        )
 
     def to_pymc(self, y, z=None):
         """The PyMC twin: n11 summed out over its support, NUTS on the log odds ratio.
@@ -94,8 +98,9 @@ class Table2x2Model(PPDModel):
         return twin
 
 
-def model(epsilon: float | None = None, log_odds_sd: float = 1.0,
-          noise: str | Mechanism = "discrete_laplace") -> Table2x2Model:
+def model(
+    epsilon: float | None = None, log_odds_sd: float = 1.0, noise: str | Mechanism = "discrete_laplace"
+) -> Table2x2Model:
     """The 2 x 2 table PPD model; z must hold ``row_totals`` (2 counts) and ``col_total``.
 
     The prior is a scipy.stats frozen log-normal, which PPDModel accepts as it is.
@@ -135,8 +140,10 @@ def _noise_mechanism(noise, epsilon) -> Mechanism:
     """The mechanism on n11: a named noise built from epsilon (default 1.0), or the mechanism given."""
     if isinstance(noise, Mechanism):
         if epsilon is not None:
-            raise ValueError(f"epsilon must be left out when noise is a mechanism ({noise!r} has its own "
-                             f"privacy parameters), got epsilon={epsilon!r}")
+            raise ValueError(
+                f"epsilon must be left out when noise is a mechanism ({noise!r} has its own "
+                f"privacy parameters), got epsilon={epsilon!r}"
+            )
         return noise
     if not isinstance(noise, str) or noise not in NOISES:
         raise ValueError(f"noise must be one of {sorted(NOISES)} or a Mechanism, got {noise!r}")

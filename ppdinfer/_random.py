@@ -21,8 +21,7 @@ def as_generator(random_seed: SeedLike) -> np.random.Generator:
             raise ValueError(f"random_seed must be a non-negative integer, got {random_seed}")
         return np.random.default_rng(random_seed)
     raise ValueError(
-        f"random_seed must be None, a non-negative int, a SeedSequence or a numpy Generator, "
-        f"got {random_seed!r}"
+        f"random_seed must be None, a non-negative int, a SeedSequence or a numpy Generator, got {random_seed!r}"
     )
 
 

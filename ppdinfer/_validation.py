@@ -58,8 +58,10 @@ def integer_valued(values, name: str) -> np.ndarray:
             raise ValueError(f"{name} must hold integers, got {values!r}")
         too_large = np.any(np.abs(arr.astype(np.float64)) > MAX_INTEGER)
     if too_large:
-        raise ValueError(f"{name} must hold integers of magnitude at most 2^53 = {MAX_INTEGER:,} (beyond it "
-                         f"float64 likelihoods and int64 releases lose them), got {values!r}")
+        raise ValueError(
+            f"{name} must hold integers of magnitude at most 2^53 = {MAX_INTEGER:,} (beyond it "
+            f"float64 likelihoods and int64 releases lose them), got {values!r}"
+        )
     return arr.astype(np.int64)
 
 
@@ -121,6 +123,8 @@ def unit_parameter(value, name: str, check, requirement: str, size: int | None =
         except ValueError:
             bad.append(index)
     if bad:
-        raise ValueError(f"{name} must hold {requirement}s: {len(bad)} of its {array.size} values are not, "
-                         f"the first {array[bad[0]].item()!r} at index {bad[0]}")
+        raise ValueError(
+            f"{name} must hold {requirement}s: {len(bad)} of its {array.size} values are not, "
+            f"the first {array[bad[0]].item()!r} at index {bad[0]}"
+        )
     return array.astype(float if check is positive_finite else np.int64)

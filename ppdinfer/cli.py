@@ -20,6 +20,7 @@ EXPECTED_ERRORS = (ValueError, OSError, ImportError)
 
 def _number(kind, name: str, minimum: float, strict: bool):
     """An argparse ``type``: ``kind(text)``, refused unless finite and above (or at, if not ``strict``) ``minimum``."""
+
     def parse(text: str):
         try:
             value = kind(text)
@@ -28,6 +29,7 @@ def _number(kind, name: str, minimum: float, strict: bool):
         if value is None or not math.isfinite(value) or value < minimum or (strict and value == minimum):
             raise argparse.ArgumentTypeError(f"must be {name}, got {text!r}")
         return value
+
     parse.__name__ = name
     return parse
 
@@ -45,8 +47,8 @@ def main(argv=None) -> int:
         "demo",
         help="five synthetic counties: release, then rejection, importance and exact posteriors",
         description="Release noisy county counts with a public total, fit the posterior with the rejection "
-                    "sampler, the importance sampler and exact enumeration, print a comparison table and "
-                    "write a figure.",
+        "sampler, the importance sampler and exact enumeration, print a comparison table and "
+        "write a figure.",
     )
     demo.add_argument("--output", type=Path, default=Path("demo_output"), help="folder for the figure")
     demo.add_argument("--epsilon", type=positive_float, default=1.0, help="privacy level of the release (default 1)")
@@ -81,18 +83,27 @@ def main(argv=None) -> int:
 
 def _add_reproduce(commands) -> None:
     command = commands.add_parser(
-        "reproduce", help="run a case study (a seed paper's reproduction) and write its report.md",
+        "reproduce",
+        help="run a case study (a seed paper's reproduction) and write its report.md",
         description="Run a case study end to end and write its report.md, whose claims table checks the paper's "
-                    "statements in numbers. --list shows them all.")
+        "statements in numbers. --list shows them all.",
+    )
     command.add_argument("names", nargs="*", metavar="NAME", help="case studies to run (see --list)")
     command.add_argument("--list", action="store_true", help="list the case studies with their papers and commands")
     command.add_argument("--all", action="store_true", help="run every case study")
     command.add_argument("--quick", action="store_true", help="the quick variant (minutes; what the tests run)")
-    command.add_argument("--results", type=Path, default=None,
-                         help="results folder (one name only; default results/NAME or results/NAME_quick)")
-    command.add_argument("--fresh", action="store_true",
-                         help="delete the results of an earlier run of another configuration in the results folder "
-                              "first (for case studies that resume runs)")
+    command.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="results folder (one name only; default results/NAME or results/NAME_quick)",
+    )
+    command.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the results of an earlier run of another configuration in the results folder "
+        "first (for case studies that resume runs)",
+    )
     command.add_argument("--no-progress", action="store_true", help="hide progress bars")
     command.set_defaults(handler=_reproduce)
 
@@ -126,13 +137,16 @@ DATA_SETS = ("adult", "covid_pa")
 
 def _add_data(commands) -> None:
     command = commands.add_parser(
-        "data", help="the data sets: list them, fetch UCI Adult, print where a data set's files are",
+        "data",
+        help="the data sets: list them, fetch UCI Adult, print where a data set's files are",
         description="The COVID-19 tables ship with the package; UCI Adult (adult.data, adult.test) is downloaded "
-                    "into the user cache ($PPDINFER_CACHE) on first use, unless a local copy is found "
-                    "($PPDINFER_ADULT_DATA, else ../shared/data/adult).")
+        "into the user cache ($PPDINFER_CACHE) on first use, unless a local copy is found "
+        "($PPDINFER_ADULT_DATA, else ../shared/data/adult).",
+    )
     actions = command.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="each data set, its licence and where its files are").set_defaults(
-        handler=_data_list)
+        handler=_data_list
+    )
     fetch = actions.add_parser("fetch", help="download UCI Adult into the cache (checksums verified)")
     fetch.add_argument("names", nargs="*", choices=["adult"], metavar="NAME", help="adult (the default)")
     fetch.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -30,22 +30,79 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["ADULT_COLUMNS", "ADULT_ENV", "ADULT_FILES", "ADULT_URL", "CACHE_ENV", "COVID_PA_DATA", "EDUCATION_ORDER",
-           "KANTOROVICH_EDUCATION_ORDER", "adult_path", "cache_dir", "fetch_adult", "listing", "load_adult"]
+__all__ = [
+    "ADULT_COLUMNS",
+    "ADULT_ENV",
+    "ADULT_FILES",
+    "ADULT_URL",
+    "CACHE_ENV",
+    "COVID_PA_DATA",
+    "EDUCATION_ORDER",
+    "KANTOROVICH_EDUCATION_ORDER",
+    "adult_path",
+    "cache_dir",
+    "fetch_adult",
+    "listing",
+    "load_adult",
+]
 
 #: The 15 columns of adult.data under their clean names (the file's header, lower case, "-" as "_").
-ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education_num", "marital_status", "occupation",
-                 "relationship", "race", "sex", "capital_gain", "capital_loss", "hours_per_week", "native_country",
-                 "salary")
+ADULT_COLUMNS = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education_num",
+    "marital_status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital_gain",
+    "capital_loss",
+    "hours_per_week",
+    "native_country",
+    "salary",
+)
 _INTEGER_COLUMNS = ("age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "hours_per_week")
 
 #: The 16 education levels in the order of education_num (Preschool = 1, ..., Doctorate = 16).
-EDUCATION_ORDER = ("Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
-                   "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate")
+EDUCATION_ORDER = (
+    "Preschool",
+    "1st-4th",
+    "5th-6th",
+    "7th-8th",
+    "9th",
+    "10th",
+    "11th",
+    "12th",
+    "HS-grad",
+    "Some-college",
+    "Assoc-voc",
+    "Assoc-acdm",
+    "Bachelors",
+    "Masters",
+    "Prof-school",
+    "Doctorate",
+)
 
 #: The Kantorovich paper's 14 education levels in its index order 1..14 (no 5th-6th, no Preschool).
-KANTOROVICH_EDUCATION_ORDER = ("Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm",
-                               "Assoc-voc", "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate")
+KANTOROVICH_EDUCATION_ORDER = (
+    "Bachelors",
+    "Some-college",
+    "11th",
+    "HS-grad",
+    "Prof-school",
+    "Assoc-acdm",
+    "Assoc-voc",
+    "9th",
+    "7th-8th",
+    "12th",
+    "Masters",
+    "1st-4th",
+    "10th",
+    "Doctorate",
+)
 
 #: The folder of the shipped COVID-19 tables (pa_monthly_new_by_county.csv, pa_county_population.csv, PROVENANCE.md).
 COVID_PA_DATA = Path(__file__).resolve().parent / "data" / "covid_pa"
@@ -57,8 +114,10 @@ CACHE_ENV = "PPDINFER_CACHE"
 #: The UCI archive's folder of the Adult files.
 ADULT_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/adult/"
 #: UCI's original Adult files: name -> (checksum "md5:...", size in bytes).
-ADULT_FILES = {"adult.data": ("md5:5d7c39d7b8804f071cdd1f2a7c460872", 3_974_305),
-               "adult.test": ("md5:35238206dfdf7f1fe215bbb874adecdc", 2_003_153)}
+ADULT_FILES = {
+    "adult.data": ("md5:5d7c39d7b8804f071cdd1f2a7c460872", 3_974_305),
+    "adult.test": ("md5:35238206dfdf7f1fe215bbb874adecdc", 2_003_153),
+}
 #: Where a local copy of the Adult files is looked for, from the current folder and from the repository root.
 _SHARED_ADULT = Path("..", "shared", "data", "adult")
 _HOW_TO_GET = f"run `ppdinfer data fetch adult` (downloads from UCI) or set {ADULT_ENV} to a copy"
@@ -148,8 +207,10 @@ def adult_path(name: str = "adult.data", *, download: bool = True, progressbar: 
     name = _adult_name(name)
     given = os.environ.get(ADULT_ENV)
     if given and not Path(given).exists():
-        raise FileNotFoundError(f"{ADULT_ENV}={given}: no such file or folder (set it to a copy of adult.data, or to "
-                                "the folder holding adult.data and adult.test)")
+        raise FileNotFoundError(
+            f"{ADULT_ENV}={given}: no such file or folder (set it to a copy of adult.data, or to "
+            "the folder holding adult.data and adult.test)"
+        )
     places = _local_places(name)
     for place in places:
         if place.is_file():
@@ -163,8 +224,14 @@ def adult_path(name: str = "adult.data", *, download: bool = True, progressbar: 
     return fetch_adult(name, progressbar=progressbar)
 
 
-def fetch_adult(name: str = "adult.data", *, url: str | None = None, cache: str | Path | None = None,
-                progressbar: bool = False, timeout: float = 30.0) -> Path:
+def fetch_adult(
+    name: str = "adult.data",
+    *,
+    url: str | None = None,
+    cache: str | Path | None = None,
+    progressbar: bool = False,
+    timeout: float = 30.0,
+) -> Path:
     """Download a UCI Adult file into the cache, checked against its MD5 checksum (:data:`ADULT_FILES`).
 
     A file already cached with the right checksum is not downloaded again. A download whose
@@ -211,11 +278,19 @@ def fetch_adult(name: str = "adult.data", *, url: str | None = None, cache: str 
     import pooch
 
     try:
-        path = pooch.retrieve(source, known_hash=checksum, fname=name, path=folder, progressbar=progressbar,
-                              downloader=pooch.HTTPDownloader(progressbar=progressbar, timeout=timeout))
+        path = pooch.retrieve(
+            source,
+            known_hash=checksum,
+            fname=name,
+            path=folder,
+            progressbar=progressbar,
+            downloader=pooch.HTTPDownloader(progressbar=progressbar, timeout=timeout),
+        )
     except OSError as err:  # requests' errors are OSErrors
-        raise OSError(f"could not download {source}: {err}. Where the network is unreachable, save UCI's {name} "
-                      f"from a machine with internet access and set {ADULT_ENV} to its folder") from err
+        raise OSError(
+            f"could not download {source}: {err}. Where the network is unreachable, save UCI's {name} "
+            f"from a machine with internet access and set {ADULT_ENV} to its folder"
+        ) from err
     except ValueError as err:
         raise ValueError(f"{source} is not UCI's {name}, refused and not cached: {err}") from err
     return Path(path)
@@ -230,11 +305,13 @@ def listing() -> str:
     >>> print(listing().splitlines()[0])
     covid_pa: Pennsylvania county COVID-19 counts, monthly 2020-03 .. 2022-02, with populations (shipped)
     """
-    lines = ["covid_pa: Pennsylvania county COVID-19 counts, monthly 2020-03 .. 2022-02, with populations (shipped)",
-             "    licence: JHU CSSE COVID-19 Data Repository, CC BY 4.0; Census Bureau estimates, public domain",
-             f"    folder:  {COVID_PA_DATA} (see PROVENANCE.md there)",
-             "adult: UCI Adult, 1994 US Census extract (fetched on first use)",
-             "    licence: CC BY 4.0, UCI Machine Learning Repository"]
+    lines = [
+        "covid_pa: Pennsylvania county COVID-19 counts, monthly 2020-03 .. 2022-02, with populations (shipped)",
+        "    licence: JHU CSSE COVID-19 Data Repository, CC BY 4.0; Census Bureau estimates, public domain",
+        f"    folder:  {COVID_PA_DATA} (see PROVENANCE.md there)",
+        "adult: UCI Adult, 1994 US Census extract (fetched on first use)",
+        "    licence: CC BY 4.0, UCI Machine Learning Repository",
+    ]
     for name, (checksum, size) in ADULT_FILES.items():
         try:
             where = str(adult_path(name, download=False))
@@ -323,8 +400,15 @@ def _read_file(path: Path) -> pd.DataFrame:
         raise FileNotFoundError(f"{path}: no such file (expected a UCI Adult file, adult.data or adult.test)")
     first = _check_lines(path)
     try:
-        raw = pd.read_csv(path, header=None, skiprows=first - 1, dtype=str, keep_default_na=False,
-                          skipinitialspace=True, skip_blank_lines=True)
+        raw = pd.read_csv(
+            path,
+            header=None,
+            skiprows=first - 1,
+            dtype=str,
+            keep_default_na=False,
+            skipinitialspace=True,
+            skip_blank_lines=True,
+        )
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ValueError(f"{path}: not a readable Adult file ({err})") from err
     raw.columns = list(ADULT_COLUMNS)
@@ -352,13 +436,17 @@ def _check_lines(path: Path) -> int:
                     first = 2
                     continue
                 if line.strip() and line.count(",") != len(ADULT_COLUMNS) - 1:
-                    raise ValueError(f"{path}: line {number}: expected {len(ADULT_COLUMNS)} comma-separated fields, "
-                                     f"got {line.count(',') + 1}")
+                    raise ValueError(
+                        f"{path}: line {number}: expected {len(ADULT_COLUMNS)} comma-separated fields, "
+                        f"got {line.count(',') + 1}"
+                    )
                 if number == 1 and not line.split(",")[0].strip().isdigit():
                     header = tuple(name.strip().lower().replace("-", "_") for name in line.split(","))
                     if header != ADULT_COLUMNS:
-                        raise ValueError(f"{path}: line 1: expected the header {', '.join(ADULT_COLUMNS)} "
-                                         f"(with - or _) or a record, got {line.strip()}")
+                        raise ValueError(
+                            f"{path}: line 1: expected the header {', '.join(ADULT_COLUMNS)} "
+                            f"(with - or _) or a record, got {line.strip()}"
+                        )
                     first = 2
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not a text file in UTF-8 (expected a UCI Adult file)") from err
@@ -383,11 +471,15 @@ def _check_education(frame: pd.DataFrame, path: Path, first: int) -> None:
     unknown = (~education.isin(EDUCATION_ORDER)).to_numpy()
     if unknown.any():
         row = _row(unknown)
-        raise ValueError(f"{path}: line {row + first}: education must be one of {', '.join(EDUCATION_ORDER)}, "
-                         f"got {education.iloc[row]!r}")
+        raise ValueError(
+            f"{path}: line {row + first}: education must be one of {', '.join(EDUCATION_ORDER)}, "
+            f"got {education.iloc[row]!r}"
+        )
     expected = education.map({level: rank for rank, level in enumerate(EDUCATION_ORDER, start=1)})
     mismatch = (frame["education_num"] != expected).to_numpy()
     if mismatch.any():
         row = _row(mismatch)
-        raise ValueError(f"{path}: line {row + first}: education_num must be {int(expected.iloc[row])} for "
-                         f"{education.iloc[row]!r}, got {int(frame['education_num'].iloc[row])}")
+        raise ValueError(
+            f"{path}: line {row + first}: education_num must be {int(expected.iloc[row])} for "
+            f"{education.iloc[row]!r}, got {int(frame['education_num'].iloc[row])}"
+        )

@@ -11,8 +11,9 @@ import pandas as pd
 from .inference import exact_posterior, importance_sample, rejection_sample, summary
 
 
-def run_demo(output: Path, epsilon: float = 1.0, total: int = 30, draws: int = 2000, seed: int = 2026,
-             progressbar: bool = True) -> pd.DataFrame:
+def run_demo(
+    output: Path, epsilon: float = 1.0, total: int = 30, draws: int = 2000, seed: int = 2026, progressbar: bool = True
+) -> pd.DataFrame:
     """Release y for five synthetic counties, fit the posterior three ways, print and plot.
 
     Returns the comparison table (posterior mean and 90% interval of each county's share).
@@ -37,20 +38,29 @@ def run_demo(output: Path, epsilon: float = 1.0, total: int = 30, draws: int = 2
         seconds[name] = time.perf_counter() - start
 
     table = pd.concat(
-        {name: summary(result, prob=0.9, include_x=False)[["mean", "lower", "upper"]] for name, result in results.items()},
+        {
+            name: summary(result, prob=0.9, include_x=False)[["mean", "lower", "upper"]]
+            for name, result in results.items()
+        },
         axis=1,
     )
     rejection_stats = results["rejection"]["sample_stats"]
     importance_stats = results["importance"]["sample_stats"]
     print("Posterior of each county's share of this month's cases: mean and 90% interval")
     print(table.round(3).to_string())
-    print(f"\nrejection: {draws} exact draws from {int(rejection_stats['total_proposals'])} proposals "
-          f"(acceptance {float(rejection_stats['acceptance_rate']):.2e}) in {seconds['rejection']:.2f} s")
+    print(
+        f"\nrejection: {draws} exact draws from {int(rejection_stats['total_proposals'])} proposals "
+        f"(acceptance {float(rejection_stats['acceptance_rate']):.2e}) in {seconds['rejection']:.2f} s"
+    )
     pareto_k = float(importance_stats["pareto_k"])
     k_text = f"{pareto_k:.2f}" if np.isfinite(pareto_k) else "undefined (the largest weights are tied)"
-    print(f"importance: {50 * draws} weighted draws, ESS {float(importance_stats['ess']):.0f}, "
-          f"Pareto k {k_text}, in {seconds['importance']:.2f} s")
-    print(f"exact: {results['exact']['exact'].sizes['support']} splits of the total enumerated in {seconds['exact']:.2f} s")
+    print(
+        f"importance: {50 * draws} weighted draws, ESS {float(importance_stats['ess']):.0f}, "
+        f"Pareto k {k_text}, in {seconds['importance']:.2f} s"
+    )
+    print(
+        f"exact: {results['exact']['exact'].sizes['support']} splits of the total enumerated in {seconds['exact']:.2f} s"
+    )
 
     output.mkdir(parents=True, exist_ok=True)
     figure = output / "demo_posteriors.png"
@@ -78,8 +88,7 @@ def plot_comparison(results, truth, path: Path) -> None:
         low, high = np.interp([0.0005, 0.9995], exact["theta_cdf"].values[:, j], grid)
         bins = np.linspace(low, high, 40)
         ax.hist(rejection[:, j], bins=bins, density=True, alpha=0.45, label="rejection")
-        ax.hist(importance[:, j], bins=bins, weights=weights, density=True, histtype="step", lw=1.5,
-                label="importance")
+        ax.hist(importance[:, j], bins=bins, weights=weights, density=True, histtype="step", lw=1.5, label="importance")
         ax.plot(grid, exact["theta_density"].values[:, j], color="black", lw=1.5, label="exact")
         ax.axvline(true_share[j], color="tab:red", ls="--", lw=1, label="x / total")
         ax.set_xlim(low, high)

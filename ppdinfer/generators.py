@@ -70,7 +70,7 @@ class _UnitCounts(DataModel):
         known = getattr(self, self._known)
         return known.size if np.ndim(known) else None
 
-    def unit(self, index: int) -> "_UnitCounts":
+    def unit(self, index: int) -> _UnitCounts:
         """The data model of unit ``index`` alone (its own n or exposure)."""
         known = getattr(self, self._known)
         return type(self)(known[index].item() if np.ndim(known) else known)
@@ -80,8 +80,10 @@ class _UnitCounts(DataModel):
         theta = np.asarray(theta, dtype=float)
         theta = theta.reshape(theta.shape[0], -1) if theta.ndim else theta.reshape(1, 1)
         if theta.shape[1] > 1 and self.units is not None and theta.shape[1] != self.units:
-            raise ValueError(f"theta has {theta.shape[1]} values per draw (one per unit) but {self._known} has "
-                             f"{self.units} entries: the prior and the data model disagree on the number of units")
+            raise ValueError(
+                f"theta has {theta.shape[1]} values per draw (one per unit) but {self._known} has "
+                f"{self.units} entries: the prior and the data model disagree on the number of units"
+            )
         return theta
 
     def _draw(self, theta, draw) -> np.ndarray:
@@ -377,8 +379,10 @@ class AssociationTable(DataModel):
         if rows.ndim != 1 or cols.ndim != 1 or rows.size < 2 or cols.size < 2:
             raise ValueError("z['row_totals'] and z['col_totals'] must each hold at least two counts")
         if rows.sum() != cols.sum():
-            raise ValueError(f"z['row_totals'] sum to {int(rows.sum())} but z['col_totals'] to {int(cols.sum())}: "
-                             "no table has these margins")
+            raise ValueError(
+                f"z['row_totals'] sum to {int(rows.sum())} but z['col_totals'] to {int(cols.sum())}: "
+                "no table has these margins"
+            )
         return tuple(int(v) for v in rows), tuple(int(v) for v in cols)
 
     def check_z(self, z):
@@ -393,8 +397,9 @@ class AssociationTable(DataModel):
         theta = _column(theta)[:, None]
         log_norm = special.logsumexp(_association_terms(support, theta), axis=1, keepdims=True)
         x = np.asarray(x).reshape(-1, len(rows), len(cols))
-        conforming = ((x >= 0).all(axis=(1, 2)) & (x.sum(axis=2) == rows).all(axis=1)
-                      & (x.sum(axis=1) == cols).all(axis=1))
+        conforming = (
+            (x >= 0).all(axis=(1, 2)) & (x.sum(axis=2) == rows).all(axis=1) & (x.sum(axis=1) == cols).all(axis=1)
+        )
         safe = np.where(conforming[:, None, None], x, support[0])
         return np.where(conforming[None, :], _association_terms(safe, theta) - log_norm, -np.inf)
 

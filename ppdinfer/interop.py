@@ -36,8 +36,15 @@ import math
 import numpy as np
 
 from ._validation import nonnegative_counts, positive_finite
-from .mechanisms import (AdditiveNoiseMechanism, DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, Mechanism,
-                         PostProcessedRelease)
+from .mechanisms import (
+    AdditiveNoiseMechanism,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PostProcessedRelease,
+)
 
 #: OpenDP constructors of plain additive noise, all taking ``scale``.
 _NOISE_CONSTRUCTORS = ("make_laplace", "make_geometric", "make_gaussian", "make_noise")
@@ -183,9 +190,10 @@ def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
     if type(measurement).__module__ == "opendp.context" and type(measurement).__name__ == "Query":
         try:
             measurement = measurement.resolve()
-        except Exception as err:     # OpenDP raises its own exception types
-            raise ValueError(f"measurement: the OpenDP Context query does not resolve to a measurement: "
-                             f"{str(err).strip()}") from None
+        except Exception as err:  # OpenDP raises its own exception types
+            raise ValueError(
+                f"measurement: the OpenDP Context query does not resolve to a measurement: {str(err).strip()}"
+            ) from None
     return _convert_opendp(measurement, x_max)
 
 
@@ -193,8 +201,10 @@ def _convert_opendp(measurement, x_max) -> Mechanism:
     """from_opendp on a Measurement: unwrap chains and changes of measure down to the noise."""
     recipe = getattr(measurement, "__opendp_dict__", None)
     if not isinstance(recipe, dict) or "__function__" not in recipe:
-        raise ValueError(f"measurement must be an OpenDP Measurement built by one of {list(_NOISE_CONSTRUCTORS)} "
-                         f"(or a chain or Context query ending in one), got {type(measurement).__name__}")
+        raise ValueError(
+            f"measurement must be an OpenDP Measurement built by one of {list(_NOISE_CONSTRUCTORS)} "
+            f"(or a chain or Context query ending in one), got {type(measurement).__name__}"
+        )
     constructor, arguments = recipe["__function__"], recipe.get("__kwargs__", {})
     if constructor == "make_chain_mt":
         mechanism = _convert_opendp(arguments["measurement1"], x_max)
@@ -203,14 +213,18 @@ def _convert_opendp(measurement, x_max) -> Mechanism:
     if constructor in _MEASURE_CHANGES:
         return _convert_opendp(arguments["measurement"], x_max)
     if constructor == "make_chain_pm":
-        raise ValueError("unsupported OpenDP measurement 'make_chain_pm': its release is post-processed; convert the "
-                         "measurement before the postprocessor and model the postprocessing with "
-                         "ppdinfer.mechanisms.PostProcessedRelease(mechanism, postprocess, box)")
+        raise ValueError(
+            "unsupported OpenDP measurement 'make_chain_pm': its release is post-processed; convert the "
+            "measurement before the postprocessor and model the postprocessing with "
+            "ppdinfer.mechanisms.PostProcessedRelease(mechanism, postprocess, box)"
+        )
     if constructor not in _NOISE_CONSTRUCTORS:
-        raise ValueError(f"unsupported OpenDP measurement {constructor!r}: only additive Laplace or Gaussian noise "
-                         f"from {list(_NOISE_CONSTRUCTORS)} (alone, in a chain or a Context query) can be converted; "
-                         "if the release is a statistic plus such noise, build its likelihood with "
-                         "ppdinfer.interop.from_noise(family, scale, integer) from the query's parameters")
+        raise ValueError(
+            f"unsupported OpenDP measurement {constructor!r}: only additive Laplace or Gaussian noise "
+            f"from {list(_NOISE_CONSTRUCTORS)} (alone, in a chain or a Context query) can be converted; "
+            "if the release is a statistic plus such noise, build its likelihood with "
+            "ppdinfer.interop.from_noise(family, scale, integer) from the query's parameters"
+        )
     family, scale, integer = _noise_of(measurement, constructor, arguments)
     mechanism = from_noise(family, scale, integer)
     carrier = str(measurement.input_domain.carrier_type)
@@ -218,9 +232,11 @@ def _convert_opendp(measurement, x_max) -> Mechanism:
     if atom[:1] != "u":
         return mechanism
     if atom != carrier:
-        raise ValueError(f"unsupported OpenDP input type {carrier!r}: OpenDP saturates each coordinate at 0, a clipped "
-                         "release per coordinate; convert the same noise on an atom_domain (one coordinate) instead")
-    largest = 2 ** (int(carrier[1:]) if carrier[1:].isdigit() else 64) - 1        # usize: 64 bits
+        raise ValueError(
+            f"unsupported OpenDP input type {carrier!r}: OpenDP saturates each coordinate at 0, a clipped "
+            "release per coordinate; convert the same noise on an atom_domain (one coordinate) instead"
+        )
+    largest = 2 ** (int(carrier[1:]) if carrier[1:].isdigit() else 64) - 1  # usize: 64 bits
     return _clipped_at_zero(mechanism, family, scale, _unsigned_x_max(measurement, carrier, x_max), largest)
 
 
@@ -230,16 +246,22 @@ def _noise_of(measurement, constructor: str, arguments: dict) -> tuple[str, floa
     if measure not in _FAMILY_OF_MEASURE:
         raise ValueError(f"unsupported OpenDP privacy measure {measure!r}: expected one of {list(_FAMILY_OF_MEASURE)}")
     if arguments.get("bounds") is not None:
-        raise ValueError(f"unsupported OpenDP argument bounds={arguments['bounds']!r} of {constructor}: "
-                         "bounded geometric releases are not unbounded discrete Laplace noise")
+        raise ValueError(
+            f"unsupported OpenDP argument bounds={arguments['bounds']!r} of {constructor}: "
+            "bounded geometric releases are not unbounded discrete Laplace noise"
+        )
     integer = _is_integer_carrier(str(measurement.input_domain.carrier_type))
     if not integer and arguments.get("k") is not None:
-        raise ValueError(f"unsupported OpenDP argument k={arguments['k']!r} of {constructor}: noise on the lattice "
-                         "of spacing 2^k is not continuous; leave k at its default")
+        raise ValueError(
+            f"unsupported OpenDP argument k={arguments['k']!r} of {constructor}: noise on the lattice "
+            "of spacing 2^k is not continuous; leave k at its default"
+        )
     scale = float(arguments["scale"])
     if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be positive and finite, got scale={arguments['scale']!r} in the OpenDP "
-                         f"{constructor}: a release without noise has no likelihood to convert")
+        raise ValueError(
+            f"scale must be positive and finite, got scale={arguments['scale']!r} in the OpenDP "
+            f"{constructor}: a release without noise has no likelihood to convert"
+        )
     family = _FAMILY_OF_MEASURE[measure]
     _check_privacy_map(measurement, family, scale, 1 if integer else 1.0, 1.0)
     return family, scale, integer
@@ -261,9 +283,11 @@ def _unsigned_x_max(measurement, carrier: str, x_max) -> int:
     if x_max is None:
         bounds = getattr(measurement.input_domain, "bounds", None)
         if bounds is None:
-            raise ValueError(f"x_max is needed for an OpenDP measurement on {carrier!r}: OpenDP saturates unsigned "
-                             "releases at 0, so the release is clipped and its likelihood sums the raw law over a box "
-                             "of raw releases covering every x; pass x_max, the largest confidential value x")
+            raise ValueError(
+                f"x_max is needed for an OpenDP measurement on {carrier!r}: OpenDP saturates unsigned "
+                "releases at 0, so the release is clipped and its likelihood sums the raw law over a box "
+                "of raw releases covering every x; pass x_max, the largest confidential value x"
+            )
         x_max = bounds[1]
     return int(nonnegative_counts(x_max, "x_max"))
 
@@ -273,17 +297,22 @@ def _saturate_at_zero(y, z=None):
     return np.maximum(y, 0)
 
 
-def _clipped_at_zero(noise: AdditiveNoiseMechanism, family: str, scale: float, x_max: int,
-                     largest: int) -> PostProcessedRelease:
+def _clipped_at_zero(
+    noise: AdditiveNoiseMechanism, family: str, scale: float, x_max: int, largest: int
+) -> PostProcessedRelease:
     """max(x + K, 0) as a PostProcessedRelease whose box misses under BOX_TOLERANCE for every x in [0, x_max]."""
-    level = math.log(2 / BOX_TOLERANCE)    # each tail of K beyond T holds at most e^-level
+    level = math.log(2 / BOX_TOLERANCE)  # each tail of K beyond T holds at most e^-level
     tail = math.ceil(scale * (level if family == "laplace" else math.sqrt(2 * level))) + 1
     if x_max + tail >= largest:
-        raise ValueError(f"x_max = {x_max} is within the noise's reach ({tail}) of {largest}, where OpenDP also "
-                         "saturates: model a smaller range of x")
+        raise ValueError(
+            f"x_max = {x_max} is within the noise's reach ({tail}) of {largest}, where OpenDP also "
+            "saturates: model a smaller range of x"
+        )
     if x_max + 2 * tail + 1 > MAX_BOX:
-        raise ValueError(f"x_max = {x_max} with noise scale {scale:g} needs a box of {x_max + 2 * tail + 1} raw "
-                         f"releases, more than {MAX_BOX}: model a smaller range of x")
+        raise ValueError(
+            f"x_max = {x_max} with noise scale {scale:g} needs a box of {x_max + 2 * tail + 1} raw "
+            f"releases, more than {MAX_BOX}: model a smaller range of x"
+        )
     release = PostProcessedRelease(noise, _saturate_at_zero, np.arange(-tail, x_max + tail + 1)[:, None])
     missed = 1 - release.box_mass(np.array([0, x_max]))
     if missed.max() > BOX_TOLERANCE:
@@ -306,16 +335,22 @@ def _check_privacy_map(measurement, family: str, scale: float, d_in, sensitivity
     loss = float(measurement.map(d_in))
     expected = _LOSS[family](sensitivity, scale)
     if not math.isclose(loss, expected, rel_tol=1e-9):
-        raise ValueError(f"OpenDP measurement's privacy map gives {loss!r} at d_in = {d_in}, not {expected!r} as a "
-                         f"{family} scale of {scale!r} at sensitivity {sensitivity!r} implies: unsupported OpenDP "
-                         "noise convention")
+        raise ValueError(
+            f"OpenDP measurement's privacy map gives {loss!r} at d_in = {d_in}, not {expected!r} as a "
+            f"{family} scale of {scale!r} at sensitivity {sensitivity!r} implies: unsupported OpenDP "
+            "noise convention"
+        )
 
 
 #: diffprivlib mechanism class -> (noise family, integer noise). Subclasses with bounds, folding or
 #: truncation are other laws and are refused by name.
-_DIFFPRIVLIB_NOISE = {"Geometric": ("laplace", True), "Laplace": ("laplace", False),
-                      "Gaussian": ("gaussian", False), "GaussianAnalytic": ("gaussian", False),
-                      "GaussianDiscrete": ("gaussian", True)}
+_DIFFPRIVLIB_NOISE = {
+    "Geometric": ("laplace", True),
+    "Laplace": ("laplace", False),
+    "Gaussian": ("gaussian", False),
+    "GaussianAnalytic": ("gaussian", False),
+    "GaussianDiscrete": ("gaussian", True),
+}
 
 
 def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
@@ -363,22 +398,30 @@ def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
     kind = type(mechanism)
     name = kind.__name__
     if not kind.__module__.startswith("diffprivlib.") or name not in _DIFFPRIVLIB_NOISE:
-        raise ValueError(f"unsupported diffprivlib mechanism {kind.__module__}.{name}: only plain additive noise "
-                         f"from {sorted(_DIFFPRIVLIB_NOISE)} can be converted")
+        raise ValueError(
+            f"unsupported diffprivlib mechanism {kind.__module__}.{name}: only plain additive noise "
+            f"from {sorted(_DIFFPRIVLIB_NOISE)} can be converted"
+        )
     family, integer = _DIFFPRIVLIB_NOISE[name]
     epsilon, sensitivity = float(mechanism.epsilon), float(mechanism.sensitivity)
     if family == "laplace":
         rate_epsilon = epsilon - math.log1p(-float(getattr(mechanism, "delta", 0.0)))
         if sensitivity <= 0 or not math.isfinite(rate_epsilon):
-            raise ValueError(f"diffprivlib {name} with epsilon={epsilon!r}, sensitivity={sensitivity!r} adds no "
-                             "noise: there is no likelihood to convert")
+            raise ValueError(
+                f"diffprivlib {name} with epsilon={epsilon!r}, sensitivity={sensitivity!r} adds no "
+                "noise: there is no likelihood to convert"
+            )
         return (DiscreteLaplace if integer else Laplace)(epsilon=rate_epsilon, sensitivity=sensitivity)
     return from_noise(family, float(mechanism._scale), integer)
 
 
 #: Tumult's noise mechanism name -> (noise family, integer noise, parameter is a variance).
-_TUMULT_NOISE = {"GEOMETRIC": ("laplace", True, False), "LAPLACE": ("laplace", False, False),
-                 "DISCRETE_GAUSSIAN": ("gaussian", True, True), "GAUSSIAN": ("gaussian", False, True)}
+_TUMULT_NOISE = {
+    "GEOMETRIC": ("laplace", True, False),
+    "LAPLACE": ("laplace", False, False),
+    "DISCRETE_GAUSSIAN": ("gaussian", True, True),
+    "GAUSSIAN": ("gaussian", False, True),
+}
 
 
 def from_tumult(noise_info) -> AdditiveNoiseMechanism:
@@ -444,6 +487,8 @@ def _single_noise_entry(noise_info) -> dict:
     except TypeError:
         raise ValueError(f"noise_info must be a dict or a sequence of dicts, got {type(noise_info).__name__}") from None
     if len(entries) != 1 or not isinstance(entries[0], dict):
-        raise ValueError(f"noise_info must hold exactly one noise draw, got {len(entries)} entries: a composed "
-                         "query is several releases; convert each entry")
+        raise ValueError(
+            f"noise_info must hold exactly one noise draw, got {len(entries)} entries: a composed "
+            "query is several releases; convert each entry"
+        )
     return entries[0]

@@ -89,8 +89,7 @@ class LinearInvariants:
         return self.A.shape[1]
 
     def __repr__(self) -> str:
-        return (f"LinearInvariants(shape={self.shape}, {self.A.shape[0]} equalities, "
-                f"{self.B.shape[0]} inequalities)")
+        return f"LinearInvariants(shape={self.shape}, {self.A.shape[0]} equalities, {self.B.shape[0]} inequalities)"
 
     # -- constructors ------------------------------------------------------------------------
     @classmethod
@@ -124,16 +123,19 @@ class LinearInvariants:
         if rows is None and cols is None:
             raise ValueError("give row_totals, col_totals or both")
         if rows is not None and cols is not None and rows.sum() != cols.sum():
-            raise InfeasibleInvariants(f"row_totals sum to {rows.sum()} but col_totals to {cols.sum()}: "
-                                       "no table has both margins")
+            raise InfeasibleInvariants(
+                f"row_totals sum to {rows.sum()} but col_totals to {cols.sum()}: no table has both margins"
+            )
         if shape is None:
             if rows is None or cols is None:
                 raise ValueError("with one margin only, give the table's shape")
             shape = (rows.size, cols.size)
         r, c = (positive_int(n, "shape") for n in shape)
         if (rows is not None and rows.size != r) or (cols is not None and cols.size != c):
-            raise ValueError(f"margins of lengths {None if rows is None else rows.size} and "
-                             f"{None if cols is None else cols.size} do not fit a {r} x {c} table")
+            raise ValueError(
+                f"margins of lengths {None if rows is None else rows.size} and "
+                f"{None if cols is None else cols.size} do not fit a {r} x {c} table"
+            )
         equalities, values = [], []
         if rows is not None:
             equalities += [np.kron(np.eye(r, dtype=np.int64)[i], np.ones(c, dtype=np.int64)) for i in range(r)]
@@ -163,8 +165,13 @@ class LinearInvariants:
             return NotImplemented
         if other.shape != self.shape:
             raise ValueError(f"cannot combine invariants of tables of shapes {self.shape} and {other.shape}")
-        return LinearInvariants(np.vstack([self.A, other.A]), np.concatenate([self.a, other.a]),
-                                np.vstack([self.B, other.B]), np.concatenate([self.b, other.b]), shape=self.shape)
+        return LinearInvariants(
+            np.vstack([self.A, other.A]),
+            np.concatenate([self.a, other.a]),
+            np.vstack([self.B, other.B]),
+            np.concatenate([self.b, other.b]),
+            shape=self.shape,
+        )
 
     # -- membership ----------------------------------------------------------------------------
     def contains(self, s):
@@ -212,10 +219,17 @@ class LinearInvariants:
         ...
         ppdinfer.invariants.InfeasibleInvariants: no integer table satisfies the invariants (LinearInvariants(shape=(2,), 1 equalities, 2 inequalities))
         """
-        constraints = [optimize.LinearConstraint(m, lo, hi) for m, lo, hi in
-                       [(self.A, self.a, self.a), (self.B, self.b, np.inf)] if m.shape[0]]
-        result = optimize.milp(np.zeros(self.n_cells), constraints=constraints, integrality=np.ones(self.n_cells),
-                               bounds=optimize.Bounds(-np.inf, np.inf))
+        constraints = [
+            optimize.LinearConstraint(m, lo, hi)
+            for m, lo, hi in [(self.A, self.a, self.a), (self.B, self.b, np.inf)]
+            if m.shape[0]
+        ]
+        result = optimize.milp(
+            np.zeros(self.n_cells),
+            constraints=constraints,
+            integrality=np.ones(self.n_cells),
+            bounds=optimize.Bounds(-np.inf, np.inf),
+        )
         if result.status == 2:
             raise InfeasibleInvariants(f"no integer table satisfies the invariants ({self!r})")
         if result.x is None:
@@ -328,17 +342,25 @@ class LinearInvariants:
         max_nodes = positive_int(max_nodes, "max_nodes")
         lows, highs = self.cell_bounds()
         if not (np.all(np.isfinite(lows)) and np.all(np.isfinite(highs))):
-            raise ValueError("the invariants leave some cell unbounded: S* is infinite (add bounds such as "
-                             "non-negativity)")
-        return _TableSearch(np.vstack([self.A, self.B]), np.concatenate([self.a, self.b]), self.A.shape[0],
-                            lows.astype(np.int64), highs.astype(np.int64), max_nodes)
+            raise ValueError(
+                "the invariants leave some cell unbounded: S* is infinite (add bounds such as non-negativity)"
+            )
+        return _TableSearch(
+            np.vstack([self.A, self.B]),
+            np.concatenate([self.a, self.b]),
+            self.A.shape[0],
+            lows.astype(np.int64),
+            highs.astype(np.int64),
+            max_nodes,
+        )
 
     def _flatten(self, tables: np.ndarray, name: str) -> np.ndarray:
         if tables.shape == self.shape:
             return tables.reshape(1, -1)
         if tables.shape[1:] != self.shape:
-            raise ValueError(f"{name} must be a table of shape {self.shape} or a batch (N, *{self.shape}), "
-                             f"got shape {tables.shape}")
+            raise ValueError(
+                f"{name} must be a table of shape {self.shape} or a batch (N, *{self.shape}), got shape {tables.shape}"
+            )
         return tables.reshape(tables.shape[0], -1)
 
 
@@ -387,15 +409,19 @@ class _TableSearch:
         self.open_rows = [np.flatnonzero(last >= cell) for cell in range(rows.shape[1])]
         self.start = zero
         equal = self.targets[:n_eq]
-        self.feasible = bool(np.all(self.tail_least[0][:n_eq] <= equal) and np.all(equal <= self.tail_most[0][:n_eq])
-                             and np.all(self.tail_most[0][n_eq:] >= self.targets[n_eq:]))
+        self.feasible = bool(
+            np.all(self.tail_least[0][:n_eq] <= equal)
+            and np.all(equal <= self.tail_most[0][:n_eq])
+            and np.all(self.tail_most[0][n_eq:] >= self.targets[n_eq:])
+        )
 
     def visit(self, what: str) -> None:
         """Count one node of the search; past ``max_nodes`` refuse, naming the budget."""
         self.nodes += 1
         if self.nodes > self.max_nodes:
-            raise ValueError(f"enumerating S* visited max_nodes = {self.max_nodes} {what}: too large or too "
-                             f"constrained to list")
+            raise ValueError(
+                f"enumerating S* visited max_nodes = {self.max_nodes} {what}: too large or too constrained to list"
+            )
 
     def value_range(self, partial: np.ndarray, cell: int) -> tuple[int, int]:
         """The values of ``cell`` that leave every invariant reachable by the cells after it."""

@@ -49,8 +49,11 @@ class Prior:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={summarize(v) if np.ndim(v) else repr(v)}" for k, v in vars(self).items()
-                         if not k.startswith("_") and k != "dim")
+        args = ", ".join(
+            f"{k}={summarize(v) if np.ndim(v) else repr(v)}"
+            for k, v in vars(self).items()
+            if not k.startswith("_") and k != "dim"
+        )
         return f"{type(self).__name__}({args})"
 
 
@@ -62,12 +65,16 @@ class _UnitPrior(Prior):
     def _setup(self, first, second, size):
         """Store the units and the frozen distribution; ``first`` and ``second`` are (value, name) pairs."""
         size = None if size is None else positive_int(size, "size")
-        values = [unit_parameter(value, name, positive_finite, "positive finite number", size)
-                  for value, name in (first, second)]
+        values = [
+            unit_parameter(value, name, positive_finite, "positive finite number", size)
+            for value, name in (first, second)
+        ]
         lengths = {np.size(v) for v in values if np.ndim(v)}
         if len(lengths) > 1:
-            raise ValueError(f"{first[1]} and {second[1]} have {' and '.join(map(str, sorted(lengths)))} values: "
-                             "give one value per unit for both, or a scalar")
+            raise ValueError(
+                f"{first[1]} and {second[1]} have {' and '.join(map(str, sorted(lengths)))} values: "
+                "give one value per unit for both, or a scalar"
+            )
         units = size if size is not None else (lengths.pop() if lengths else None)
         if units is not None:
             values = [np.broadcast_to(np.asarray(v, dtype=float), (units,)).copy() for v in values]
@@ -125,7 +132,7 @@ class Beta(_UnitPrior):
     def rvs(self, size, random_state=None, z=None):
         return as_generator(random_state).beta(self.alpha, self.beta, size=self._draw_shape(size))
 
-    def unit(self, index: int) -> "Beta":
+    def unit(self, index: int) -> Beta:
         """The scalar prior of unit ``index`` of a per-unit Beta.
 
         Examples
@@ -170,7 +177,7 @@ class Gamma(_UnitPrior):
     def rvs(self, size, random_state=None, z=None):
         return as_generator(random_state).gamma(self.shape, 1 / np.asarray(self.rate), size=self._draw_shape(size))
 
-    def unit(self, index: int) -> "Gamma":
+    def unit(self, index: int) -> Gamma:
         """The scalar prior of unit ``index`` of a per-unit Gamma.
 
         Examples
@@ -212,8 +219,9 @@ class Dirichlet(Prior):
     0.693147
     """
 
-    def __init__(self, alpha=None, *, key: str | None = None, concentration: float | None = None,
-                 pseudocount: float = 1.0):
+    def __init__(
+        self, alpha=None, *, key: str | None = None, concentration: float | None = None, pseudocount: float = 1.0
+    ):
         if (alpha is None) == (key is None):
             raise ValueError("give either alpha (a fixed vector) or key (centre on z[key]), not both")
         if alpha is not None:
@@ -230,7 +238,7 @@ class Dirichlet(Prior):
         self.pseudocount = pseudocount
 
     @classmethod
-    def centered(cls, key: str, concentration: float, pseudocount: float = 1.0) -> "Dirichlet":
+    def centered(cls, key: str, concentration: float, pseudocount: float = 1.0) -> Dirichlet:
         """A Dirichlet centred on the public counts ``z[key]`` with total mass ``concentration``."""
         return cls(key=key, concentration=concentration, pseudocount=pseudocount)
 
@@ -333,8 +341,10 @@ class Hierarchical(Prior):
     def __init__(self, hyperpriors: dict, unit: str, size: int):
         for name, hyperprior in hyperpriors.items():
             if not isinstance(hyperprior, _UnitPrior) or hyperprior.units is not None:
-                raise ValueError(f"{name} must be a scalar priors.Beta or priors.Gamma (the prior of one "
-                                 f"hyperparameter), got {hyperprior!r}")
+                raise ValueError(
+                    f"{name} must be a scalar priors.Beta or priors.Gamma (the prior of one "
+                    f"hyperparameter), got {hyperprior!r}"
+                )
         self.hyperpriors = dict(hyperpriors)
         self.units = positive_int(size, "size")
         self.unit = unit
@@ -364,8 +374,10 @@ class Hierarchical(Prior):
         theta = np.asarray(theta, dtype=float).reshape(-1, self.dim)
         k = len(self.hyperpriors)
         hyper = [theta[:, j] for j in range(k)]
-        out = sum(np.asarray(prior.logpdf(value, z=z), dtype=float)
-                  for prior, value in zip(self.hyperpriors.values(), hyper, strict=True))
+        out = sum(
+            np.asarray(prior.logpdf(value, z=z), dtype=float)
+            for prior, value in zip(self.hyperpriors.values(), hyper, strict=True)
+        )
         with np.errstate(invalid="ignore", divide="ignore"):
             first, second = (np.asarray(v)[:, None] for v in self.unit_parameters(*hyper))
             units = self._family.logpdf(theta[:, k:], *self._scipy_args(first, second)).sum(axis=1)

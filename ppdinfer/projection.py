@@ -126,9 +126,14 @@ def project_l2(y, invariants: LinearInvariants) -> np.ndarray:
     constraints = [{"type": "ineq", "fun": lambda s: B @ s - b, "jac": lambda s: B}]
     if A.shape[0]:
         constraints.append({"type": "eq", "fun": lambda s: A @ s - a, "jac": lambda s: A})
-    result = optimize.minimize(lambda s: 0.5 * np.sum((s - target) ** 2), start, jac=lambda s: s - target,
-                               method="SLSQP", constraints=constraints,
-                               options={"ftol": 1e-14, "maxiter": 1000})
+    result = optimize.minimize(
+        lambda s: 0.5 * np.sum((s - target) ** 2),
+        start,
+        jac=lambda s: s - target,
+        method="SLSQP",
+        constraints=constraints,
+        options={"ftol": 1e-14, "maxiter": 1000},
+    )
     solution = result.x if np.all(np.isfinite(result.x)) else start
     guess = B @ solution - b <= 1e-6 * (1.0 + np.max(np.abs(solution)))
     polished = _active_set(target, A, a, B, b, guess)
@@ -205,8 +210,10 @@ def project_l1_integer(y, invariants: LinearInvariants) -> np.ndarray:
     """
     invariants, target = _inputs(y, invariants)
     if np.max(np.abs(target)) > MAX_INTEGER:
-        raise ValueError(f"y must lie within 2^53 = {MAX_INTEGER:,} in magnitude for an integer projection, got an "
-                         f"entry of {float(np.max(np.abs(target))):.6g}")
+        raise ValueError(
+            f"y must lie within 2^53 = {MAX_INTEGER:,} in magnitude for an integer projection, got an "
+            f"entry of {float(np.max(np.abs(target))):.6g}"
+        )
     if np.max(np.abs(target)) > L1_CLIP_ABOVE:
         lows, highs = invariants.cell_bounds()
         target = np.clip(target, lows, highs)
@@ -215,8 +222,10 @@ def project_l1_integer(y, invariants: LinearInvariants) -> np.ndarray:
     B, b = invariants.B.astype(float), invariants.b.astype(float)
     identity = np.eye(d)
     # |s - y| <= t as  s - t <= y  and  s + t >= y.
-    constraints = [optimize.LinearConstraint(np.hstack([identity, -identity]), -np.inf, target),
-                   optimize.LinearConstraint(np.hstack([identity, identity]), target, np.inf)]
+    constraints = [
+        optimize.LinearConstraint(np.hstack([identity, -identity]), -np.inf, target),
+        optimize.LinearConstraint(np.hstack([identity, identity]), target, np.inf),
+    ]
     if A.shape[0]:
         constraints.append(optimize.LinearConstraint(np.hstack([A, np.zeros_like(A)]), a, a))
     if B.shape[0]:
@@ -227,8 +236,13 @@ def project_l1_integer(y, invariants: LinearInvariants) -> np.ndarray:
     options = {"mip_rel_gap": 0.0}
 
     def solve(cost):
-        result = optimize.milp(cost, constraints=constraints, integrality=integrality,
-                               bounds=optimize.Bounds(lower, upper), options=options)
+        result = optimize.milp(
+            cost,
+            constraints=constraints,
+            integrality=integrality,
+            bounds=optimize.Bounds(lower, upper),
+            options=options,
+        )
         if result.status == 2:
             raise InfeasibleInvariants(f"no integer table satisfies the invariants ({invariants!r})")
         if result.x is None or result.status != 0:
@@ -238,8 +252,11 @@ def project_l1_integer(y, invariants: LinearInvariants) -> np.ndarray:
     best = solve(np.concatenate([np.zeros(d), np.ones(d)]))
     table = np.round(best.x[:d])
     distance = float(np.sum(np.abs(table - target)))
-    constraints.append(optimize.LinearConstraint(np.concatenate([np.zeros(d), np.ones(d)])[None, :], -np.inf,
-                                                 distance + 1e-9 * (1.0 + distance)))
+    constraints.append(
+        optimize.LinearConstraint(
+            np.concatenate([np.zeros(d), np.ones(d)])[None, :], -np.inf, distance + 1e-9 * (1.0 + distance)
+        )
+    )
     for j in range(d):
         cost = np.zeros(2 * d)
         cost[j] = 1.0
@@ -315,7 +332,7 @@ class L1ConvexCombination(Mechanism):
         wide = 2 * max(self.beta, 1 - self.beta) / self.epsilon
         narrow = 2 * min(self.beta, 1 - self.beta) / self.epsilon
         self._wide = wide
-        self._gap = math.inf if narrow == 0 else 1 / narrow - 1 / wide   # delta of the density
+        self._gap = math.inf if narrow == 0 else 1 / narrow - 1 / wide  # delta of the density
 
     @property
     def privacy_epsilon(self) -> float:
@@ -445,8 +462,15 @@ def _violation(s, A, a, B, b) -> float:
 
 def _feasible_point(invariants, A, a, B, b):
     """A point of the real relaxation (by LP), or InfeasibleInvariants."""
-    result = optimize.linprog(np.zeros(invariants.n_cells), A_eq=A if A.shape[0] else None,
-                              b_eq=a if A.shape[0] else None, A_ub=-B, b_ub=-b, bounds=(None, None), method="highs")
+    result = optimize.linprog(
+        np.zeros(invariants.n_cells),
+        A_eq=A if A.shape[0] else None,
+        b_eq=a if A.shape[0] else None,
+        A_ub=-B,
+        b_ub=-b,
+        bounds=(None, None),
+        method="highs",
+    )
     if result.status == 2:
         raise InfeasibleInvariants(f"no real table satisfies the invariants ({invariants!r})")
     if result.x is None:
@@ -456,8 +480,9 @@ def _feasible_point(invariants, A, a, B, b):
 
 def _feasibility_tolerance(s, a, b) -> float:
     """The constraint violation allowed: TOLERANCE relative to the answer's and the right-hand sides' scale."""
-    return TOLERANCE * (1.0 + max(np.max(np.abs(s), initial=0.0), np.max(np.abs(a), initial=0.0),
-                                  np.max(np.abs(b), initial=0.0)))
+    return TOLERANCE * (
+        1.0 + max(np.max(np.abs(s), initial=0.0), np.max(np.abs(a), initial=0.0), np.max(np.abs(b), initial=0.0))
+    )
 
 
 def _active_set(y, A, a, B, b, active):
@@ -474,10 +499,13 @@ def _active_set(y, A, a, B, b, active):
         M = np.vstack([A, B[active]]).T
         if M.shape[1] == 0:
             return candidate
-        multipliers = np.linalg.lstsq(M, candidate - y, rcond=None)[0][A.shape[0]:]
+        multipliers = np.linalg.lstsq(M, candidate - y, rcond=None)[0][A.shape[0] :]
         tolerance = TOLERANCE * (1.0 + np.max(np.abs(candidate - y)))
-        if multipliers.size == 0 or np.min(multipliers) >= -tolerance or _nonnegative_fit(M, candidate - y, A.shape[0],
-                                                                                            tolerance):
+        if (
+            multipliers.size == 0
+            or np.min(multipliers) >= -tolerance
+            or _nonnegative_fit(M, candidate - y, A.shape[0], tolerance)
+        ):
             return _on_bounds(candidate, B[active], b[active])
         active[np.flatnonzero(active)[int(np.argmin(multipliers))]] = False
     return None
@@ -489,7 +517,7 @@ def _on_bounds(s, B, b):
     single = np.count_nonzero(B, axis=1) == 1
     cells = np.argmax(B[single] != 0, axis=1)
     s[cells] = b[single] / B[single, cells]
-    return s + 0.0   # no -0.0
+    return s + 0.0  # no -0.0
 
 
 def _nonnegative_fit(M, gradient, n_free, tolerance) -> bool:

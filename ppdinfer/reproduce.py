@@ -166,8 +166,11 @@ def modules() -> dict[str, object]:
     """Every case study package, by name (imported now: each ``__init__`` is light, its code imported lazily)."""
     from . import case_studies
 
-    return {info.name: importlib.import_module(f"{case_studies.__name__}.{info.name}")
-            for info in pkgutil.iter_modules(case_studies.__path__) if info.ispkg}
+    return {
+        info.name: importlib.import_module(f"{case_studies.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(case_studies.__path__)
+        if info.ispkg
+    }
 
 
 def case_studies() -> dict[str, CaseStudy]:
@@ -176,7 +179,9 @@ def case_studies() -> dict[str, CaseStudy]:
     for name, module in modules().items():
         study = getattr(module, "CASE_STUDY", None)
         if not isinstance(study, CaseStudy) or study.name != name:
-            raise RuntimeError(f"case_studies/{name}/__init__.py must define CASE_STUDY = CaseStudy(name={name!r}, ...)")
+            raise RuntimeError(
+                f"case_studies/{name}/__init__.py must define CASE_STUDY = CaseStudy(name={name!r}, ...)"
+            )
         found[name] = study
     return found
 
@@ -199,11 +204,13 @@ def listing(names: Sequence[str] | None = None) -> str:
     studies = case_studies()
     for study in (studies[name] for name in names) if names else studies.values():
         full, quick = study.minutes
-        lines += [f"{study.name}: {study.title}",
-                  f"    paper: {study.paper}",
-                  f"    run:   {study.command()}  (about {full:g} min on 2 cores; results in "
-                  f"{default_results(study.name, False)}/)",
-                  f"    quick: {study.command(quick=True)}  (about {quick:g} min)"]
+        lines += [
+            f"{study.name}: {study.title}",
+            f"    paper: {study.paper}",
+            f"    run:   {study.command()}  (about {full:g} min on 2 cores; results in "
+            f"{default_results(study.name, False)}/)",
+            f"    quick: {study.command(quick=True)}  (about {quick:g} min)",
+        ]
     return "\n".join(lines)
 
 
@@ -250,6 +257,10 @@ def claims_table(claims: Sequence[Claim]) -> str:
     |---|---|---|---|---|
     | 1 | W_inf of Figure 1 | 97 | 97 | yes |
     """
-    return markdown_table(["#", "claim", "paper", "measured", "holds"],
-                          [[str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
-                           for i, c in enumerate(claims, start=1)])
+    return markdown_table(
+        ["#", "claim", "paper", "measured", "holds"],
+        [
+            [str(i), c.statement, c.paper, c.measured, "yes" if c.holds else "**no**"]
+            for i, c in enumerate(claims, start=1)
+        ],
+    )

@@ -88,8 +88,16 @@ def _scalar_additive(name, mechanism, x, half_width, draws=2000):
     x_batch = np.array([x - 3, x, x + 7], dtype=type(x))
     if mechanism.discrete:
         return Case(name, mechanism, np.array(x), x_batch, support=window(x, half_width), draws=draws)
-    return Case(name, mechanism, np.array(x), x_batch, line=np.array(1.0), t_range=(-half_width, half_width),
-                kinks=(0.0,), draws=draws)
+    return Case(
+        name,
+        mechanism,
+        np.array(x),
+        x_batch,
+        line=np.array(1.0),
+        t_range=(-half_width, half_width),
+        kinks=(0.0,),
+        draws=draws,
+    )
 
 
 def _unit_pieces(sensitivity, count, edge=None):
@@ -103,8 +111,15 @@ def _canonical(name, noise, reach, bounded=False):
     end of its support where it is ``bounded``, delta > 0)."""
     edge = float(-noise.ppf(1e-300)) if bounded else None
     count = int(np.ceil(reach / noise.sensitivity))
-    return Case(name, noise, np.array(0.7), np.array([-2.0, 0.7, 5.3]), line=np.array(1.0),
-                t_range=(-reach, reach), kinks=_unit_pieces(noise.sensitivity, count, edge))
+    return Case(
+        name,
+        noise,
+        np.array(0.7),
+        np.array([-2.0, 0.7, 5.3]),
+        line=np.array(1.0),
+        t_range=(-reach, reach),
+        kinks=_unit_pieces(noise.sensitivity, count, edge),
+    )
 
 
 def _congenial(noise, invariants, x, name):
@@ -128,54 +143,140 @@ WEM_TABLES = np.array([[[3, 2], [1, 0]], [[5, 0], [2, 0]], [[0, 5], [0, 3]]])
 
 CASES: list[Case] = [
     _scalar_additive("DiscreteLaplace(0.7)", DiscreteLaplace(0.7), 3, 60, draws=6000),
-    Case("DiscreteLaplace(3.0, sensitivity=2.0) on 2 cells", DiscreteLaplace(3.0, 2.0), np.array([2, 5]),
-         np.array([[2, 5], [0, 0], [9, 1]]), support=window([2, 5], 25), draws=6000),
+    Case(
+        "DiscreteLaplace(3.0, sensitivity=2.0) on 2 cells",
+        DiscreteLaplace(3.0, 2.0),
+        np.array([2, 5]),
+        np.array([[2, 5], [0, 0], [9, 1]]),
+        support=window([2, 5], 25),
+        draws=6000,
+    ),
     _scalar_additive("DiscreteGaussian(0.6)", DiscreteGaussian(0.6), 4, 20, draws=6000),
     _scalar_additive("DiscreteGaussian(2.5)", DiscreteGaussian(2.5), 7, 30, draws=6000),
     _scalar_additive("Laplace(0.7, sensitivity=2.0)", Laplace(0.7, 2.0), 1.5, 80.0, draws=20_000),
     _scalar_additive("Gaussian(1.3)", Gaussian(1.3), 0.5, 12.0, draws=20_000),
-    _scalar_additive("interop from_noise('laplace', 2.0, integer=True)", from_noise("laplace", 2.0, integer=True),
-                     4, 70),
-    _scalar_additive("interop from_noise('gaussian', 1.5, integer=False)",
-                     from_noise("gaussian", 1.5, integer=False), 2.5, 12.0),
-    Case("Tulap(0.8, sensitivity=2.0)", Tulap(0.8, 2.0), np.array(1.0), np.array([-4.0, 1.0, 2.6]),
-         line=np.array(1.0), t_range=(-70.0, 70.0), kinks=_unit_pieces(2.0, 35)),
+    _scalar_additive(
+        "interop from_noise('laplace', 2.0, integer=True)", from_noise("laplace", 2.0, integer=True), 4, 70
+    ),
+    _scalar_additive(
+        "interop from_noise('gaussian', 1.5, integer=False)", from_noise("gaussian", 1.5, integer=False), 2.5, 12.0
+    ),
+    Case(
+        "Tulap(0.8, sensitivity=2.0)",
+        Tulap(0.8, 2.0),
+        np.array(1.0),
+        np.array([-4.0, 1.0, 2.6]),
+        line=np.array(1.0),
+        t_range=(-70.0, 70.0),
+        kinks=_unit_pieces(2.0, 35),
+    ),
     _canonical("CanonicalNoise.gaussian(1.0)", CanonicalNoise.gaussian(1.0), 12.0),
     _canonical("CanonicalNoise.pure(0.7, sensitivity=3.0)", CanonicalNoise.pure(0.7, 3.0), 120.0),
     _canonical("CanonicalNoise.approximate(1.0, 0.1)", CanonicalNoise.approximate(1.0, 0.1), 40.0, bounded=True),
     _canonical("CanonicalNoise(G_1 as a callable)", CanonicalNoise(lambda a: gaussian_tradeoff(a, 1.0)), 12.0),
-    *[_congenial(noise, invariants, x, name) for noise in (DiscreteLaplace(0.7), DiscreteGaussian(1.5))
-      for invariants, x, name in ((TOTAL3, [2, 1, 1], "total 4 in 3 cells"),
-                                  (MARGINS, [[1, 3], [3, 1]], "2 x 2 margins"))],
-    Case("SemiDPGaussian(1.0, 2 x 2 margins)", SemiDPGaussian(1.0, MARGIN_SPACE), TABLE, TABLES,
-         line=MARGIN_DIRECTION, t_range=(-20.0, 20.0)),
-    Case("KNormMechanism(1.0, 2 x 2 margins)", KNormMechanism(1.0, MARGIN_SPACE), TABLE, TABLES,
-         line=MARGIN_DIRECTION, t_range=(-90.0, 90.0), kinks=(0.0,)),
-    Case("NormBallMechanism(2.0, 1.0, inf) on one coordinate", NormBallMechanism(2.0, 1.0, norm=np.inf),
-         np.array(3.0), np.array([0.0, 3.0, 4.5]), line=np.array(1.0), t_range=(-20.0, 20.0), kinks=(0.0,)),
-    Case("NormBallMechanism(1.0, sqrt 2, 2) on two coordinates", NormBallMechanism(1.0, np.sqrt(2), norm=2),
-         np.array([3.0, 4.0]), np.array([[3.0, 4.0], [0.0, 0.0], [5.5, -1.0]])),
-    Case("KNormGradient.count(1.0, n=20)", KNormGradient.count(1.0, n=20), np.array(8.0),
-         np.array([0.0, 8.0, 20.0]), line=np.array(1.0), t_range=(-8.0, 12.0), kinks=(0.0,)),
-    Case("CorrelatedGaussian(rank one)", CorrelatedGaussian(4.0 * np.outer(CORRELATED, CORRELATED)),
-         np.array([1.0, 2.0]), np.array([[1.0, 2.0], [1.0 + CORRELATED[0], 2.0 + CORRELATED[1]], [-3.0, -6.0]]),
-         line=CORRELATED, t_range=(-20.0, 20.0)),
-    Case("L1ConvexCombination(1.0, beta=0.8)", L1ConvexCombination(1.0, beta=0.8), np.array([30.0, 20.0]),
-         np.array([[30.0, 20.0], [29.0, 21.0], [45.5, 4.5]]), line=np.array([1.0, -1.0]), t_range=(-60.0, 60.0),
-         kinks=(0.0,)),
-    Case("WassersteinExponential(8.0, 1.0, naive) on one county",
-         WassersteinExponential(8.0, 1.0, base_measure="naive"), np.array([[3], [1]]),
-         np.array([[[3], [1]], [[0], [0]], [[6], [4]]]), support=window([[3], [1]], 10), normalized=False),
-    Case("WassersteinExponential(1.0, 2.0, congenial)", WassersteinExponential(1.0, 2.0, base_measure="congenial"),
-         WEM_TABLE, WEM_TABLES, z=WEM_Z, support=CongenialBase().support(WEM_Z, 2)),
-    Case("WassersteinExponential(1.0, 2.0, prior_congenial)",
-         WassersteinExponential(1.0, 2.0, base_measure="prior_congenial"), WEM_TABLE, WEM_TABLES,
-         z={"total": 5, "previous_cases": np.array([4, 0])}, support=CongenialBase().support(WEM_Z, 2)),
-    Case("PostProcessedRelease(DiscreteLaplace(1.0), clipped at 0)",
-         PostProcessedRelease(DiscreteLaplace(1.0), lambda y, z: np.maximum(y, 0), box=np.arange(-60, 80)[:, None]),
-         np.array(2), np.array([0, 2, 10]), support=np.arange(0, 60)),
+    *[
+        _congenial(noise, invariants, x, name)
+        for noise in (DiscreteLaplace(0.7), DiscreteGaussian(1.5))
+        for invariants, x, name in (
+            (TOTAL3, [2, 1, 1], "total 4 in 3 cells"),
+            (MARGINS, [[1, 3], [3, 1]], "2 x 2 margins"),
+        )
+    ],
+    Case(
+        "SemiDPGaussian(1.0, 2 x 2 margins)",
+        SemiDPGaussian(1.0, MARGIN_SPACE),
+        TABLE,
+        TABLES,
+        line=MARGIN_DIRECTION,
+        t_range=(-20.0, 20.0),
+    ),
+    Case(
+        "KNormMechanism(1.0, 2 x 2 margins)",
+        KNormMechanism(1.0, MARGIN_SPACE),
+        TABLE,
+        TABLES,
+        line=MARGIN_DIRECTION,
+        t_range=(-90.0, 90.0),
+        kinks=(0.0,),
+    ),
+    Case(
+        "NormBallMechanism(2.0, 1.0, inf) on one coordinate",
+        NormBallMechanism(2.0, 1.0, norm=np.inf),
+        np.array(3.0),
+        np.array([0.0, 3.0, 4.5]),
+        line=np.array(1.0),
+        t_range=(-20.0, 20.0),
+        kinks=(0.0,),
+    ),
+    Case(
+        "NormBallMechanism(1.0, sqrt 2, 2) on two coordinates",
+        NormBallMechanism(1.0, np.sqrt(2), norm=2),
+        np.array([3.0, 4.0]),
+        np.array([[3.0, 4.0], [0.0, 0.0], [5.5, -1.0]]),
+    ),
+    Case(
+        "KNormGradient.count(1.0, n=20)",
+        KNormGradient.count(1.0, n=20),
+        np.array(8.0),
+        np.array([0.0, 8.0, 20.0]),
+        line=np.array(1.0),
+        t_range=(-8.0, 12.0),
+        kinks=(0.0,),
+    ),
+    Case(
+        "CorrelatedGaussian(rank one)",
+        CorrelatedGaussian(4.0 * np.outer(CORRELATED, CORRELATED)),
+        np.array([1.0, 2.0]),
+        np.array([[1.0, 2.0], [1.0 + CORRELATED[0], 2.0 + CORRELATED[1]], [-3.0, -6.0]]),
+        line=CORRELATED,
+        t_range=(-20.0, 20.0),
+    ),
+    Case(
+        "L1ConvexCombination(1.0, beta=0.8)",
+        L1ConvexCombination(1.0, beta=0.8),
+        np.array([30.0, 20.0]),
+        np.array([[30.0, 20.0], [29.0, 21.0], [45.5, 4.5]]),
+        line=np.array([1.0, -1.0]),
+        t_range=(-60.0, 60.0),
+        kinks=(0.0,),
+    ),
+    Case(
+        "WassersteinExponential(8.0, 1.0, naive) on one county",
+        WassersteinExponential(8.0, 1.0, base_measure="naive"),
+        np.array([[3], [1]]),
+        np.array([[[3], [1]], [[0], [0]], [[6], [4]]]),
+        support=window([[3], [1]], 10),
+        normalized=False,
+    ),
+    Case(
+        "WassersteinExponential(1.0, 2.0, congenial)",
+        WassersteinExponential(1.0, 2.0, base_measure="congenial"),
+        WEM_TABLE,
+        WEM_TABLES,
+        z=WEM_Z,
+        support=CongenialBase().support(WEM_Z, 2),
+    ),
+    Case(
+        "WassersteinExponential(1.0, 2.0, prior_congenial)",
+        WassersteinExponential(1.0, 2.0, base_measure="prior_congenial"),
+        WEM_TABLE,
+        WEM_TABLES,
+        z={"total": 5, "previous_cases": np.array([4, 0])},
+        support=CongenialBase().support(WEM_Z, 2),
+    ),
+    Case(
+        "PostProcessedRelease(DiscreteLaplace(1.0), clipped at 0)",
+        PostProcessedRelease(DiscreteLaplace(1.0), lambda y, z: np.maximum(y, 0), box=np.arange(-60, 80)[:, None]),
+        np.array(2),
+        np.array([0, 2, 10]),
+        support=np.arange(0, 60),
+    ),
     # what from_opendp returns for an OpenDP u32 measurement (OpenDP itself is an optional dependency)
-    Case("interop: OpenDP u32 Gaussian(3.0), clipped at 0",
-         _clipped_at_zero(from_noise("gaussian", 3.0, integer=True), "gaussian", 3.0, 20, 2**32 - 1),
-         np.array(1), np.array([0, 1, 20]), support=np.arange(0, 50)),
+    Case(
+        "interop: OpenDP u32 Gaussian(3.0), clipped at 0",
+        _clipped_at_zero(from_noise("gaussian", 3.0, integer=True), "gaussian", 3.0, 20, 2**32 - 1),
+        np.array(1),
+        np.array([0, 1, 20]),
+        support=np.arange(0, 50),
+    ),
 ]

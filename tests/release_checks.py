@@ -18,8 +18,7 @@ def chi_square_p_value(noise, mechanism, half_width, min_expected=5.0):
         tail = (1 - pmf.sum()) / 2
         if tail * noise.size >= min_expected:
             break
-    observed = np.concatenate([[np.sum(noise < -width)], [np.sum(noise == v) for v in k],
-                               [np.sum(noise > width)]])
+    observed = np.concatenate([[np.sum(noise < -width)], [np.sum(noise == v) for v in k], [np.sum(noise > width)]])
     expected = np.concatenate([[tail], pmf, [tail]]) * noise.size
     return stats.chisquare(observed, expected).pvalue
 

@@ -35,12 +35,14 @@ def precise_delta(mu, epsilon, digits=80):
 def pld_delta(mu, epsilon):
     """delta(eps) = E[(1 - e^(eps - L))_+] with the privacy loss L ~ N(mu^2 / 2, mu^2), by quadrature."""
     loss = stats.norm(mu**2 / 2, mu)
-    value, _ = integrate.quad(lambda l: -math.expm1(epsilon - l) * loss.pdf(l), epsilon, np.inf,
-                              epsabs=0, epsrel=1e-12, limit=200)
+    value, _ = integrate.quad(
+        lambda l: -math.expm1(epsilon - l) * loss.pdf(l), epsilon, np.inf, epsabs=0, epsrel=1e-12, limit=200
+    )
     return value
 
 
 # --- tradeoff functions ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mu", [0.1, 1.0, 3.0])
 def test_gaussian_tradeoff_closed_forms(mu):
@@ -71,8 +73,9 @@ def test_gaussian_tradeoff_far_tail():
 def test_laplace_tradeoff_closed_forms(epsilon):
     alpha = np.linspace(0.0, 1.0, 101)
     curve = laplace_tradeoff(alpha, epsilon)
-    expected = np.maximum.reduce([np.zeros_like(alpha), 1 - math.exp(epsilon) * alpha,
-                                  math.exp(-epsilon) * (1 - alpha)])
+    expected = np.maximum.reduce(
+        [np.zeros_like(alpha), 1 - math.exp(epsilon) * alpha, math.exp(-epsilon) * (1 - alpha)]
+    )
     assert np.allclose(curve, expected, rtol=1e-14, atol=1e-16)
     kink = 1 / (1 + math.exp(epsilon))
     assert laplace_tradeoff(kink, epsilon) == pytest.approx(kink, rel=1e-14)
@@ -91,12 +94,17 @@ def test_laplace_tradeoff_large_epsilon_no_overflow():
 def test_gaussian_tradeoff_dominates_its_delta_curve():
     """delta(eps) = max_alpha 1 - G_mu(alpha) - e^eps alpha: the tradeoff and the curve agree."""
     for mu, epsilon in [(0.5, 0.2), (1.0, 1.0), (2.0, 1.5), (3.0, 4.0)]:
-        best = optimize.minimize_scalar(lambda a: -(1 - gaussian_tradeoff(a, mu) - math.exp(epsilon) * a),
-                                        bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12})
+        best = optimize.minimize_scalar(
+            lambda a: -(1 - gaussian_tradeoff(a, mu) - math.exp(epsilon) * a),
+            bounds=(0.0, 1.0),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
         assert -best.fun == pytest.approx(gdp_delta(mu, epsilon), rel=1e-7, abs=1e-12)
 
 
 # --- the exact GDP curve -------------------------------------------------------------------------
+
 
 def test_gdp_delta_closed_form():
     assert gdp_delta(1.0, 1.0) == pytest.approx(stats.norm.cdf(-0.5) - math.e * stats.norm.cdf(-1.5), rel=1e-13)
@@ -115,8 +123,9 @@ def test_gdp_delta_against_80_digits():
     assert worst < 1e-9  # measured 1.5e-10 (mu = 1e-3, eps = 0.01, delta = 7.5e-28)
 
 
-@pytest.mark.parametrize("mu, epsilon", [(0.3, 0.1), (0.5, 1.0), (1.0, 0.5), (1.0, 2.0), (2.0, 1.0),
-                                         (3.0, 5.0), (5.0, 3.0)])
+@pytest.mark.parametrize(
+    "mu, epsilon", [(0.3, 0.1), (0.5, 1.0), (1.0, 0.5), (1.0, 2.0), (2.0, 1.0), (3.0, 5.0), (5.0, 3.0)]
+)
 def test_gdp_delta_against_privacy_loss_integral(mu, epsilon):
     assert gdp_delta(mu, epsilon) == pytest.approx(pld_delta(mu, epsilon), rel=1e-9)
 
@@ -142,6 +151,7 @@ def test_gdp_delta_extremes():
 
 
 # --- the inverse ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mu", [0.05, 0.5, 1.0, 3.0, 10.0])
 @pytest.mark.parametrize("delta", [1e-100, 1e-10, 1e-5, 0.01])
@@ -172,13 +182,13 @@ def test_gdp_epsilon_monotone():
 
 # --- zCDP ----------------------------------------------------------------------------------------
 
+
 def test_zcdp_epsilon_closed_form():
     assert zcdp_epsilon(0.5, math.exp(-2)) == pytest.approx(0.5 + 2 * math.sqrt(0.5 * 2), rel=1e-15)
 
 
 # the 2020 Census persons budget (rho = 2.56) and its Semi-DP group version (4 rho), at delta = 1e-10
-CENSUS_EPSILONS = {"standard": (17.91528, 40.95057), "optimal": (17.15831, 39.82257),
-                   "gaussian": (16.47939, 38.40502)}
+CENSUS_EPSILONS = {"standard": (17.91528, 40.95057), "optimal": (17.15831, 39.82257), "gaussian": (16.47939, 38.40502)}
 
 
 @pytest.mark.parametrize("bound", sorted(CENSUS_EPSILONS))
@@ -218,14 +228,16 @@ def test_optimal_zcdp_bound_matches_opendp():
     dp = pytest.importorskip("opendp.prelude")
     dp.enable_features("contrib")
     for rho in [1e-3, 0.1, 2.56, 10.24, 1e3]:
-        gaussian = dp.m.make_gaussian(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float),
-                                      scale=1 / math.sqrt(2 * rho))
+        gaussian = dp.m.make_gaussian(
+            dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale=1 / math.sqrt(2 * rho)
+        )
         profile = dp.c.make_zCDP_to_approxDP(gaussian).map(1.0)
         for delta in [1e-300, 1e-10, 1e-5, 0.01, 0.3]:
             assert zcdp_epsilon(rho, delta, bound="optimal") == pytest.approx(profile.epsilon(delta), rel=1e-9)
 
 
 # --- group privacy -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [1, 2, 3, 7])
 def test_group_rules(k):
@@ -246,6 +258,7 @@ def test_group_size_must_be_whole():
 
 # --- the 2020 Census (Semi-DP paper, Section 6) --------------------------------------------------
 
+
 def test_census_numbers_of_section_6():
     """rho = 2.56 (persons tables), delta = 1e-10, a(t) = 2 for the state-population invariant."""
     dp = zcdp_group_account(2.56, 1e-10)
@@ -259,8 +272,11 @@ def test_census_numbers_of_section_6():
     with mpmath.workdps(40):
         for account in (dp, semi):
             mu = mpmath.sqrt(2 * mpmath.mpf(account.rho))
-            root = mpmath.findroot(lambda e: mpmath.log(precise_delta(mu, e, 40)) - mpmath.log(mpmath.mpf(1e-10)),
-                                   (0.5, 80), solver="anderson")
+            root = mpmath.findroot(
+                lambda e: mpmath.log(precise_delta(mu, e, 40)) - mpmath.log(mpmath.mpf(1e-10)),
+                (0.5, 80),
+                solver="anderson",
+            )
             assert account.epsilon_gaussian == pytest.approx(float(root), rel=1e-10)
     assert round(dp.epsilon_gaussian, 4) == 16.4794 and round(semi.epsilon_gaussian, 4) == 38.4050
     assert dp.epsilon_gaussian < dp.epsilon_bound and semi.epsilon_gaussian < semi.epsilon_bound
@@ -268,39 +284,43 @@ def test_census_numbers_of_section_6():
 
 # --- bad input -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: gaussian_tradeoff(0.5, 0.0), "mu"),
-    (lambda: gaussian_tradeoff(0.5, -1.0), "mu"),
-    (lambda: gaussian_tradeoff(1.5, 1.0), "alpha"),
-    (lambda: gaussian_tradeoff([0.1, -0.1], 1.0), "alpha"),
-    (lambda: gaussian_tradeoff(float("nan"), 1.0), "alpha"),
-    (lambda: laplace_tradeoff(0.5, 0.0), "epsilon"),
-    (lambda: laplace_tradeoff(-0.5, 1.0), "alpha"),
-    (lambda: gdp_delta(0.0, 1.0), "mu"),
-    (lambda: gdp_delta(float("inf"), 1.0), "mu"),
-    (lambda: gdp_delta(1.0, 0.0), "epsilon"),
-    (lambda: gdp_delta(1.0, -1.0), "epsilon"),
-    (lambda: gdp_epsilon(-1.0, 1e-5), "mu"),
-    (lambda: gdp_epsilon(1.0, 0.0), "delta"),
-    (lambda: gdp_epsilon(1.0, 1.0), "delta"),
-    (lambda: zcdp_epsilon(0.0, 1e-5), "rho"),
-    (lambda: zcdp_epsilon(1.0, 1.5), "delta"),
-    (lambda: zcdp_epsilon(0.0, 1e-5, bound="optimal"), "rho"),
-    (lambda: zcdp_epsilon(1.0, 0.0, bound="optimal"), "delta"),
-    (lambda: zcdp_epsilon(-1.0, 1e-5, bound="gaussian"), "rho"),
-    (lambda: zcdp_epsilon(1.0, 1e-5, bound="tight"), "bound"),
-    (lambda: gaussian_zcdp_epsilon(-2.0, 1e-5), "rho"),
-    (lambda: gaussian_zcdp_epsilon(1.0, 0.0), "delta"),
-    (lambda: gdp_group(0.0, 2), "mu"),
-    (lambda: gdp_group(1.0, 0), "k"),
-    (lambda: zcdp_group(-1.0, 2), "rho"),
-    (lambda: zcdp_group(1.0, -3), "k"),
-    (lambda: zcdp_group_account(2.56, 1e-10, k=0), "k"),
-    (lambda: zcdp_group_account(0.0, 1e-10), "rho"),
-    (lambda: zcdp_group_account(1.0, 2.0), "delta"),
-    (lambda: gdp_delta("1", 1.0), "mu"),
-    (lambda: gdp_delta(True, 1.0), "mu"),
-])
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: gaussian_tradeoff(0.5, 0.0), "mu"),
+        (lambda: gaussian_tradeoff(0.5, -1.0), "mu"),
+        (lambda: gaussian_tradeoff(1.5, 1.0), "alpha"),
+        (lambda: gaussian_tradeoff([0.1, -0.1], 1.0), "alpha"),
+        (lambda: gaussian_tradeoff(float("nan"), 1.0), "alpha"),
+        (lambda: laplace_tradeoff(0.5, 0.0), "epsilon"),
+        (lambda: laplace_tradeoff(-0.5, 1.0), "alpha"),
+        (lambda: gdp_delta(0.0, 1.0), "mu"),
+        (lambda: gdp_delta(float("inf"), 1.0), "mu"),
+        (lambda: gdp_delta(1.0, 0.0), "epsilon"),
+        (lambda: gdp_delta(1.0, -1.0), "epsilon"),
+        (lambda: gdp_epsilon(-1.0, 1e-5), "mu"),
+        (lambda: gdp_epsilon(1.0, 0.0), "delta"),
+        (lambda: gdp_epsilon(1.0, 1.0), "delta"),
+        (lambda: zcdp_epsilon(0.0, 1e-5), "rho"),
+        (lambda: zcdp_epsilon(1.0, 1.5), "delta"),
+        (lambda: zcdp_epsilon(0.0, 1e-5, bound="optimal"), "rho"),
+        (lambda: zcdp_epsilon(1.0, 0.0, bound="optimal"), "delta"),
+        (lambda: zcdp_epsilon(-1.0, 1e-5, bound="gaussian"), "rho"),
+        (lambda: zcdp_epsilon(1.0, 1e-5, bound="tight"), "bound"),
+        (lambda: gaussian_zcdp_epsilon(-2.0, 1e-5), "rho"),
+        (lambda: gaussian_zcdp_epsilon(1.0, 0.0), "delta"),
+        (lambda: gdp_group(0.0, 2), "mu"),
+        (lambda: gdp_group(1.0, 0), "k"),
+        (lambda: zcdp_group(-1.0, 2), "rho"),
+        (lambda: zcdp_group(1.0, -3), "k"),
+        (lambda: zcdp_group_account(2.56, 1e-10, k=0), "k"),
+        (lambda: zcdp_group_account(0.0, 1e-10), "rho"),
+        (lambda: zcdp_group_account(1.0, 2.0), "delta"),
+        (lambda: gdp_delta("1", 1.0), "mu"),
+        (lambda: gdp_delta(True, 1.0), "mu"),
+    ],
+)
 def test_bad_input_names_the_parameter(call, name):
     with pytest.raises(ValueError, match=rf"^{name} must"):
         call()

@@ -15,8 +15,13 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 import ppdinfer as pp
-from ppdinfer.inference.attacker import (plot_prior_posterior_odds, posterior_odds_ratio, secret_log_likelihood,
-                                         secret_posterior, secret_posterior_mc)
+from ppdinfer.inference.attacker import (
+    plot_prior_posterior_odds,
+    posterior_odds_ratio,
+    secret_log_likelihood,
+    secret_posterior,
+    secret_posterior_mc,
+)
 from ppdinfer.mechanisms import DiscreteLaplace, Gaussian, Laplace, Mechanism
 from ppdinfer.models import pufferfish_secret
 from ppdinfer.priors import Categorical
@@ -44,15 +49,17 @@ def test_secret_posterior_is_bayes_rule_summed_over_x():
     conditionals = np.stack([P, Q])
     prior = np.array([0.3, 0.7])
     y = np.array([-1.5, 2.2, 4.0, 9.0])
-    laplace_pdf = stats.laplace.pdf(y[:, None], loc=SUPPORT[None, :], scale=0.8)      # (R, S)
+    laplace_pdf = stats.laplace.pdf(y[:, None], loc=SUPPORT[None, :], scale=0.8)  # (R, S)
     joint = prior[None, :] * (laplace_pdf @ conditionals.T)
     expected = joint / joint.sum(axis=1, keepdims=True)
     mechanism = Laplace(1.0, sensitivity=0.8)
     np.testing.assert_allclose(secret_posterior(prior, conditionals, SUPPORT, mechanism, y), expected, rtol=1e-12)
-    np.testing.assert_allclose(secret_posterior(Categorical(prior), conditionals, SUPPORT, mechanism, y[1]),
-                               expected[1], rtol=1e-12)
-    np.testing.assert_allclose(np.exp(secret_log_likelihood(conditionals, SUPPORT, mechanism, y)),
-                               laplace_pdf @ conditionals.T, rtol=1e-12)
+    np.testing.assert_allclose(
+        secret_posterior(Categorical(prior), conditionals, SUPPORT, mechanism, y[1]), expected[1], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        np.exp(secret_log_likelihood(conditionals, SUPPORT, mechanism, y)), laplace_pdf @ conditionals.T, rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("epsilon", [0.25, 1.0, 3.0])
@@ -60,10 +67,10 @@ def test_w_inf_calibrated_laplace_keeps_every_posterior_odds_ratio_within_e_eps(
     conditionals = np.stack([P, Q])
     sensitivity = w_inf(P, Q, SUPPORT)
     assert sensitivity == 2.0
-    calibrated = Laplace(epsilon, sensitivity=sensitivity)              # scale W_inf / eps
-    grid = np.linspace(-80.0, 86.0, 4001)                              # the atoms, between them and the tails
+    calibrated = Laplace(epsilon, sensitivity=sensitivity)  # scale W_inf / eps
+    grid = np.linspace(-80.0, 86.0, 4001)  # the atoms, between them and the tails
     assert max_log_ratio(conditionals, SUPPORT, calibrated, grid) <= epsilon * (1 + ROUNDING)
-    under = Laplace(epsilon, sensitivity=sensitivity / 2)              # half the scale
+    under = Laplace(epsilon, sensitivity=sensitivity / 2)  # half the scale
     assert max_log_ratio(conditionals, SUPPORT, under, grid) > epsilon * 1.05
 
 
@@ -77,13 +84,13 @@ def test_the_bound_holds_for_any_prior_and_many_releases_of_three_secrets():
     x = rng.choice(SUPPORT, size=3000, p=third)
     releases = mechanism.release(x, random_seed=8)
     largest = 0.0
-    for prior in rng.dirichlet([0.5, 0.5, 0.5], size=20):                # priors far from uniform included
+    for prior in rng.dirichlet([0.5, 0.5, 0.5], size=20):  # priors far from uniform included
         posterior = secret_posterior(prior, conditionals, SUPPORT, mechanism, releases)
         for i, j in [(0, 1), (0, 2), (1, 2)]:
             log_ratio = np.log(posterior[:, i] / posterior[:, j]) - np.log(prior[i] / prior[j])
             largest = max(largest, float(np.abs(log_ratio).max()))
     assert largest <= epsilon * (1 + ROUNDING)
-    assert largest > 0.5 * epsilon                                       # the releases do move the odds
+    assert largest > 0.5 * epsilon  # the releases do move the odds
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
@@ -93,9 +100,9 @@ def test_binomial_counting_query_one_users_bit(epsilon):
     assert w_inf(conditionals[0], conditionals[1], support) == 1.0
     grid = np.linspace(-60.0, 85.0, 2901)
     calibrated = max_log_ratio(conditionals, support, Laplace(epsilon, sensitivity=1.0), grid)
-    assert epsilon * (1 - 1e-3) <= calibrated <= epsilon * (1 + ROUNDING)    # tight: reached in the tails
+    assert epsilon * (1 - 1e-3) <= calibrated <= epsilon * (1 + ROUNDING)  # tight: reached in the tails
     assert max_log_ratio(conditionals, support, Laplace(epsilon, sensitivity=0.5), grid) > 1.9 * epsilon
-    integers = np.arange(-60, 86)                                             # the discrete Laplace too
+    integers = np.arange(-60, 86)  # the discrete Laplace too
     assert max_log_ratio(conditionals, support, DiscreteLaplace(epsilon), integers) <= epsilon * (1 + ROUNDING)
 
 
@@ -104,7 +111,7 @@ def test_one_user_secret_matches_the_binomial_and_handles_heterogeneous_users():
     expected, expected_support = binomial_conditionals(25, 0.7)
     np.testing.assert_allclose(conditionals, expected, atol=1e-15)
     np.testing.assert_array_equal(support, expected_support)
-    q = np.linspace(0.05, 0.95, 10)                                           # V = 10 heterogeneous users
+    q = np.linspace(0.05, 0.95, 10)  # V = 10 heterogeneous users
     conditionals, support = pufferfish_secret.one_user_secret(q, user=3)
     draws = np.random.default_rng(3).random((200_000, 10)) < q
     others = draws.sum(axis=1) - draws[:, 3]
@@ -122,7 +129,7 @@ def test_monte_carlo_posterior_agrees_with_the_exact_sum():
     prior = np.array([0.4, 0.6])
     exact = secret_posterior(prior, conditionals, SUPPORT, mechanism, y)
     estimate = secret_posterior_mc(prior, samplers, mechanism, y, draws=20_000, random_seed=5)
-    se = exact[:, 0] * exact[:, 1] * np.sqrt((estimate.relative_se**2).sum(axis=1))   # delta method
+    se = exact[:, 0] * exact[:, 1] * np.sqrt((estimate.relative_se**2).sum(axis=1))  # delta method
     assert np.all(np.abs(estimate.probabilities[:, 0] - exact[:, 0]) <= 5 * se)
     assert np.all(se > 0) and estimate.probabilities.shape == (3, 2)
 
@@ -182,8 +189,9 @@ def test_the_odds_plot_flags_the_releases_outside_the_band():
     calibrated = plot_prior_posterior_odds(posterior_odds_ratio(conditionals, SUPPORT, Laplace(1.0, 2.0), y), 1.0)
     assert isinstance(calibrated, Figure)
     assert calibrated.axes[0].get_title().startswith("0 of 300 releases")
-    under = plot_prior_posterior_odds(posterior_odds_ratio(conditionals, SUPPORT, Laplace(1.0, 1.0), y), 1.0,
-                                      max_lines=50)
+    under = plot_prior_posterior_odds(
+        posterior_odds_ratio(conditionals, SUPPORT, Laplace(1.0, 1.0), y), 1.0, max_lines=50
+    )
     outside = int(under.axes[0].get_title().split()[0])
     assert outside > 0 and len(under.axes[0].collections[-1].get_segments()) == 50
     with pytest.raises(ValueError, match="odds_ratios"):
@@ -213,8 +221,7 @@ def test_exact_posterior_with_three_secrets_and_no_padding():
     third = np.array([0.1, 0.1, 0.2, 0.3, 0.3])
     model = pufferfish_secret.model(np.stack([P, Q, third]), SUPPORT, epsilon=0.5, prior=[0.5, 0.3, 0.2])
     exact = pp.exact_posterior(model, 4.2, theta_grid=model.theta_grid)
-    np.testing.assert_allclose(exact["exact"]["theta_density"].values[:, 0], model.secret_posterior(4.2),
-                               rtol=1e-10)
+    np.testing.assert_allclose(exact["exact"]["theta_density"].values[:, 0], model.secret_posterior(4.2), rtol=1e-10)
     with pytest.raises(ValueError, match="ppf"):
         pp.exact_posterior(model, 4.2)
 
@@ -228,7 +235,7 @@ def test_rejection_and_importance_sampling_agree_with_the_exact_posterior():
     counts, n = secret_frequencies(rejected)
     assert abs(counts[1] / n - exact[1]) <= 4 * np.sqrt(exact[0] * exact[1] / n)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                                      # no ImportanceWarning expected
+        warnings.simplefilter("error")  # no ImportanceWarning expected
         weighted = pp.importance_sample(model, y, draws=20_000, random_seed=2)
     ess = float(weighted["sample_stats"]["ess"])
     mean = float(pp.weighted_mean(weighted)["secret"])
@@ -242,8 +249,7 @@ def test_the_model_takes_a_gaussian_or_discrete_mechanism():
     np.testing.assert_allclose(gaussian.secret_posterior(3.3), probabilities / probabilities.sum(), rtol=1e-12)
     discrete = pufferfish_secret.model(conditionals, support, epsilon=None, noise=DiscreteLaplace(1.0))
     exact = pp.exact_posterior(discrete, 4, theta_grid=discrete.theta_grid)
-    np.testing.assert_allclose(exact["exact"]["theta_density"].values[:2, 0], discrete.secret_posterior(4),
-                               rtol=1e-10)
+    np.testing.assert_allclose(exact["exact"]["theta_density"].values[:2, 0], discrete.secret_posterior(4), rtol=1e-10)
 
 
 def test_the_data_model_draws_its_conditionals_and_the_model_refuses_bad_settings():

@@ -31,6 +31,7 @@ def _monte_carlo_tolerance(probability, size):
 
 # --- reference values -------------------------------------------------------------------------
 
+
 def test_opendp_reference_pvalues():
     """OpenDP's BinomialCND.p_value: Z = 3 (right tail) and Z = 1 (two-sided), n = 10, eps = 0.5, delta = 1e-8."""
     right = pp.binomial_test(3.0, 10, 0.5, 0.5, 1e-8, alternative="greater")
@@ -48,11 +49,14 @@ def test_pvalues_match_opendp_on_a_grid():
             for epsilon, delta in [(0.5, 1e-8), (1.0, 0.0), (2.0, 0.05)]:
                 d_out = (epsilon, delta)
                 assert pp.binomial_test(z, 10, theta0, epsilon, delta) == pytest.approx(
-                    canonical.one_sided_pvalue(z, 1.0, d_out, 10, theta0, "right"), rel=1e-9, abs=1e-15)
+                    canonical.one_sided_pvalue(z, 1.0, d_out, 10, theta0, "right"), rel=1e-9, abs=1e-15
+                )
                 assert pp.binomial_test(z, 10, theta0, epsilon, delta, alternative="less") == pytest.approx(
-                    canonical.one_sided_pvalue(z, 1.0, d_out, 10, theta0, "left"), rel=1e-9, abs=1e-15)
+                    canonical.one_sided_pvalue(z, 1.0, d_out, 10, theta0, "left"), rel=1e-9, abs=1e-15
+                )
                 assert pp.binomial_test(z, 10, theta0, epsilon, delta, alternative="two-sided") == pytest.approx(
-                    canonical.two_sided_pvalue(z, 1.0, d_out, 10, theta0), rel=1e-9, abs=1e-15)
+                    canonical.two_sided_pvalue(z, 1.0, d_out, 10, theta0), rel=1e-9, abs=1e-15
+                )
 
 
 def test_pure_dp_pvalue_is_the_tulap_convolution():
@@ -71,7 +75,8 @@ def test_degenerate_nulls():
     assert pp.binomial_test(1.7, 5, 0.0, 1.0) == pytest.approx(float(noise.sf(1.7)), rel=1e-13)
     assert pp.binomial_test(3.2, 5, 1.0, 1.0, alternative="less") == pytest.approx(float(noise.cdf(-1.8)), rel=1e-13)
     assert pp.binomial_test(3.2, 5, 1.0, 1.0, alternative="two-sided") == pytest.approx(
-        2 * float(noise.cdf(-1.8)), rel=1e-13)
+        2 * float(noise.cdf(-1.8)), rel=1e-13
+    )
 
 
 def test_opendp_interval_is_the_plug_in_acceptance_region_not_the_inversion():
@@ -94,7 +99,9 @@ def test_opendp_interval_is_the_plug_in_acceptance_region_not_the_inversion():
     inverted = pp.binomial_interval(100.0, n, epsilon, delta)
     assert inverted == pytest.approx((0.06691955627, 0.13580681965), abs=1e-10)
     for end in inverted:  # each end is a theta0 that the test at the observed Z rejects at exactly alpha
-        assert pp.binomial_test(100.0, n, end, epsilon, delta, alternative="two-sided") == pytest.approx(ALPHA, rel=1e-9)
+        assert pp.binomial_test(100.0, n, end, epsilon, delta, alternative="two-sided") == pytest.approx(
+            ALPHA, rel=1e-9
+        )
 
 
 def test_interval_matches_binomialdp_example():
@@ -120,6 +127,7 @@ def test_interval_edges():
 
 
 # --- size, power and coverage by simulation ----------------------------------------------------
+
 
 @pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
 def test_size_at_theta0(alternative):
@@ -151,12 +159,14 @@ def test_one_sided_rejection_rates_off_the_null_match_the_exact_power(alternativ
 
 def _two_sided_power(theta, n, theta0, epsilon):
     """The exact rejection probability at level alpha: reject when |Z - n theta0| >= c."""
+
     def excess(c):
         return pp.binomial_test(n * theta0 + c, n, theta0, epsilon, alternative="two-sided") - ALPHA
 
     c = optimize.brentq(excess, 0.0, 10.0 * n, xtol=1e-13)
-    return (pp.binomial_test(n * theta0 + c, n, theta, epsilon)
-            + pp.binomial_test(n * theta0 - c, n, theta, epsilon, alternative="less"))
+    return pp.binomial_test(n * theta0 + c, n, theta, epsilon) + pp.binomial_test(
+        n * theta0 - c, n, theta, epsilon, alternative="less"
+    )
 
 
 def test_two_sided_test_is_unbiased_at_one_half_only_asymptotically_elsewhere():
@@ -181,24 +191,28 @@ def test_interval_coverage():
 
 # --- argument checks ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: pp.binomial_test(3.0, 10, 1.5, 1.0), "theta0"),
-    (lambda: pp.binomial_test(3.0, 10, -0.1, 1.0), "theta0"),
-    (lambda: pp.binomial_test(3.0, 0, 0.5, 1.0), "n"),
-    (lambda: pp.binomial_test(3.0, 2.5, 0.5, 1.0), "n"),
-    (lambda: pp.binomial_test(3.0, 10, 0.5, 0.0), "epsilon"),
-    (lambda: pp.binomial_test(3.0, 10, 0.5, -1.0), "epsilon"),
-    (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, delta=1.0), "delta"),
-    (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, delta=-1e-3), "delta"),
-    (lambda: pp.binomial_test(math.nan, 10, 0.5, 1.0), "z"),
-    (lambda: pp.binomial_test([1.0, math.inf], 10, 0.5, 1.0), "z"),
-    (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, alternative="bigger"), "alternative"),
-    (lambda: pp.binomial_interval(math.inf, 10, 1.0), "z"),
-    (lambda: pp.binomial_interval(3.0, 0, 1.0), "n"),
-    (lambda: pp.binomial_interval(3.0, 10, 0.0), "epsilon"),
-    (lambda: pp.binomial_interval(3.0, 10, 1.0, delta=2.0), "delta"),
-    (lambda: pp.binomial_interval(3.0, 10, 1.0, level=1.0), "level"),
-])
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: pp.binomial_test(3.0, 10, 1.5, 1.0), "theta0"),
+        (lambda: pp.binomial_test(3.0, 10, -0.1, 1.0), "theta0"),
+        (lambda: pp.binomial_test(3.0, 0, 0.5, 1.0), "n"),
+        (lambda: pp.binomial_test(3.0, 2.5, 0.5, 1.0), "n"),
+        (lambda: pp.binomial_test(3.0, 10, 0.5, 0.0), "epsilon"),
+        (lambda: pp.binomial_test(3.0, 10, 0.5, -1.0), "epsilon"),
+        (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, delta=1.0), "delta"),
+        (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, delta=-1e-3), "delta"),
+        (lambda: pp.binomial_test(math.nan, 10, 0.5, 1.0), "z"),
+        (lambda: pp.binomial_test([1.0, math.inf], 10, 0.5, 1.0), "z"),
+        (lambda: pp.binomial_test(3.0, 10, 0.5, 1.0, alternative="bigger"), "alternative"),
+        (lambda: pp.binomial_interval(math.inf, 10, 1.0), "z"),
+        (lambda: pp.binomial_interval(3.0, 0, 1.0), "n"),
+        (lambda: pp.binomial_interval(3.0, 10, 0.0), "epsilon"),
+        (lambda: pp.binomial_interval(3.0, 10, 1.0, delta=2.0), "delta"),
+        (lambda: pp.binomial_interval(3.0, 10, 1.0, level=1.0), "level"),
+    ],
+)
 def test_bad_input(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -127,6 +127,7 @@ def test_exact_posterior_by_hand(beta_binomial_tulap):
     model, y, exact = beta_binomial_tulap
     x = np.arange(21)
     from scipy.special import betaln, gammaln
+
     log_prior_x = gammaln(21) - gammaln(x + 1) - gammaln(21 - x) + betaln(x + 2, 20 - x + 2) - betaln(2, 2)
     # Tulap(1) density at y - x: pmf of the discrete Laplace at round(y - x) = 13 - x
     log_post = log_prior_x + np.log(math.tanh(0.5)) - np.abs(13 - x)
@@ -244,9 +245,16 @@ def test_approximate_dp_gives_the_truncated_tulap(epsilon, delta):
     assert noise.pdf(-20.0) == 0.0 and noise.cdf(-20.0) == 0.0  # bounded support
 
 
-@pytest.mark.parametrize("noise", [CanonicalNoise.gaussian(1.0), CanonicalNoise.gaussian(0.3, 2.0),
-                                   CanonicalNoise.pure(0.7, 3.0), CanonicalNoise.approximate(1.0, 0.1)],
-                         ids=repr)
+@pytest.mark.parametrize(
+    "noise",
+    [
+        CanonicalNoise.gaussian(1.0),
+        CanonicalNoise.gaussian(0.3, 2.0),
+        CanonicalNoise.pure(0.7, 3.0),
+        CanonicalNoise.approximate(1.0, 0.1),
+    ],
+    ids=repr,
+)
 def test_canonical_noise_distribution_is_consistent(noise):
     # symmetry, monotonicity, quantiles invert the CDF
     t = np.linspace(-30, 30, 2001) * noise.sensitivity
@@ -331,6 +339,7 @@ def test_canonical_noise_identity_and_repr():
 
 # -- extreme and invalid parameters ------------------------------------------------------------------
 
+
 def test_tulap_refuses_an_epsilon_whose_geometric_draws_overflow():
     with pytest.raises(ValueError, match="epsilon must be at least 1e-15"):
         Tulap(1e-300)
@@ -343,10 +352,15 @@ def test_tulap_refuses_an_epsilon_whose_geometric_draws_overflow():
     assert np.isfinite(m.logpdf(noise[:1], np.zeros((1, 1)))).all()
 
 
-@pytest.mark.parametrize("make, name", [(lambda: CanonicalNoise.pure(1e-16), "epsilon"),
-                                        (lambda: CanonicalNoise.pure(1e-10), "epsilon"),
-                                        (lambda: CanonicalNoise.approximate(1e-16, 1e-12), "epsilon"),
-                                        (lambda: CanonicalNoise.gaussian(1e-12), "mu")])
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: CanonicalNoise.pure(1e-16), "epsilon"),
+        (lambda: CanonicalNoise.pure(1e-10), "epsilon"),
+        (lambda: CanonicalNoise.approximate(1e-16, 1e-12), "epsilon"),
+        (lambda: CanonicalNoise.gaussian(1e-12), "mu"),
+    ],
+)
 def test_canonical_noise_too_close_to_trivial_is_refused_clearly(make, name):
     with pytest.raises(ValueError, match=f"^{name}: the canonical noise's central density"):
         make()
@@ -358,12 +372,18 @@ def test_canonical_noise_at_a_small_but_resolvable_epsilon_matches_tulap():
     assert np.allclose(m.pdf(t), np.exp(reference.logpdf(0.0, -t)), rtol=1e-6)
 
 
-@pytest.mark.parametrize("tradeoff, message", [
-    (lambda a: np.maximum(0.0, 1 - 2 * a), "symmetric"),                                        # not its own inverse
-    (lambda a: np.interp(a, [0, 0.3, 0.4, 0.6, 1], [1, 0.6, 0.4, 0.3, 0]), "convex"),           # symmetric, bends down
-    (lambda a: np.interp(a, [0, 0.02, 0.3, 0.99, 1], [1, 0.99, 0.3, 0.02, 0]), "1 - alpha"),    # symmetric, above 1 - a
-    (lambda a: laplace_tradeoff(np.minimum(1.0, 1.5 * a), 1.0), "symmetric"),                 # convex, asymmetric
-])
+@pytest.mark.parametrize(
+    "tradeoff, message",
+    [
+        (lambda a: np.maximum(0.0, 1 - 2 * a), "symmetric"),  # not its own inverse
+        (lambda a: np.interp(a, [0, 0.3, 0.4, 0.6, 1], [1, 0.6, 0.4, 0.3, 0]), "convex"),  # symmetric, bends down
+        (
+            lambda a: np.interp(a, [0, 0.02, 0.3, 0.99, 1], [1, 0.99, 0.3, 0.02, 0]),
+            "1 - alpha",
+        ),  # symmetric, above 1 - a
+        (lambda a: laplace_tradeoff(np.minimum(1.0, 1.5 * a), 1.0), "symmetric"),  # convex, asymmetric
+    ],
+)
 def test_canonical_noise_refuses_tradeoffs_it_cannot_attain(tradeoff, message):
     with pytest.raises(ValueError, match=message):
         CanonicalNoise(tradeoff)
@@ -371,6 +391,10 @@ def test_canonical_noise_refuses_tradeoffs_it_cannot_attain(tradeoff, message):
 
 def test_canonical_noise_accepts_genuine_symmetric_tradeoffs():
     from ppdinfer.privacy import gaussian_tradeoff
-    for f in (lambda a: gaussian_tradeoff(a, 0.3), lambda a: laplace_tradeoff(a, 2.0),
-              lambda a: np.maximum(0.0, np.maximum(1 - 0.01 - np.e * a, (1 - 0.01 - a) / np.e))):
+
+    for f in (
+        lambda a: gaussian_tradeoff(a, 0.3),
+        lambda a: laplace_tradeoff(a, 2.0),
+        lambda a: np.maximum(0.0, np.maximum(1 - 0.01 - np.e * a, (1 - 0.01 - a) / np.e)),
+    ):
         assert 0 <= CanonicalNoise(f).c < 0.5

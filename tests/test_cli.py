@@ -35,9 +35,33 @@ def test_cli_demo_entry_point(tmp_path):
 
 def test_covid_commands_end_to_end(tmp_path, monkeypatch):
     results = tmp_path / "results"
-    assert main(["covid", "synthesize", "--data", str(DATA), "--results", str(results), "--counties", "Allegheny",
-                 "Cameron", "Forest", "--months", "2020-12", "2021-01", "--replicates", "1", "--sweeps", "20",
-                 "--workers", "1", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "covid",
+                "synthesize",
+                "--data",
+                str(DATA),
+                "--results",
+                str(results),
+                "--counties",
+                "Allegheny",
+                "Cameron",
+                "Forest",
+                "--months",
+                "2020-12",
+                "2021-01",
+                "--replicates",
+                "1",
+                "--sweeps",
+                "20",
+                "--workers",
+                "1",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert len(list(results.glob("*.nc"))) == 8
     # from another folder, without --data: the shipped table, which is the results'
     monkeypatch.chdir(tmp_path)
@@ -57,15 +81,21 @@ def test_default_data_folder(monkeypatch):
 def test_help_and_listings_import_no_heavy_module():
     # ppdinfer --help, data list, reproduce --list and covid --help in a fresh interpreter: case studies are
     # found and their commands registered without importing PyMC, matplotlib or a case study's pipeline
-    code = ("import contextlib, io, sys\n"
-            "from ppdinfer.cli import main\n"
-            "for argv in (['--help'], ['data', 'list'], ['reproduce', '--list'], ['covid', '--help']):\n"
-            "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
-            "        main(argv)\n"
-            "    assert out.getvalue(), argv\n"
-            "print(' '.join(sorted(sys.modules)))")
+    code = (
+        "import contextlib, io, sys\n"
+        "from ppdinfer.cli import main\n"
+        "for argv in (['--help'], ['data', 'list'], ['reproduce', '--list'], ['covid', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+        "        main(argv)\n"
+        "    assert out.getvalue(), argv\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    heavy = [m for m in loaded if m.split(".")[0] in ("pymc", "pytensor", "matplotlib")
-             or (m.startswith("ppdinfer.case_studies.") and m.endswith((".pipeline", ".figures", ".report")))]
+    heavy = [
+        m
+        for m in loaded
+        if m.split(".")[0] in ("pymc", "pytensor", "matplotlib")
+        or (m.startswith("ppdinfer.case_studies.") and m.endswith((".pipeline", ".figures", ".report")))
+    ]
     assert heavy == []
     assert {f"ppdinfer.case_studies.{name}" for name in ("covid_pa", "congenial_2x23")} <= set(loaded)

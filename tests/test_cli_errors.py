@@ -13,14 +13,17 @@ from ppdinfer.datasets import COVID_PA_DATA
 DATA = COVID_PA_DATA  # the table shipped with the package
 
 
-@pytest.mark.parametrize("argument, value, message", [
-    ("--workers", "0", "must be a positive integer, got '0'"),
-    ("--seed", "-1", "must be a non-negative integer, got '-1'"),
-    ("--replicates", "0", "must be a positive integer, got '0'"),
-    ("--replicates", "-3", "must be a positive integer, got '-3'"),
-    ("--sweeps", "0", "must be a positive integer, got '0'"),
-    ("--sweeps", "two", "must be a positive integer, got 'two'"),
-])
+@pytest.mark.parametrize(
+    "argument, value, message",
+    [
+        ("--workers", "0", "must be a positive integer, got '0'"),
+        ("--seed", "-1", "must be a non-negative integer, got '-1'"),
+        ("--replicates", "0", "must be a positive integer, got '0'"),
+        ("--replicates", "-3", "must be a positive integer, got '-3'"),
+        ("--sweeps", "0", "must be a positive integer, got '0'"),
+        ("--sweeps", "two", "must be a positive integer, got 'two'"),
+    ],
+)
 def test_the_parser_refuses_bad_numbers(tmp_path, capsys, argument, value, message):
     with pytest.raises(SystemExit) as exit_:
         main(["covid", "synthesize", "--data", str(tmp_path / "none"), "--results", str(tmp_path), argument, value])
@@ -61,8 +64,9 @@ def test_an_interrupted_synthesis_says_how_to_resume(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(synthesis, "run_synthesis", interrupted)
     assert main(["covid", "synthesize", "--data", str(DATA), "--results", str(tmp_path), "--workers", "1"]) == 130
-    assert capsys.readouterr().err == (f"ppdinfer: interrupted: finished tasks are kept in {tmp_path}; "
-                                       "run the same command to resume\n")
+    assert capsys.readouterr().err == (
+        f"ppdinfer: interrupted: finished tasks are kept in {tmp_path}; run the same command to resume\n"
+    )
 
 
 def test_an_interrupt_without_a_message_says_interrupted(monkeypatch, capsys):

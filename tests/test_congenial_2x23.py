@@ -13,8 +13,13 @@ from scipy import stats
 from ppdinfer.case_studies.congenial_2x23 import CASE_STUDY, CONFIDENTIAL, PAPER_RELEASE, invariants_for
 from ppdinfer.case_studies.congenial_2x23.data import SHAPE, invariant_matrix, synthetic_tables
 from ppdinfer.case_studies.congenial_2x23.report import LONG_RUN_ACCEPTANCE, PAPER_ACCEPTANCE, acceptance_claims
-from ppdinfer.case_studies.congenial_2x23.table1 import (AcceptanceCurve, acceptance_curve, chain_moves,
-                                                         congenial_mechanism, mis_release)
+from ppdinfer.case_studies.congenial_2x23.table1 import (
+    AcceptanceCurve,
+    acceptance_curve,
+    chain_moves,
+    congenial_mechanism,
+    mis_release,
+)
 from ppdinfer.invariants import LinearInvariants
 from ppdinfer.mechanisms import Congenial, DiscreteLaplace
 
@@ -31,7 +36,7 @@ def test_table1_totals_and_the_papers_release_conform():
 
 def test_synthetic_cells_have_the_papers_negative_binomial_mean():
     cells = synthetic_tables(20, random_seed=0).reshape(-1)
-    mean, variance = 100 * 0.05 / 0.95, 100 * 0.05 / 0.95 ** 2  # 5.26 and 5.54, as the paper says
+    mean, variance = 100 * 0.05 / 0.95, 100 * 0.05 / 0.95**2  # 5.26 and 5.54, as the paper says
     assert abs(cells.mean() - mean) < 4 * np.sqrt(variance / cells.size)
 
 
@@ -84,7 +89,7 @@ def test_batch_means_error_matches_the_spread_of_many_chains_where_the_binomial_
     # The MIS sticks at heavy states: the batch-means error of one chain's rate agrees with the spread of 16
     # independent chains' rates, while the binomial error (iid iterations) is far too small.
     curve = acceptance_curve(CONFIDENTIAL, [0.6], chains=16, iterations=20_000, random_seed=7, warm_up=2_000)
-    between = curve.rates[:, 0].std(ddof=1)                     # one chain's rate: its standard deviation
+    between = curve.rates[:, 0].std(ddof=1)  # one chain's rate: its standard deviation
     batch_means = curve.standard_error[0] * math.sqrt(curve.chains)
     binomial = math.sqrt(curve.mean[0] * (1 - curve.mean[0]) / curve.iterations)
     assert 0.7 < batch_means / between < 1.45
@@ -98,7 +103,7 @@ def _iid_curve(rates, chains, iterations, batches_per_chain=5, grid=(0.55, 0.6, 
 
 
 def test_acceptance_claims_say_no_only_beyond_three_standard_errors():
-    long_run = [0.01175, LONG_RUN_ACCEPTANCE[0], 0.01598]      # about the long-run rates at 0.55, 0.6, 0.65
+    long_run = [0.01175, LONG_RUN_ACCEPTANCE[0], 0.01598]  # about the long-run rates at 0.55, 0.6, 0.65
     best, level, check = acceptance_claims(_iid_curve(long_run, chains=4, iterations=250_000))
     assert best.holds.startswith("no: 0.6 is") and "SE below the best" in best.holds
     assert level.holds.startswith("no: lower by") and check.holds == "yes"
@@ -121,8 +126,9 @@ def test_mis_with_overlapping_totals_and_the_papers_solved_cells_is_stationary()
     A = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 1, 1]])
     inv = LinearInvariants(A, A @ x.reshape(-1), shape=(2, 3)) & LinearInvariants.nonnegative((2, 3))
     mech = Congenial(DiscreteLaplace(0.5), inv)
-    draws = mech.release(x, random_seed=5, method="mis", size=6_000, free_cells=[1, 3, 4], proposal_epsilon=0.6,
-                         burn_in=500, thin=10)
+    draws = mech.release(
+        x, random_seed=5, method="mis", size=6_000, free_cells=[1, 3, 4], proposal_epsilon=0.6, burn_in=500, thin=10
+    )
     support = inv.enumerate().reshape(-1, 6)
     pmf = np.exp([mech.logpdf(t, x)[0] for t in support])
     index = {tuple(t): i for i, t in enumerate(support)}

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from conftest import matches_exact, theta_mean_z_scores, x_chi_square_pvalue, x_draws
 
 import ppdinfer as pp
-from conftest import matches_exact, theta_mean_z_scores, x_chi_square_pvalue, x_draws
 from ppdinfer.models import congenial_counts
 
 EPSILON, TOTAL, J = 0.5, 5, 3
@@ -52,7 +52,7 @@ def test_importance_matches_exact(setup):
     proposal = result["proposal"]
     w = np.exp(proposal["log_weight"].values.reshape(-1))
     w /= w.sum()
-    ess = 1.0 / np.sum(w ** 2)
+    ess = 1.0 / np.sum(w**2)
     assert ess > 1000
     x = proposal["counts"].values.reshape(len(w), -1)
     mean = w @ x
@@ -80,7 +80,6 @@ def test_total_must_agree_and_y_conform(setup):
         pp.exact_posterior(model, Y, congenial_counts.public_information(total=6))
     with pytest.raises(ValueError, match="not a congenial release"):
         pp.exact_posterior(model, [6, 0, -1], z)
-
 
 
 def test_pymc_twin_observes_the_congenial_release(setup):

@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 import pytest
+from mechanism_registry import MARGINS, TOTAL3
 from scipy import stats
 from scipy.special import gammaln, logsumexp
 
 import ppdinfer as pp
-from mechanism_registry import MARGINS, TOTAL3
 from ppdinfer.invariants import LinearInvariants
 from ppdinfer.mechanisms import Congenial, DiscreteGaussian, DiscreteLaplace
 
@@ -74,8 +74,8 @@ def test_unimodularity_of_the_solved_cells_is_checked():
     mech = Congenial(DiscreteLaplace(1.0), inv)
     with pytest.raises(ValueError, match="determinant 2, not"):
         mech.release([2, 1, 0], random_seed=0, method="mis", free_cells=[0, 2])
-    assert mech.free_cells([1, 2]).tolist() == [1, 2]        # A[:, [0]] = [[1]]
-    assert mech.free_cells().tolist() == [0, 1]              # the default solves the last cell
+    assert mech.free_cells([1, 2]).tolist() == [1, 2]  # A[:, [0]] = [[1]]
+    assert mech.free_cells().tolist() == [0, 1]  # the default solves the last cell
     draws = mech.release([2, 1, 0], random_seed=0, method="mis", size=200, burn_in=50, thin=2)
     assert np.all(inv.contains(draws))
     with pytest.raises(ValueError, match="2 distinct cell indices"):
@@ -137,12 +137,12 @@ def test_dropping_the_normalizer_changes_the_posterior():
     assert log_c.max() - log_c.min() > 0.3
     y = np.array([2, 1, 1])
     exact = mech.logpdf(y, support)
-    dropped = exact + log_c                       # log p(y - x) 1{y in S*} alone
+    dropped = exact + log_c  # log p(y - x) 1{y in S*} alone
     post_exact = np.exp(exact - logsumexp(exact))  # uniform prior on S*
     post_dropped = np.exp(dropped - logsumexp(dropped))
     assert 0.5 * np.abs(post_exact - post_dropped).sum() > 0.02
     i, j = (next(k for k, t in enumerate(support) if t.tolist() == v) for v in ([1, 1, 2], [4, 0, 0]))
-    ratio_exact = exact[i] - exact[j]              # the likelihood ratio of an inner and a corner table
+    ratio_exact = exact[i] - exact[j]  # the likelihood ratio of an inner and a corner table
     ratio_dropped = dropped[i] - dropped[j]
     assert abs(ratio_exact - ratio_dropped) > 0.1
 
@@ -150,8 +150,12 @@ def test_dropping_the_normalizer_changes_the_posterior():
 def brute_force_posterior(mech, y, alpha):
     support = TOTAL3.enumerate()
     n = 4
-    log_dm = (gammaln(n + 1) + gammaln(alpha.sum()) - gammaln(n + alpha.sum())
-              + (gammaln(support + alpha) - gammaln(alpha) - gammaln(support + 1)).sum(axis=1))
+    log_dm = (
+        gammaln(n + 1)
+        + gammaln(alpha.sum())
+        - gammaln(n + alpha.sum())
+        + (gammaln(support + alpha) - gammaln(alpha) - gammaln(support + 1)).sum(axis=1)
+    )
     log_post = log_dm + mech.logpdf(y, support)
     return support, np.exp(log_post - logsumexp(log_post))
 

@@ -35,7 +35,7 @@ def substitution_pairs(n):
     """Every (x, x') in {0,1}^n differing in one record (bounded adjacency)."""
     for x in itertools.product((0, 1), repeat=n):
         for i in range(n):
-            yield x, x[:i] + (1 - x[i],) + x[i + 1:]
+            yield x, x[:i] + (1 - x[i],) + x[i + 1 :]
 
 
 def add_remove_pairs(n):
@@ -52,6 +52,7 @@ def total_with_far_bounds(n, far=40):
 
 
 # -- Example 4.1, discrete analogue (double geometric, a = exp(-eps/2) per cell ~ Laplace(2/eps)) -----
+
 
 def test_example_4_1_gamma_is_zero_under_substitution_adjacency():
     n = 4
@@ -101,8 +102,12 @@ def test_theorem_2_1_bound_on_three_category_counts(eps, k):
     def three_counts(x):
         return [sum(1 for v in x if v == c) for c in range(3)]
 
-    pairs = [(x, y) for x in itertools.product(range(3), repeat=n) for y in itertools.product(range(3), repeat=n)
-             if sum(a != b for a, b in zip(x, y)) == k]
+    pairs = [
+        (x, y)
+        for x in itertools.product(range(3), repeat=n)
+        for y in itertools.product(range(3), repeat=n)
+        if sum(a != b for a, b in zip(x, y)) == k
+    ]
     pmf = double_geometric_pmf(eps, sensitivity=2)  # M is eps-DP per substitution
     inv = LinearInvariants.grand_total(3, n) & LinearInvariants.nonnegative(3)
     gamma_star = congenial_gamma(pmf, three_counts, inv, pairs, eps, k=k)
@@ -122,6 +127,7 @@ def test_conforming_probability_matches_closed_form():
 
 # -- Example 5.2: rounding and secrecy ------------------------------------------------------------------
 
+
 def test_example_5_2_singleton_invariant_is_zero_dp():
     n, eps = 60, 0.8
     pmf = double_geometric_pmf(eps, sensitivity=1)
@@ -138,6 +144,7 @@ def test_example_5_2_singleton_invariant_is_zero_dp():
 
 
 # -- Example 4.1, continuous Laplace(2/eps) per cell: the three rules of Table 2 ----------------------
+
 
 def laplace_pdf(u, scale):
     return np.exp(-np.abs(u) / scale) / (2 * scale)
@@ -186,8 +193,11 @@ def l1_rule_log_density(t, beta, eps):
     """log of (A.1), the density of beta u1 + (1 - beta) u2, computed stably (beta != 1/2)."""
     b_big, b_small = sorted([2 * beta / eps, 2 * (1 - beta) / eps], reverse=True)
     t = np.abs(t)
-    return (-t / b_big + np.log(b_big - b_small * np.exp(-t * (1 / b_small - 1 / b_big)))
-            - math.log(2 * (b_big**2 - b_small**2)))
+    return (
+        -t / b_big
+        + np.log(b_big - b_small * np.exp(-t * (1 / b_small - 1 / b_big)))
+        - math.log(2 * (b_big**2 - b_small**2))
+    )
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.2, 0.5, 0.9])
@@ -235,19 +245,28 @@ def test_l1_rule_privacy_at_half_is_eps():
 
 # -- errors ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"epsilon": 0.0}, "epsilon"),
-    ({"epsilon": -1.0}, "epsilon"),
-    ({"k": 0}, "k"),
-    ({"invariants": LinearInvariants.grand_total(2, 2)}, "invariants.*infinite"),
-    ({"neighbours": [((0, 0), (0, 0, 1))]}, "neighbours"),
-    ({"neighbours": [(0, 0, 1)]}, "neighbours"),
-    ({"noise_pmf": 3}, "noise_pmf"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"k": 0}, "k"),
+        ({"invariants": LinearInvariants.grand_total(2, 2)}, "invariants.*infinite"),
+        ({"neighbours": [((0, 0), (0, 0, 1))]}, "neighbours"),
+        ({"neighbours": [(0, 0, 1)]}, "neighbours"),
+        ({"noise_pmf": 3}, "noise_pmf"),
+    ],
+)
 def test_bad_input_names_the_parameter(kwargs, match):
-    args = {"noise_pmf": double_geometric_pmf(EPS, 2), "statistic": counts,
-            "invariants": LinearInvariants.grand_total(2, 2) & LinearInvariants.nonnegative(2),
-            "neighbours": list(substitution_pairs(2)), "epsilon": EPS, "k": 1}
+    args = {
+        "noise_pmf": double_geometric_pmf(EPS, 2),
+        "statistic": counts,
+        "invariants": LinearInvariants.grand_total(2, 2) & LinearInvariants.nonnegative(2),
+        "neighbours": list(substitution_pairs(2)),
+        "epsilon": EPS,
+        "k": 1,
+    }
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         congenial_gamma(**args)

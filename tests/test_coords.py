@@ -19,8 +19,9 @@ EXPOSURE = np.array([1.0, 2.0, 3.0])
 
 
 def rates_model(**kwargs):
-    return pp.PPDModel(priors.Gamma(2.0, 1.0, size=3), generators.Poisson(EXPOSURE), mechanisms.Laplace(1.0),
-                       names="rate", **kwargs)
+    return pp.PPDModel(
+        priors.Gamma(2.0, 1.0, size=3), generators.Poisson(EXPOSURE), mechanisms.Laplace(1.0), names="rate", **kwargs
+    )
 
 
 def assert_labelled(result, dim, labels, variables=("rate", "x"), observed=True):
@@ -40,25 +41,35 @@ def test_model_coords_label_the_rejection_sampler():
     assert result["sample_stats"]["acceptance_rate"]["hospital"].values.tolist() == HOSPITALS
     # the labels follow the units: unit "General" is the one with exposure 3
     assert float(result["posterior"]["x"].sel(hospital="General").mean()) > float(
-        result["posterior"]["x"].sel(hospital="Mercy").mean())
+        result["posterior"]["x"].sel(hospital="Mercy").mean()
+    )
 
 
 def test_a_pandas_y_labels_importance_results_with_its_index():
     y = pd.Series([2.1, 3.9, 6.2], index=pd.Index(HOSPITALS, name="county"))
     result = pp.importance_sample(rates_model(), y, draws=200, random_seed=0)
-    assert_labelled(result, "county", HOSPITALS)                  # the index name names the dim
+    assert_labelled(result, "county", HOSPITALS)  # the index name names the dim
     assert result["proposal"]["rate"].dims[-1] == "county"
-    unnamed = pp.importance_sample(rates_model(dims={"x": "hospital"}), pd.Series([2.1, 3.9, 6.2], index=HOSPITALS),
-                                   draws=50, random_seed=0)
-    assert_labelled(unnamed, "hospital", HOSPITALS)               # dims name it when the index has no name
+    unnamed = pp.importance_sample(
+        rates_model(dims={"x": "hospital"}), pd.Series([2.1, 3.9, 6.2], index=HOSPITALS), draws=50, random_seed=0
+    )
+    assert_labelled(unnamed, "hospital", HOSPITALS)  # dims name it when the index has no name
 
 
 def test_a_pandas_dataframe_labels_both_axes_of_exact_results():
-    table = pd.DataFrame([[2.2, 1.1], [0.7, 2.0]], index=pd.Index(["urban", "rural"], name="area"),
-                         columns=pd.Index(["yes", "no"], name="answer"))
+    table = pd.DataFrame(
+        [[2.2, 1.1], [0.7, 2.0]],
+        index=pd.Index(["urban", "rural"], name="area"),
+        columns=pd.Index(["yes", "no"], name="answer"),
+    )
     z = {"row_totals": [3, 3], "col_totals": [3, 3]}
-    model = pp.PPDModel(priors.Gamma(2.0, 2.0), generators.AssociationTable(), mechanisms.Laplace(1.0),
-                        names="association", x_name="table")
+    model = pp.PPDModel(
+        priors.Gamma(2.0, 2.0),
+        generators.AssociationTable(),
+        mechanisms.Laplace(1.0),
+        names="association",
+        x_name="table",
+    )
     result = pp.exact_posterior(model, table, z, theta_grid=np.linspace(-3, 3, 61), draws=100, random_seed=0)
     assert result["posterior"]["table"].dims == ("chain", "draw", "area", "answer")
     assert result["posterior"]["area"].values.tolist() == ["urban", "rural"]
@@ -69,16 +80,26 @@ def test_a_pandas_dataframe_labels_both_axes_of_exact_results():
 
 def test_exact_posterior_with_a_shared_p_over_units_of_several_sizes():
     # a shared p over Binomial(n_k) units: summed on the grid, labelled by the model's coords
-    model = pp.PPDModel(priors.Beta(2.0, 2.0), generators.Binomial([3, 4]), mechanisms.DiscreteLaplace(1.0),
-                        names="p", dims={"x": "ward"}, coords={"ward": ["A", "B"]})
+    model = pp.PPDModel(
+        priors.Beta(2.0, 2.0),
+        generators.Binomial([3, 4]),
+        mechanisms.DiscreteLaplace(1.0),
+        names="p",
+        dims={"x": "ward"},
+        coords={"ward": ["A", "B"]},
+    )
     result = pp.exact_posterior(model, [2, 3], draws=50, random_seed=0)
     assert result["posterior"]["ward"].values.tolist() == ["A", "B"]
     # closed form: given x, p ~ Beta(2 + x1 + x2, 2 + 7 - x1 - x2), and
     # p(x) = C(3, x1) C(4, x2) B(2 + x1 + x2, 2 + 7 - x1 - x2) / B(2, 2)
     support = result["exact"]["x_support"].values
     total = support.sum(axis=1)
-    log_prior = (np.log(special.comb(3, support[:, 0])) + np.log(special.comb(4, support[:, 1]))
-                 + special.betaln(2 + total, 9 - total) - special.betaln(2, 2))
+    log_prior = (
+        np.log(special.comb(3, support[:, 0]))
+        + np.log(special.comb(4, support[:, 1]))
+        + special.betaln(2 + total, 9 - total)
+        - special.betaln(2, 2)
+    )
     log_post = log_prior + model.mechanism.logpdf(np.array([2, 3]), support)
     pmf = np.exp(log_post - special.logsumexp(log_post))
     np.testing.assert_allclose(result["exact"]["x_pmf"].values, pmf, atol=1e-4)
@@ -88,8 +109,12 @@ def test_exact_posterior_with_a_shared_p_over_units_of_several_sizes():
 def test_a_pandas_value_in_z_labels_x():
     regions = pd.Index(["north", "south", "east"], name="region")
     z = {"previous": pd.Series([8, 0, 2], index=regions), "total": 12}
-    model = pp.PPDModel(priors.Dirichlet.centered("previous", 10.0), generators.MultinomialTotal("total"),
-                        mechanisms.DiscreteLaplace(1.0), names="share")
+    model = pp.PPDModel(
+        priors.Dirichlet.centered("previous", 10.0),
+        generators.MultinomialTotal("total"),
+        mechanisms.DiscreteLaplace(1.0),
+        names="share",
+    )
     result = pp.rejection_sample(model, np.array([7, 1, 4]), z, draws=50, random_seed=0, progressbar=False)
     assert result["posterior"]["x"].dims == ("chain", "draw", "region")
     assert result["posterior"]["region"].values.tolist() == ["north", "south", "east"]
@@ -99,8 +124,16 @@ def test_sample_model_keeps_the_pandas_index():
     y = pd.Series([2.1, 3.9, 6.2], index=pd.Index(HOSPITALS, name="hospital"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = sample_model(rates_model(), y, draws=50, tune=50, chains=1, random_seed=1, progressbar=False,
-                             compute_convergence_checks=False)
+        idata = sample_model(
+            rates_model(),
+            y,
+            draws=50,
+            tune=50,
+            chains=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     # the posterior's dims; the observed release takes the dims from_model passes to its Release line
     assert_labelled(idata, "hospital", HOSPITALS, observed=False)
 

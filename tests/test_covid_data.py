@@ -49,17 +49,24 @@ def test_real_table_matches_readme(table):
 
 def test_death_corrections_are_netted_against_earlier_months(table):
     found = [(a.county, a.series, a.month, a.reported, a.netted) for a in table.adjustments]
-    assert found == [("Wayne", "deaths", "2020-07", -1, (("2020-06", 1),)),
-                     ("Cameron", "deaths", "2021-03", -1, (("2021-01", 1),)),
-                     ("Cameron", "deaths", "2021-05", -1, (("2021-04", 1),)),
-                     ("Wyoming", "deaths", "2021-06", -1, (("2021-05", 1),))]
+    assert found == [
+        ("Wayne", "deaths", "2020-07", -1, (("2020-06", 1),)),
+        ("Cameron", "deaths", "2021-03", -1, (("2021-01", 1),)),
+        ("Cameron", "deaths", "2021-05", -1, (("2021-04", 1),)),
+        ("Wyoming", "deaths", "2021-06", -1, (("2021-05", 1),)),
+    ]
     # cumulative deaths equal the file's except between a debited month and its correction
     raw = pd.read_csv(REAL / MONTHLY_FILE).pivot(index="month", columns="county", values="cum_deaths_month_end")
     gap = np.cumsum(table.deaths, axis=0) - raw.loc[list(table.months), list(table.counties)].to_numpy()
     lowered = {(table.months[t], table.counties[j]) for t, j in np.argwhere(gap)}
     assert set(gap[gap != 0]) == {-1}
-    assert lowered == {("2020-06", "Wayne"), ("2021-01", "Cameron"), ("2021-02", "Cameron"),
-                       ("2021-04", "Cameron"), ("2021-05", "Wyoming")}
+    assert lowered == {
+        ("2020-06", "Wayne"),
+        ("2021-01", "Cameron"),
+        ("2021-02", "Cameron"),
+        ("2021-04", "Cameron"),
+        ("2021-05", "Wyoming"),
+    }
     assert "Wayne (42127) deaths 2020-07: reported -1" in str(table.adjustments[0])
 
 
@@ -137,6 +144,7 @@ def _set(frame, index, **values):
 
 def _corruptions():
     """(name, corrupt(monthly, population) -> (monthly, population, file, expected substrings))."""
+
     def missing_month(m, p):
         return m[m["month"] != "2021-05"], p, MONTHLY_FILE, ["month(s) ['2021-05']"]
 
@@ -167,8 +175,12 @@ def _corruptions():
         return _set(m, i, new_deaths="2"), p, MONTHLY_FILE, [f"line {i + 2}", "new_deaths 2 exceed new_cases 1"]
 
     def wrong_cumulative(m, p):
-        return (_set(m, 500, cum_cases_month_end="1"), p, MONTHLY_FILE,
-                ["line 502", "cum_cases_month_end 1 differs from the running sum"])
+        return (
+            _set(m, 500, cum_cases_month_end="1"),
+            p,
+            MONTHLY_FILE,
+            ["line 502", "cum_cases_month_end 1 differs from the running sum"],
+        )
 
     def bad_month(m, p):
         return _set(m, 7, month="2020-13"), p, MONTHLY_FILE, ["line 9", "'2020-13' is not a month"]
@@ -191,10 +203,28 @@ def _corruptions():
     def missing_column(m, p):
         return m.drop(columns="new_deaths"), p, MONTHLY_FILE, ["line 1", "missing column(s) ['new_deaths']"]
 
-    return [(f.__name__, f) for f in (missing_month, missing_county_month, missing_county, duplicate_row, non_integer,
-                                      empty_count, negative_cases, undocumented_death_correction, deaths_exceed_cases,
-                                      wrong_cumulative, bad_month, month_outside, unknown_county, wrong_fips,
-                                      population_blank, population_zero, missing_column)]
+    return [
+        (f.__name__, f)
+        for f in (
+            missing_month,
+            missing_county_month,
+            missing_county,
+            duplicate_row,
+            non_integer,
+            empty_count,
+            negative_cases,
+            undocumented_death_correction,
+            deaths_exceed_cases,
+            wrong_cumulative,
+            bad_month,
+            month_outside,
+            unknown_county,
+            wrong_fips,
+            population_blank,
+            population_zero,
+            missing_column,
+        )
+    ]
 
 
 @pytest.mark.parametrize("name, corrupt", _corruptions(), ids=[name for name, _ in _corruptions()])
@@ -265,9 +295,19 @@ def _daily(monthly):
 def _jhu_frame(kind):
     rows = []
     for k, (fips, admin2, state, population, cases, deaths) in enumerate(_JHU_ROWS):
-        meta = {"UID": 84000000 + k, "iso2": "US", "iso3": "USA", "code3": 840,
-                "FIPS": f"{fips}.0" if fips else "", "Admin2": admin2, "Province_State": state,
-                "Country_Region": "US", "Lat": 40.0, "Long_": -77.0, "Combined_Key": f"{admin2}, {state}, US"}
+        meta = {
+            "UID": 84000000 + k,
+            "iso2": "US",
+            "iso3": "USA",
+            "code3": 840,
+            "FIPS": f"{fips}.0" if fips else "",
+            "Admin2": admin2,
+            "Province_State": state,
+            "Country_Region": "US",
+            "Lat": 40.0,
+            "Long_": -77.0,
+            "Combined_Key": f"{admin2}, {state}, US",
+        }
         if kind == "deaths":
             meta["Population"] = population
         daily = _daily(cases if kind == "confirmed" else deaths)
@@ -298,8 +338,10 @@ def test_jhu_rebuilds_the_monthly_table(jhu):
     np.testing.assert_array_equal(table.deaths, [[1, 2, 1], [0, 40, 0], [2, 30, 1]])
     assert not table.previous_cases.any() and not table.previous_deaths.any()
     found = [(a.county, a.series, a.month, a.reported, a.netted) for a in table.adjustments]
-    assert found == [("Adams", "cases", "2020-04", -2, (("2020-03", 2),)),
-                     ("Cameron", "deaths", "2020-04", -1, (("2020-03", 1),))]
+    assert found == [
+        ("Adams", "cases", "2020-04", -2, (("2020-03", 2),)),
+        ("Cameron", "deaths", "2020-04", -1, (("2020-03", 1),)),
+    ]
 
 
 def test_jhu_months_argument_sets_previous_counts(jhu):

@@ -7,6 +7,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ppdinfer.case_studies.covid_pa import load_monthly
@@ -18,6 +19,7 @@ from ppdinfer.case_studies.covid_pa.figures import (
     relative_errors,
     save_all,
 )
+from ppdinfer.case_studies.covid_pa.inference import coverage_summary
 from ppdinfer.case_studies.covid_pa.report import (
     claim_numbers,
     contraction_by_group,
@@ -26,7 +28,6 @@ from ppdinfer.case_studies.covid_pa.report import (
     size_groups,
     write_report,
 )
-from ppdinfer.case_studies.covid_pa.inference import coverage_summary
 from ppdinfer.case_studies.covid_pa.synthesis import EPSILONS, FLAGS, METHODS, load_results, run_synthesis
 from ppdinfer.datasets import COVID_PA_DATA
 
@@ -44,8 +45,9 @@ def table():
 @pytest.fixture(scope="module")
 def results_dir(table, tmp_path_factory):
     results_dir = tmp_path_factory.mktemp("covid_results")
-    run_synthesis(table, results_dir, replicates=REPLICATES, seed=7, sweeps=50, progressbar=False,
-                  executor=ThreadPoolExecutor(1))
+    run_synthesis(
+        table, results_dir, replicates=REPLICATES, seed=7, sweeps=50, progressbar=False, executor=ThreadPoolExecutor(1)
+    )
     return results_dir
 
 
@@ -63,8 +65,18 @@ def report_dir(table, results, tmp_path_factory):
 
 def _cases(results, method, epsilon, replicate, month, county):
     """One synthetic case count, read straight from the results Dataset."""
-    return float(results["y"].sel({METHOD_DIM: method, "epsilon": epsilon, "replicate": replicate, "month": month,
-                                   "series": "cases", "county": county}))
+    return float(
+        results["y"].sel(
+            {
+                METHOD_DIM: method,
+                "epsilon": epsilon,
+                "replicate": replicate,
+                "month": month,
+                "series": "cases",
+                "county": county,
+            }
+        )
+    )
 
 
 # ---------------------------------------------------------------- figures
@@ -106,16 +118,23 @@ def test_extreme_counties(table):
 def test_relative_error_by_hand(table, results):
     true = table.cases[table.months.index("2020-12"), table.counties.index("Cameron")]
     synthetic = _cases(results, "postprocess", 0.01, 1, "2020-12", "Cameron")
-    error = relative_errors(table, results).sel({METHOD_DIM: "postprocess", "epsilon": 0.01, "replicate": 1,
-                                                 "month": "2020-12", "county": "Cameron"})
+    error = relative_errors(table, results).sel(
+        {METHOD_DIM: "postprocess", "epsilon": 0.01, "replicate": 1, "month": "2020-12", "county": "Cameron"}
+    )
     assert float(error) == pytest.approx(100 * (synthetic - true) / true)
 
 
 def test_error_quantiles_by_hand(table, results):
     errors = relative_errors(table, results)
-    by_hand = np.median([abs(100 * (_cases(results, "wem_prior", 1.0, r, m, c) - x) / x)
-                         for r in range(REPLICATES) for m in MONTHS for c in ["Cameron", "Forest"]
-                         for x in [table.cases[table.months.index(m), table.counties.index(c)]]])
+    by_hand = np.median(
+        [
+            abs(100 * (_cases(results, "wem_prior", 1.0, r, m, c) - x) / x)
+            for r in range(REPLICATES)
+            for m in MONTHS
+            for c in ["Cameron", "Forest"]
+            for x in [table.cases[table.months.index(m), table.counties.index(c)]]
+        ]
+    )
     assert error_quantiles(errors, 0.5, ["Cameron", "Forest"])[1.0]["wem_prior"] == pytest.approx(by_hand)
 
 
@@ -125,8 +144,14 @@ def test_size_groups(table):
 
 def test_contraction_frequency_by_hand(results):
     flags = results["contracted_death_zeros"].sel({METHOD_DIM: "postprocess", "epsilon": 0.01})
-    by_hand = np.mean([flags.sel(replicate=r, month=m, county=c).item() for r in range(REPLICATES)
-                       for m in MONTHS for c in ["Forest", "Cameron"]])
+    by_hand = np.mean(
+        [
+            flags.sel(replicate=r, month=m, county=c).item()
+            for r in range(REPLICATES)
+            for m in MONTHS
+            for c in ["Forest", "Cameron"]
+        ]
+    )
     shares = contraction_by_group(results, {"small": ["Forest", "Cameron"]})
     assert shares["contracted_death_zeros"][0.01]["small"] == pytest.approx(by_hand)
 
@@ -148,8 +173,9 @@ def test_claim_numbers_shape(table, results):
     assert set(numbers["median_error"]) == set(EPSILONS)
     assert set(numbers["signal"]) == set(METHODS)
     assert set(numbers["contractions"]) == set(FLAGS)
-    assert all(0 <= share <= 1 for flag in FLAGS for eps in EPSILONS
-               for share in numbers["contractions"][flag][eps].values())
+    assert all(
+        0 <= share <= 1 for flag in FLAGS for eps in EPSILONS for share in numbers["contractions"][flag][eps].values()
+    )
 
 
 def test_claim_numbers_need_every_method(table, results):
@@ -201,18 +227,29 @@ def test_report_refuses_results_of_another_table(table, results, tmp_path):
         write_report(table.subset(counties=["Allegheny", "Erie"]), results, tmp_path, figures={})
 
 
-def _study(covered: dict[str, int], replicates: int) -> "pd.DataFrame":
+def _study(covered: dict[str, int], replicates: int) -> pd.DataFrame:
     """A coverage study by hand: per county, the Bayes interval covers the truth in its first ``covered`` replicates."""
-    import pandas as pd
 
     rows = []
     for population, (county, hits) in enumerate(covered.items(), start=1):
         for r in range(replicates):
             inside = r < hits
-            rows.append({"release": "laplace", "epsilon": 1.0, "replicate": r, "county": county,
-                         "population": 1000 * population, "true_rate": 5.0, "bayes_mean": 5.0,
-                         "bayes_lower": 4.0 if inside else 6.0, "bayes_upper": 7.0, "plugin": 5.0,
-                         "plugin_lower": 4.0, "plugin_upper": 6.0})
+            rows.append(
+                {
+                    "release": "laplace",
+                    "epsilon": 1.0,
+                    "replicate": r,
+                    "county": county,
+                    "population": 1000 * population,
+                    "true_rate": 5.0,
+                    "bayes_mean": 5.0,
+                    "bayes_lower": 4.0 if inside else 6.0,
+                    "bayes_upper": 7.0,
+                    "plugin": 5.0,
+                    "plugin_lower": 4.0,
+                    "plugin_upper": 6.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -220,14 +257,25 @@ def test_report_gives_coverage_with_its_cases_interval_and_caveat(table, results
     import pandas as pd
 
     summary = coverage_summary(_study({"Cameron": 2, "Adams": 6, "Allegheny": 6}, replicates=6))
-    check = pd.DataFrame({"true": [3], "release": [4], "exact": [3.1], "pymc": [3.2]},
-                         index=pd.Index(["Cameron"], name="county"))
-    config = {"month": "2021-01", "check_month": "2020-07", "seed": 11, "replicates": 6, "epsilons": [1.0],
-              "concentration": 1000.0, "counties": ["Adams", "Allegheny", "Cameron"], "version": "0.1.0"}
+    check = pd.DataFrame(
+        {"true": [3], "release": [4], "exact": [3.1], "pymc": [3.2]}, index=pd.Index(["Cameron"], name="county")
+    )
+    config = {
+        "month": "2021-01",
+        "check_month": "2020-07",
+        "seed": 11,
+        "replicates": 6,
+        "epsilons": [1.0],
+        "concentration": 1000.0,
+        "counties": ["Adams", "Allegheny", "Cameron"],
+        "version": "0.1.0",
+    }
     text = write_report(table, results, tmp_path, figures={}, inference=(summary, check, config)).read_text()
     # Cameron is the small county: 2 of 6 covered, Wilson 95 % interval 0.097 to 0.700
     assert "| laplace | 1 | small | bayes | 0.333 | 0.10 to 0.70 | 6 |" in text
     assert "| laplace | 1 | large | plugin | 1.000 | 0.61 to 1.00 | 6 |" in text
     assert "**Few cases.** Some coverages rest on only 6 cases" in text
-    assert ("Run: month 2021-01, seed 11, 6 replicates, ε = 1, prior concentration 1000, 3 counties "
-            "(Adams, Allegheny, Cameron); check month 2020-07") in text
+    assert (
+        "Run: month 2021-01, seed 11, 6 replicates, ε = 1, prior concentration 1000, 3 counties "
+        "(Adams, Allegheny, Cameron); check month 2020-07"
+    ) in text

@@ -21,21 +21,25 @@ MONTH = "2021-01"
 
 @pytest.fixture(scope="module")
 def table():
-    return load_monthly(DATA).subset(counties=["Allegheny", "Erie", "Cameron", "Forest"],
-                                     months=["2020-12", "2021-01"])
+    return load_monthly(DATA).subset(counties=["Allegheny", "Erie", "Cameron", "Forest"], months=["2020-12", "2021-01"])
 
 
 @pytest.fixture(scope="module")
 def reference(table, tmp_path_factory):
-    return coverage_study(table, MONTH, results_dir=tmp_path_factory.mktemp("reference"),
-                          executor=ThreadPoolExecutor(1), **RUN)
+    return coverage_study(
+        table, MONTH, results_dir=tmp_path_factory.mktemp("reference"), executor=ThreadPoolExecutor(1), **RUN
+    )
 
 
 def test_the_frame_is_one_row_per_task_and_county_in_task_order(table, reference):
     assert len(reference) == 2 * 1 * 2 * 4
     keys = reference[["release", "epsilon", "replicate"]].drop_duplicates().itertuples(index=False)
-    assert [tuple(k) for k in keys] == [("laplace", 1.0, 0), ("laplace", 1.0, 1), ("wem_naive", 1.0, 0),
-                                        ("wem_naive", 1.0, 1)]
+    assert [tuple(k) for k in keys] == [
+        ("laplace", 1.0, 0),
+        ("laplace", 1.0, 1),
+        ("wem_naive", 1.0, 0),
+        ("wem_naive", 1.0, 1),
+    ]
     assert list(reference["county"][:4]) == list(table.counties)
     # replicates differ: each task has its own stream
     first, second = (reference[(reference["release"] == "laplace") & (reference["replicate"] == r)] for r in (0, 1))
@@ -51,8 +55,10 @@ def test_local_pools_give_the_same_frame(table, reference, tmp_path, workers):
 
 def test_dask_local_cluster_gives_the_same_frame_and_gets_the_table_once(table, reference, tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         executor = client.get_executor()
         scattered = share(executor, table)
         assert isinstance(scattered, distributed.Future) and scattered.result().counties == table.counties
@@ -76,12 +82,14 @@ def test_an_interrupted_study_resumes_to_the_same_frame(table, reference, tmp_pa
         coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), **RUN)
     assert len(list(tmp_path.glob("*.nc"))) == 2  # finished fits are kept
     calls.clear()
-    resumed = coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1),
-                             **{**RUN, "releases": ["laplace"]})  # the finished part: nothing to fit
+    resumed = coverage_study(
+        table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), **{**RUN, "releases": ["laplace"]}
+    )  # the finished part: nothing to fit
     assert calls == [] and len(resumed) == 2 * 4
     monkeypatch.setattr(inference, "_run_coverage_task", original)
-    pd.testing.assert_frame_equal(coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1),
-                                                 **RUN), reference)
+    pd.testing.assert_frame_equal(
+        coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), **RUN), reference
+    )
 
 
 def test_another_configuration_is_refused_unless_fresh(table, reference, tmp_path):
@@ -89,21 +97,32 @@ def test_another_configuration_is_refused_unless_fresh(table, reference, tmp_pat
     coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), **one)
     with pytest.raises(ResultsError, match="another configuration.*seed 3 there, 4 now"):
         coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), **{**one, "seed": 4})
-    fresh = coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), fresh=True,
-                           **{**one, "seed": 4})
+    fresh = coverage_study(
+        table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1), fresh=True, **{**one, "seed": 4}
+    )
     assert len(list(tmp_path.glob("*.nc"))) == 1 and len(fresh) == 4
 
 
 def test_a_task_stream_does_not_depend_on_the_other_epsilons(table, reference, tmp_path):
-    both = coverage_study(table, MONTH, results_dir=tmp_path, executor=ThreadPoolExecutor(1),
-                          **{**RUN, "epsilons": [0.5, 1.0], "releases": ["laplace"], "replicates": 1})
+    both = coverage_study(
+        table,
+        MONTH,
+        results_dir=tmp_path,
+        executor=ThreadPoolExecutor(1),
+        **{**RUN, "epsilons": [0.5, 1.0], "releases": ["laplace"], "replicates": 1},
+    )
     alone = reference[(reference["release"] == "laplace") & (reference["replicate"] == 0)]
     pd.testing.assert_frame_equal(both[both["epsilon"] == 1.0].reset_index(drop=True), alone.reset_index(drop=True))
 
 
 def test_bad_arguments(table, tmp_path):
-    for bad, match in [({"releases": ["nope"]}, "releases"), ({"epsilons": [-1.0]}, "epsilons"),
-                       ({"replicates": 0}, "replicates"), ({"draws": 0}, "draws"), ({"prob": 1.0}, "prob")]:
+    for bad, match in [
+        ({"releases": ["nope"]}, "releases"),
+        ({"epsilons": [-1.0]}, "epsilons"),
+        ({"replicates": 0}, "replicates"),
+        ({"draws": 0}, "draws"),
+        ({"prob": 1.0}, "prob"),
+    ]:
         with pytest.raises(ValueError, match=match):
             coverage_study(table, MONTH, results_dir=tmp_path, **{**RUN, **bad})
     with pytest.raises(ValueError, match="month"):
@@ -116,8 +135,26 @@ def test_the_infer_command_passes_workers_and_fresh(tmp_path, monkeypatch):
 
     seen = {}
     monkeypatch.setattr(pipeline, "infer_step", lambda table, results, **kwargs: seen.update(kwargs))
-    assert main(["covid", "infer", "--data", str(DATA), "--results", str(tmp_path), "--counties", "Cameron",
-                 "Forest", "--workers", "2", "--fresh", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "covid",
+                "infer",
+                "--data",
+                str(DATA),
+                "--results",
+                str(tmp_path),
+                "--counties",
+                "Cameron",
+                "Forest",
+                "--workers",
+                "2",
+                "--fresh",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (seen["workers"], seen["executor"], seen["fresh"], seen["progressbar"]) == (2, None, True, False)
 
 
@@ -128,7 +165,25 @@ def test_an_interrupted_infer_says_how_to_resume(tmp_path, capsys, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(inference, "coverage_study", interrupted)
-    assert main(["covid", "infer", "--data", str(DATA), "--results", str(tmp_path), "--counties", "Cameron",
-                 "Forest", "--workers", "1"]) == 130
-    assert capsys.readouterr().err == (f"ppdinfer: interrupted: finished tasks are kept in {tmp_path}/inference/tasks; "
-                                       "run the same command to resume\n")
+    assert (
+        main(
+            [
+                "covid",
+                "infer",
+                "--data",
+                str(DATA),
+                "--results",
+                str(tmp_path),
+                "--counties",
+                "Cameron",
+                "Forest",
+                "--workers",
+                "1",
+            ]
+        )
+        == 130
+    )
+    assert capsys.readouterr().err == (
+        f"ppdinfer: interrupted: finished tasks are kept in {tmp_path}/inference/tasks; "
+        "run the same command to resume\n"
+    )

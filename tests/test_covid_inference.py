@@ -50,8 +50,9 @@ def test_wem_coordinate_quantile_matches_the_lattice_mechanism():
 
 def test_coverage_study_bookkeeping(table):
     small = table.subset(counties=["Allegheny", "Erie", "Cameron", "Forest"])
-    study = coverage_study(small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False,
-                           executor=ThreadPoolExecutor(1))  # in this process: no workers to start
+    study = coverage_study(
+        small, "2021-01", replicates=2, draws=300, tune=200, progressbar=False, executor=ThreadPoolExecutor(1)
+    )  # in this process: no workers to start
     assert len(study) == 2 * 2 * 2 * 4  # releases x epsilons x replicates x counties
     assert (study["bayes_lower"] <= study["bayes_mean"]).all() and (study["bayes_mean"] <= study["bayes_upper"]).all()
     for end in ("bayes_lower", "bayes_upper"):  # intervals of counts are counts (discrete quantiles)
@@ -74,13 +75,28 @@ def test_coverage_study_bookkeeping(table):
 def test_coverage_summary_gives_counts_and_wilson_intervals():
     import pandas as pd
 
-    rows = [{"release": "laplace", "epsilon": 1.0, "replicate": r, "county": county, "population": population,
-             "true_rate": 5.0, "bayes_lower": 4.0 if r < 2 else 6.0, "bayes_upper": 7.0, "plugin_lower": 4.0,
-             "plugin_upper": 6.0} for county, population in (("a", 10), ("b", 20), ("c", 30)) for r in range(6)]
+    rows = [
+        {
+            "release": "laplace",
+            "epsilon": 1.0,
+            "replicate": r,
+            "county": county,
+            "population": population,
+            "true_rate": 5.0,
+            "bayes_lower": 4.0 if r < 2 else 6.0,
+            "bayes_upper": 7.0,
+            "plugin_lower": 4.0,
+            "plugin_upper": 6.0,
+        }
+        for county, population in (("a", 10), ("b", 20), ("c", 30))
+        for r in range(6)
+    ]
     summary = coverage_summary(pd.DataFrame(rows))
     small = summary.loc[("laplace", 1.0, "small", "bayes")]
     assert (small["covered"], small["n"], small["coverage"]) == (2, 6, pytest.approx(1 / 3))
     # Wilson: (p + z^2 / 2n +- z sqrt(p (1 - p) / n + z^2 / 4n^2)) / (1 + z^2 / n), z = 1.96
-    assert (small["coverage_low"], small["coverage_high"]) == (pytest.approx(0.0968, abs=1e-3),
-                                                              pytest.approx(0.7000, abs=1e-3))
+    assert (small["coverage_low"], small["coverage_high"]) == (
+        pytest.approx(0.0968, abs=1e-3),
+        pytest.approx(0.7000, abs=1e-3),
+    )
     assert summary.loc[("laplace", 1.0, "large", "plugin"), "coverage_high"] == 1.0

@@ -21,8 +21,14 @@ from ppdinfer.datasets import COVID_PA_DATA
 
 DATA = COVID_PA_DATA  # the table shipped with the package
 
-RUN = {"methods": ["postprocess", "wem_naive"], "epsilons": [1.0], "replicates": 1, "sweeps": 5, "seed": 3,
-       "progressbar": False}
+RUN = {
+    "methods": ["postprocess", "wem_naive"],
+    "epsilons": [1.0],
+    "replicates": 1,
+    "sweeps": 5,
+    "seed": 3,
+    "progressbar": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +59,15 @@ def results(reference, tmp_path):
     return out
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"seed": 4}, "seed 3 there, 4 now"),
-    ({"sweeps": 6}, "sweeps 5 there, 6 now"),
-    ({"counties": ["Cameron", "Sullivan"]}, "counties Cameron, Forest there, Cameron, Sullivan now"),
-    ({"months": ["2020-11", "2020-12"]}, "months 2020-12, 2021-01 there, 2020-11, 2020-12 now"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"seed": 4}, "seed 3 there, 4 now"),
+        ({"sweeps": 6}, "sweeps 5 there, 6 now"),
+        ({"counties": ["Cameron", "Sullivan"]}, "counties Cameron, Forest there, Cameron, Sullivan now"),
+        ({"months": ["2020-11", "2020-12"]}, "months 2020-12, 2021-01 there, 2020-11, 2020-12 now"),
+    ],
+)
 def test_another_configuration_is_refused_unless_fresh(full, table, results, change, message):
     change = dict(change)
     table = full.subset(counties=change.pop("counties", table.counties), months=change.pop("months", table.months))
@@ -69,14 +78,24 @@ def test_another_configuration_is_refused_unless_fresh(full, table, results, cha
     assert len(_run(table, results, fresh=True, **change)) == 2
     loaded = load_results(results)
     assert [loaded.attrs[key] for key in ("seed", "sweeps", "counties", "months")] == [
-        change.get("seed", 3), change.get("sweeps", 5), list(table.counties), list(table.months)]
+        change.get("seed", 3),
+        change.get("sweeps", 5),
+        list(table.counties),
+        list(table.months),
+    ]
 
 
 def test_more_replicates_methods_or_epsilons_extend_a_run(table, results):
     assert len(_run(table, results, replicates=2)) == 2
     assert len(_run(table, results, methods=["postprocess"], epsilons=[0.01, 1.0])) == 1
-    assert load_results(results).sizes == {"synthesis": 2, "epsilon": 2, "replicate": 2, "month": 2,
-                                           "series": 2, "county": 2}
+    assert load_results(results).sizes == {
+        "synthesis": 2,
+        "epsilon": 2,
+        "replicate": 2,
+        "month": 2,
+        "series": 2,
+        "county": 2,
+    }
 
 
 def test_results_without_a_manifest_are_refused(table, results):
@@ -149,18 +168,21 @@ def test_infer_records_the_data_digest_and_a_refused_infer_keeps_the_finished_st
     _fake_study(monkeypatch, refuse=True)
     with pytest.raises(ResultsError, match="another configuration"):
         infer_step(table, tmp_path, replicates=1, month="2021-01", check_month="2020-12", progressbar=False)
-    assert json.loads((out / "run.json").read_text()) == recorded   # the finished study stays in the report
+    assert json.loads((out / "run.json").read_text()) == recorded  # the finished study stays in the report
 
 
 def test_report_refuses_inference_made_on_other_data(table, results):
     (results / "inference").mkdir()
     config = {"counties": list(table.counties), "months": list(table.months), "data": "0" * 64}
     (results / "inference" / "run.json").write_text(json.dumps(config))
-    with pytest.raises(ResultsError, match=r"inference was made on other data than the report's \(data 000000000000"
-                                           r"\.\.\. there, [0-9a-f]{12}\.\.\. now\)"):
+    with pytest.raises(
+        ResultsError,
+        match=r"inference was made on other data than the report's \(data 000000000000"
+        r"\.\.\. there, [0-9a-f]{12}\.\.\. now\)",
+    ):
         report_step(results, data=DATA)
     (results / "inference" / "run.json").write_text(json.dumps({**config, "data": table_digest(table)}))
-    with pytest.raises(FileNotFoundError, match="coverage_summary.csv"):    # past the check, to the study's files
+    with pytest.raises(FileNotFoundError, match="coverage_summary.csv"):  # past the check, to the study's files
         report_step(results, data=DATA)
 
 
@@ -176,8 +198,9 @@ time.sleep(60)
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock")
 def test_a_second_run_at_once_is_refused_and_a_dead_runs_lock_does_not_block(table, results):
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(results / ".lock")], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(results / ".lock")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline() == "locked\n"
         with pytest.raises(ResultsError, match=f"in use by another run \\(pid {holder.pid}\\)"):
@@ -217,9 +240,31 @@ def test_pool_workers_do_not_outlive_the_command(tmp_path, how):
     """SIGKILL: nothing in the parent can clean up (SIGTERM's default action is the same); SIGINT to
     the parent alone (as `kill -INT`): the command ends at once rather than after the running tasks.
     The prior-congenial WEM releases by an MCMC chain: with 10^8 sweeps its tasks run until stopped."""
-    command = [sys.executable, "-m", "ppdinfer.cli", "covid", "synthesize", "--data", str(DATA), "--results",
-               str(tmp_path), "--counties", "Allegheny", "Erie", "--months", "2021-01", "--methods", "wem_prior",
-               "--replicates", "4", "--sweeps", "100000000", "--workers", "2", "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "ppdinfer.cli",
+        "covid",
+        "synthesize",
+        "--data",
+        str(DATA),
+        "--results",
+        str(tmp_path),
+        "--counties",
+        "Allegheny",
+        "Erie",
+        "--months",
+        "2021-01",
+        "--methods",
+        "wem_prior",
+        "--replicates",
+        "4",
+        "--sweeps",
+        "100000000",
+        "--workers",
+        "2",
+        "--no-progress",
+    ]
     parent = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers = []
     try:

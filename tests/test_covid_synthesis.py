@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ppdinfer.case_studies.covid_pa import load_monthly
-from ppdinfer.case_studies.covid_pa import synthesis
+from ppdinfer.case_studies.covid_pa import load_monthly, synthesis
 from ppdinfer.case_studies.covid_pa.synthesis import load_results, run_synthesis
 from ppdinfer.datasets import COVID_PA_DATA
 
@@ -18,8 +17,9 @@ RUN = {"replicates": 2, "sweeps": 30, "seed": 7, "progressbar": False}
 
 @pytest.fixture(scope="module")
 def table():
-    return load_monthly(DATA).subset(counties=["Allegheny", "Erie", "Cameron", "Forest"],
-                                     months=["2020-11", "2020-12", "2021-01"])
+    return load_monthly(DATA).subset(
+        counties=["Allegheny", "Erie", "Cameron", "Forest"], months=["2020-11", "2020-12", "2021-01"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,9 @@ def reference(table, tmp_path_factory):
 
 def test_every_release_respects_its_constraints(table, reference):
     y = reference["y"]
-    totals = xr.DataArray([table.z(t)["total"] for t in range(table.n_months)], dims="month",
-                          coords={"month": list(table.months)})
+    totals = xr.DataArray(
+        [table.z(t)["total"] for t in range(table.n_months)], dims="month", coords={"month": list(table.months)}
+    )
     congenial = y.sel(synthesis=["postprocess", "wem_congenial", "wem_prior"])
     assert (congenial.sel(series="cases").sum("county") == totals).all()
     assert (congenial.sel(series="cases") >= congenial.sel(series="deaths")).all()
@@ -68,8 +69,10 @@ def test_interrupted_run_resumes_to_identical_results(table, reference, tmp_path
 
 def test_dask_local_cluster_gives_the_same_results(table, reference, tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         run_synthesis(table, tmp_path, methods=["postprocess", "wem_prior"], executor=client.get_executor(), **RUN)
     got = load_results(tmp_path)
     xr.testing.assert_identical(got["y"], reference["y"].sel(synthesis=["postprocess", "wem_prior"]))

@@ -18,15 +18,28 @@ from conftest import GET_ADULT, adult_here, require_adult
 
 from ppdinfer import datasets
 from ppdinfer.cli import main
-from ppdinfer.datasets import (ADULT_COLUMNS, ADULT_ENV, CACHE_ENV, COVID_PA_DATA, EDUCATION_ORDER,
-                               KANTOROVICH_EDUCATION_ORDER, adult_path, fetch_adult, load_adult)
+from ppdinfer.datasets import (
+    ADULT_COLUMNS,
+    ADULT_ENV,
+    CACHE_ENV,
+    COVID_PA_DATA,
+    EDUCATION_ORDER,
+    KANTOROVICH_EDUCATION_ORDER,
+    adult_path,
+    fetch_adult,
+    load_adult,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HEADER = ("age, workclass, fnlwgt, education, education-num, marital-status, occupation, relationship, race, sex, "
-          "capital-gain, capital-loss, hours-per-week, native-country, Salary\n")
-ROW = ("39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
-       "United-States, <=50K\n")
+HEADER = (
+    "age, workclass, fnlwgt, education, education-num, marital-status, occupation, relationship, race, sex, "
+    "capital-gain, capital-loss, hours-per-week, native-country, Salary\n"
+)
+ROW = (
+    "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
+    "United-States, <=50K\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,16 +85,19 @@ def test_the_two_education_orders():
     assert KANTOROVICH_EDUCATION_ORDER[0] == "Bachelors" and KANTOROVICH_EDUCATION_ORDER[13] == "Doctorate"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "not a readable Adult file"),
-    ("a, b, c\n1, 2, 3\n", "line 1: expected 15 comma-separated fields"),
-    (HEADER.replace("age", "years") + ROW, "line 1: expected the header"),
-    (HEADER + ROW.replace("State-gov", ""), "line 2: workclass is empty"),
-    (HEADER + ROW + "39, State-gov, 77516, Bachelors, 13\n", "line 3: expected 15 comma-separated fields"),
-    (HEADER + ROW.replace("39,", "x9,"), "line 2: age must be an integer"),
-    (HEADER + ROW.replace("Bachelors", "Kindergarten"), "line 2: education must be one of"),
-    (HEADER + ROW.replace("Bachelors, 13", "Bachelors, 12"), "line 2: education_num must be 13"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "not a readable Adult file"),
+        ("a, b, c\n1, 2, 3\n", "line 1: expected 15 comma-separated fields"),
+        (HEADER.replace("age", "years") + ROW, "line 1: expected the header"),
+        (HEADER + ROW.replace("State-gov", ""), "line 2: workclass is empty"),
+        (HEADER + ROW + "39, State-gov, 77516, Bachelors, 13\n", "line 3: expected 15 comma-separated fields"),
+        (HEADER + ROW.replace("39,", "x9,"), "line 2: age must be an integer"),
+        (HEADER + ROW.replace("Bachelors", "Kindergarten"), "line 2: education must be one of"),
+        (HEADER + ROW.replace("Bachelors, 13", "Bachelors, 12"), "line 2: education_num must be 13"),
+    ],
+)
 def test_a_malformed_file_is_refused_naming_path_and_problem(tmp_path, text, message):
     path = tmp_path / "adult.data"
     path.write_text(text)
@@ -102,7 +118,7 @@ def test_the_environment_variable_names_the_file_or_its_folder(monkeypatch, tmp_
     assert adult_path() == tmp_path / "mine.data" and adult_path("adult.test") == tmp_path / "adult.test"
     monkeypatch.setenv(ADULT_ENV, str(tmp_path))
     assert adult_path("adult.test", download=False) == tmp_path / "adult.test"
-    monkeypatch.setenv(ADULT_ENV, str(tmp_path / "typo.data"))   # a path that is nothing: said, not downloaded
+    monkeypatch.setenv(ADULT_ENV, str(tmp_path / "typo.data"))  # a path that is nothing: said, not downloaded
     with pytest.raises(FileNotFoundError, match=f"{ADULT_ENV}=.*typo.data: no such file or folder"):
         adult_path()
     with pytest.raises(ValueError, match="name must be one of adult.data, adult.test, got 'adult.names'"):
@@ -113,6 +129,7 @@ def test_the_environment_variable_names_the_file_or_its_folder(monkeypatch, tmp_
 
 # ---------------------------------------------------------------- UCI's original format
 
+
 def _uci(rows: list[str], test: bool = False) -> str:
     """Records in UCI's original layout: no header; adult.test opens with a comment and ends labels with '.'."""
     if test:
@@ -120,8 +137,7 @@ def _uci(rows: list[str], test: bool = False) -> str:
     return "".join(rows) + "\n"
 
 
-OTHER = ("50, Private, 83311, HS-grad, 9, Divorced, ?, Not-in-family, Asian-Pac-Islander, Female, 0, 0, 13, ?, "
-         ">50K\n")
+OTHER = "50, Private, 83311, HS-grad, 9, Divorced, ?, Not-in-family, Asian-Pac-Islander, Female, 0, 0, 13, ?, >50K\n"
 
 
 def test_uci_original_files_read_as_the_header_copy(tmp_path):
@@ -147,6 +163,7 @@ def test_uci_original_files_read_as_the_header_copy(tmp_path):
 
 
 # ---------------------------------------------------------------- fetching into the cache
+
 
 class _Server:
     """A local HTTP server (127.0.0.1 only) serving a folder; counts the requests it answers."""
@@ -194,8 +211,11 @@ def synthetic(tmp_path, server, monkeypatch):
     files = {"adult.data": _uci([ROW, OTHER]), "adult.test": _uci([OTHER], test=True)}
     for name, text in files.items():
         (folder / name).write_text(text)
-    monkeypatch.setattr(datasets, "ADULT_FILES", {
-        name: (f"md5:{hashlib.md5(text.encode()).hexdigest()}", len(text)) for name, text in files.items()})
+    monkeypatch.setattr(
+        datasets,
+        "ADULT_FILES",
+        {name: (f"md5:{hashlib.md5(text.encode()).hexdigest()}", len(text)) for name, text in files.items()},
+    )
     monkeypatch.setattr(datasets, "ADULT_URL", running.url)
     (tmp_path / "no_copy").mkdir()
     monkeypatch.setenv(ADULT_ENV, str(tmp_path / "no_copy"))
@@ -217,7 +237,7 @@ def test_fetch_on_first_use_into_the_cache_then_from_it(synthetic):
 
 def test_a_checksum_mismatch_is_refused_and_nothing_is_cached(synthetic):
     running, folder, cached = synthetic
-    (folder / "adult.data").write_text(_uci([ROW, ROW]))          # not the registered file
+    (folder / "adult.data").write_text(_uci([ROW, ROW]))  # not the registered file
     with pytest.raises(ValueError, match="is not UCI's adult.data, refused and not cached"):
         adult_path()
     assert running.requests == 1 and not (cached / "adult.data").exists()
@@ -229,7 +249,7 @@ def test_a_checksum_mismatch_is_refused_and_nothing_is_cached(synthetic):
 def test_an_unreachable_host_is_an_oserror_saying_what_to_do(synthetic, monkeypatch):
     running, _, cached = synthetic
     address = running.url
-    running.close()                                                # nothing listens there now
+    running.close()  # nothing listens there now
     with pytest.raises(OSError, match=f"could not download {address}adult.data: .*set {ADULT_ENV}"):
         fetch_adult(url=address, timeout=2)
     assert not (cached / "adult.data").exists()
@@ -252,6 +272,7 @@ def test_the_real_files_checksums_through_the_fetch(tmp_path, server, monkeypatc
 
 # ---------------------------------------------------------------- ppdinfer data, and the skip when absent
 
+
 def test_data_commands(synthetic, capsys):
     running, _, cached = synthetic
     assert main(["data", "path", "covid_pa"]) == 0
@@ -266,7 +287,9 @@ def test_data_commands(synthetic, capsys):
     assert capsys.readouterr().out.split() == [str(cached / "adult.data"), str(cached / "adult.test")]
     assert main(["data", "list"]) == 0
     listing = capsys.readouterr().out
-    assert f"adult.data: {cached / 'adult.data'}" in listing and "CC BY 4.0" in listing and str(COVID_PA_DATA) in listing
+    assert (
+        f"adult.data: {cached / 'adult.data'}" in listing and "CC BY 4.0" in listing and str(COVID_PA_DATA) in listing
+    )
     assert running.requests == 2
 
 
@@ -278,13 +301,21 @@ def test_without_adult_the_tests_that_need_it_skip_with_one_line(tmp_path, monke
     with pytest.raises(pytest.skip.Exception, match="adult.data is not here: run `ppdinfer data fetch adult`"):
         require_adult()
     # the suite itself, with the data location pointed at the empty folder: skipped, nothing fails or downloads
-    tests = ["tests/test_kantorovich_adult.py::test_quick_reproduction_writes_the_report_and_the_claims_hold_except"
-             "_the_errata", "tests/test_distribution_privacy_adult.py::test_quick_reproduction_writes_the_report_and"
-             "_its_numbers_hold", "tests/test_notebooks.py::test_notebook_runs[06_pufferfish.ipynb]",
-             "tests/test_datasets.py::test_the_real_file_has_its_documented_size"]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=ROOT,
-                         env={**os.environ, ADULT_ENV: str(tmp_path / "empty"), CACHE_ENV: str(tmp_path / "empty")},
-                         capture_output=True, text=True, timeout=300)
+    tests = [
+        "tests/test_kantorovich_adult.py::test_quick_reproduction_writes_the_report_and_the_claims_hold_except"
+        "_the_errata",
+        "tests/test_distribution_privacy_adult.py::test_quick_reproduction_writes_the_report_and_its_numbers_hold",
+        "tests/test_notebooks.py::test_notebook_runs[06_pufferfish.ipynb]",
+        "tests/test_datasets.py::test_the_real_file_has_its_documented_size",
+    ]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests],
+        cwd=ROOT,
+        env={**os.environ, ADULT_ENV: str(tmp_path / "empty"), CACHE_ENV: str(tmp_path / "empty")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-2000:]
     skips = [line for line in run.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skips) == 4 and all("not here" in line and "ppdinfer data fetch adult" in line for line in skips)

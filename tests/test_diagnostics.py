@@ -104,6 +104,7 @@ def test_importance_layout(far_from_prior):
 
 # -- Dirichlet with concentrations below 1 --
 
+
 def test_dirichlet_logpdf_is_finite_at_its_own_draws():
     prior = pp.priors.Dirichlet([0.05, 0.05, 0.05])
     theta = prior.rvs(20_000, np.random.default_rng(0))
@@ -129,11 +130,13 @@ def test_importance_with_a_sparse_dirichlet_prior_has_finite_weights():
     exact = pp.exact_posterior(model, y, z, random_seed=0)["exact"]
     ess = float(result["sample_stats"]["ess"])
     z_scores = (pp.weighted_mean(result)["share"].values - exact["theta_mean"].values) / (
-        exact["theta_sd"].values / np.sqrt(ess))
+        exact["theta_sd"].values / np.sqrt(ess)
+    )
     assert np.all(np.abs(z_scores) < 4.5)
 
 
 # -- integer variables get integer intervals --
+
 
 def test_intervals_of_integer_x_are_discrete_quantiles():
     model = beta_binomial.model(n=30, epsilon=1.0, a=2, b=2)
@@ -145,8 +148,10 @@ def test_intervals_of_integer_x_are_discrete_quantiles():
     tail = (1 - prob) / 2
     assert pmf[support < row["lower"]].sum() <= tail < pmf[support <= row["lower"]].sum()
     assert pmf[support > row["upper"]].sum() <= tail < pmf[support >= row["upper"]].sum()
-    for result in (pp.importance_sample(model, 12, draws=5000, random_seed=1),
-                   pp.rejection_sample(model, 12, draws=500, random_seed=1, progressbar=False)):
+    for result in (
+        pp.importance_sample(model, 12, draws=5000, random_seed=1),
+        pp.rejection_sample(model, 12, draws=500, random_seed=1, progressbar=False),
+    ):
         table = pp.summary(result, prob=prob)
         assert table.loc["x", "lower"] == int(table.loc["x", "lower"])
         assert table.loc["x", "upper"] == int(table.loc["x", "upper"])

@@ -70,10 +70,10 @@ def random_discrete_law(rng, k, dim):
 
 def test_figure1_w_inf_is_97_and_the_laws_are_1_0_1_close():
     mu, nu = figure1_laws()
-    assert wasserstein_inf(mu, nu) == 97.0                 # exact quantile coupling (1-D)
-    assert closeness_radius(mu, nu) == 97.0                # bisection and linear programs
-    assert closeness_radius(mu, nu, delta=0.1) == 1.0      # Figure 1: drop the mass moved from 100 to 3
-    assert closeness_radius(mu, nu, delta=0.09) == 97.0    # 0.1 must move 97: less delta does not help
+    assert wasserstein_inf(mu, nu) == 97.0  # exact quantile coupling (1-D)
+    assert closeness_radius(mu, nu) == 97.0  # bisection and linear programs
+    assert closeness_radius(mu, nu, delta=0.1) == 1.0  # Figure 1: drop the mass moved from 100 to 3
+    assert closeness_radius(mu, nu, delta=0.09) == 97.0  # 0.1 must move 97: less delta does not help
     assert [round(transportable_mass(mu, nu, t), 12) for t in (0, 1, 96, 97)] == [0.7, 0.9, 0.9, 1.0]
     family = DistributionFamily({"mu": mu, "nu": nu})
     assert wasserstein_mechanism(family, 0.5) == Laplace(0.5, 97.0)
@@ -89,18 +89,20 @@ def release_log_density(mechanism, law, grid):
 def test_figure1_wasserstein_mechanisms_are_private_end_to_end():
     """Theorems 3.1 / 3.2 checked on the release laws built from the mechanisms' own likelihoods."""
     mu, nu = figure1_laws()
-    mu, nu = DiscreteLaw(mu.points[mu.weights > 0], mu.weights[mu.weights > 0]), nu   # log(0) mass dropped
+    mu, nu = DiscreteLaw(mu.points[mu.weights > 0], mu.weights[mu.weights > 0]), nu  # log(0) mass dropped
     family = DistributionFamily({"mu": mu, "nu": nu})
     grid = np.linspace(-150.0, 250.0, 8_001)
     exact = wasserstein_mechanism(family, 1.0)
     log_mu, log_nu = release_log_density(exact, mu, grid), release_log_density(exact, nu, grid)
-    assert np.abs(log_mu - log_nu).max() <= 1.0 + 1e-9                         # (1, 0)
-    approximate = approximate_wasserstein_mechanism(family, 0.5, delta=0.1)    # W = 1 instead of 97
+    assert np.abs(log_mu - log_nu).max() <= 1.0 + 1e-9  # (1, 0)
+    approximate = approximate_wasserstein_mechanism(family, 0.5, delta=0.1)  # W = 1 instead of 97
     log_mu, log_nu = release_log_density(approximate, mu, grid), release_log_density(approximate, nu, grid)
     step = grid[1] - grid[0]
-    hockey_sticks = [np.maximum(np.exp(first) - np.exp(0.5 + second), 0.0).sum() * step
-                     for first, second in ((log_mu, log_nu), (log_nu, log_mu))]
-    assert 0.01 < max(hockey_sticks) <= 0.1                                   # (0.5, 0.1), and not (0.5, 0)
+    hockey_sticks = [
+        np.maximum(np.exp(first) - np.exp(0.5 + second), 0.0).sum() * step
+        for first, second in ((log_mu, log_nu), (log_nu, log_mu))
+    ]
+    assert 0.01 < max(hockey_sticks) <= 0.1  # (0.5, 0.1), and not (0.5, 0)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -167,7 +169,7 @@ def test_classical_calibration_warns_from_epsilon_one():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         expected_value_gaussian(family, 0.99, 1e-3, calibration="classical")
-        eigenvector_gaussian(family, 10.0, 1e-3)      # the analytic calibration is exact at any eps
+        eigenvector_gaussian(family, 10.0, 1e-3)  # the analytic calibration is exact at any eps
 
 
 def test_eigm_worked_example():
@@ -188,9 +190,9 @@ def test_eigm_erratum_lambda_are_eigenvalues_not_squared():
     printed = np.maximum(target - np.array([10.0, 25.0]) ** 2, 0.0)
     assert np.all(printed == 0)
     limit = quiet(mahalanobis_limit, 1.0, 1e-3, "classical")
-    assert mahalanobis_distances(family).max() > limit                   # printed reading: not covered
+    assert mahalanobis_distances(family).max() > limit  # printed reading: not covered
     noise = quiet(eigenvector_gaussian, family, 1.0, 1e-3, calibration="classical").covariance
-    assert mahalanobis_distances(family, noise).max() <= limit           # eigenvalue reading: covered
+    assert mahalanobis_distances(family, noise).max() <= limit  # eigenvalue reading: covered
     assert quiet(noiseless_release_is_private, family, 1.0, 1e-3, "classical", noise)
     assert not quiet(noiseless_release_is_private, family, 1.0, 1e-3, "classical")
 
@@ -200,7 +202,7 @@ def test_eigm_uses_the_pooled_eigenvectors_and_the_worst_theta():
     noise = eigenvector_gaussian(family, 0.5, 1e-3).covariance
     target = (math.sqrt(2) / mahalanobis_limit(0.5, 1e-3)) ** 2
     v1, v2 = np.array([1.0, 2.0]) / math.sqrt(5), np.array([2.0, -1.0]) / math.sqrt(5)
-    assert v1 @ noise @ v1 == pytest.approx(max(target - 10.0, 0.0), rel=1e-9)   # theta 1 has the smaller eigenvalues
+    assert v1 @ noise @ v1 == pytest.approx(max(target - 10.0, 0.0), rel=1e-9)  # theta 1 has the smaller eigenvalues
     assert v2 @ noise @ v2 == pytest.approx(max(target - 25.0, 0.0), rel=1e-9, abs=1e-9)
     with pytest.warns(DistributionPrivacyWarning, match="does not diagonalize"):
         eigenvector_gaussian(family, 0.5, 1e-3, basis=np.eye(2))
@@ -208,6 +210,7 @@ def test_eigm_uses_the_pooled_eigenvectors_and_the_worst_theta():
 
 def dau_bisection(covariance, direction, alpha_scaled, tolerance=1e-10):
     """The authors' Algorithm 1, line 7: the smallest s with Sigma + (s - alpha_scaled^2) v v^T positive definite."""
+
     def positive_definite(s):
         try:
             np.linalg.cholesky(covariance + (s - alpha_scaled**2) * np.outer(direction, direction))
@@ -230,8 +233,9 @@ def test_daum_closed_form_matches_the_authors_bisection(epsilon):
     root = rng.normal(size=(3, 3))
     covariance = root @ root.T + 0.5 * np.eye(3)
     direction = np.array([1.0, -2.0, 0.5]) / np.linalg.norm([1.0, -2.0, 0.5])
-    family = DistributionFamily({"lo": GaussianLaw(np.zeros(3), covariance),
-                                 "hi": GaussianLaw(1.5 * direction, covariance)})
+    family = DistributionFamily(
+        {"lo": GaussianLaw(np.zeros(3), covariance), "hi": GaussianLaw(1.5 * direction, covariance)}
+    )
     mechanism = directional_gaussian(family, epsilon, 1e-3, calibration="classical")
     closed = float(np.trace(mechanism.covariance))
     alpha_scaled = 1.5 * classical_constant(1e-3) / epsilon
@@ -242,13 +246,13 @@ def test_daum_closed_form_matches_the_authors_bisection(epsilon):
 
 
 def test_theorem_4_4_no_noise_check():
-    family = eigm_family()                         # m^2 = 23 / 250 = 0.092
+    family = eigm_family()  # m^2 = 23 / 250 = 0.092
     assert mahalanobis_distances(family) ** 2 == pytest.approx([0.092, 0.092])
-    assert not noiseless_release_is_private(family, 0.9, 1e-3, "classical")     # (0.9 / 3.7765)^2 = 0.0568
-    assert noiseless_release_is_private(family, 0.9, 1e-3)                      # exact: m* = 0.353
+    assert not noiseless_release_is_private(family, 0.9, 1e-3, "classical")  # (0.9 / 3.7765)^2 = 0.0568
+    assert noiseless_release_is_private(family, 0.9, 1e-3)  # exact: m* = 0.353
     close = DistributionFamily({1: GaussianLaw([0, 0], SIGMA), 2: GaussianLaw([0.1, 0], SIGMA)})
     assert noiseless_release_is_private(close, 0.5, 1e-3, "classical")
-    assert directional_gaussian(eigm_family(), 0.9, 1e-3).rank == 0             # DauM: no noise needed
+    assert directional_gaussian(eigm_family(), 0.9, 1e-3).rank == 0  # DauM: no noise needed
 
 
 def hand_delta(family, noise, epsilon):
@@ -263,7 +267,7 @@ def hand_delta(family, noise, epsilon):
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 5.0, 10.0])
 def test_exact_audit_analytic_calibrations_meet_delta(epsilon):
-    tight = eigm_family(covariance=np.diag([0.05, 0.02]))    # little adversarial uncertainty: noise is needed
+    tight = eigm_family(covariance=np.diag([0.05, 0.02]))  # little adversarial uncertainty: noise is needed
     for family in (eigm_family(), tight):
         for build in (eigenvector_gaussian, directional_gaussian):
             noise = build(family, epsilon, 1e-3).covariance
@@ -283,8 +287,13 @@ def test_exact_audit_classical_calibration_fails_at_epsilon_10():
     for build in (eigenvector_gaussian, directional_gaussian):
         noise = quiet(build, tight, 10.0, 1e-3, calibration="classical").covariance
         assert hand_delta(tight, noise, 10.0) > 1e-3
-    assert round(hand_delta(tight, quiet(directional_gaussian, tight, 10.0, 1e-3, calibration="classical").covariance,
-                            10.0), 5) == 0.00336
+    assert (
+        round(
+            hand_delta(tight, quiet(directional_gaussian, tight, 10.0, 1e-3, calibration="classical").covariance, 10.0),
+            5,
+        )
+        == 0.00336
+    )
     sigma = quiet(expected_value_gaussian, tight, 10.0, 1e-3, calibration="classical").sigma
     assert hand_delta(tight, sigma**2 * np.eye(2), 10.0) > 1e-3
     # and at eps < 1, where it is proved, it holds
@@ -306,8 +315,10 @@ def grid_delta(family, noise, epsilon, size=1601):
     axis = np.linspace(-12 * spread, 12 * spread, size) + 0.5
     cell = (axis[1] - axis[0]) ** 2
     points = np.dstack(np.meshgrid(axis, axis))
-    density = {label: stats.multivariate_normal(law.mean, law.covariance + noise).pdf(points)
-               for label, law in family.laws.items()}
+    density = {
+        label: stats.multivariate_normal(law.mean, law.covariance + noise).pdf(points)
+        for label, law in family.laws.items()
+    }
     return max(np.maximum(density[i] - math.exp(epsilon) * density[j], 0).sum() * cell for i, j in family.pairs)
 
 
@@ -315,10 +326,10 @@ def test_release_delta_audits_per_secret_covariances_as_quadrature_does():
     family = unequal_family()
     noise = quiet(directional_gaussian, family, 0.2, 1e-3).covariance
     shared = DistributionFamily({label: GaussianLaw(law.mean, np.eye(2)) for label, law in family.laws.items()})
-    assert release_delta(shared, noise, 0.2) == pytest.approx(1e-3, rel=1e-6)     # what the calibration assumed
+    assert release_delta(shared, noise, 0.2) == pytest.approx(1e-3, rel=1e-6)  # what the calibration assumed
     actual = release_delta(family, noise, 0.2)
-    assert actual == pytest.approx(grid_delta(family, noise, 0.2), rel=1e-5)     # the true release laws
-    assert round(actual, 5) == 0.01602                                           # 16x the target
+    assert actual == pytest.approx(grid_delta(family, noise, 0.2), rel=1e-5)  # the true release laws
+    assert round(actual, 5) == 0.01602  # 16x the target
     # one dimension, N(0, 1.2) against N(0, 1): {L > eps} is |y| > r, so delta is two normal tails
     one = DistributionFamily({"wide": GaussianLaw([0], [[1.2]]), "narrow": GaussianLaw([0], [[1.0]])})
     for epsilon in (0.05, 0.2, 1.0):
@@ -329,8 +340,9 @@ def test_release_delta_audits_per_secret_covariances_as_quadrature_does():
     near = eigm_family()
     near.laws[2] = GaussianLaw(near.laws[2].mean, SIGMA * (1 + 1e-7))
     for epsilon in (0.1, 1.0):
-        assert release_delta(near, None, epsilon) == pytest.approx(release_delta(eigm_family(), None, epsilon),
-                                                                   rel=1e-5)
+        assert release_delta(near, None, epsilon) == pytest.approx(
+            release_delta(eigm_family(), None, epsilon), rel=1e-5
+        )
 
 
 def test_daum_warns_when_the_covariances_differ():
@@ -341,21 +353,22 @@ def test_daum_warns_when_the_covariances_differ():
         directional_gaussian(family, 1.0, 1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        directional_gaussian(eigm_family(), 0.2, 1e-3)            # shared covariances: the closed form is exact
+        directional_gaussian(eigm_family(), 0.2, 1e-3)  # shared covariances: the closed form is exact
 
 
 def test_audited_daum_meets_delta_on_the_true_release_laws():
     family = unequal_family()
     closed = quiet(directional_gaussian, family, 1.0, 1e-3).covariance
     audited = directional_gaussian(family, 1.0, 1e-3, calibration="audited")
-    assert audited.rank == 1 and np.allclose(audited.covariance[1], 0)          # still noise along v only
-    assert grid_delta(family, closed, 1.0) > 2e-3                               # the closed form misses
+    assert audited.rank == 1 and np.allclose(audited.covariance[1], 0)  # still noise along v only
+    assert grid_delta(family, closed, 1.0) > 2e-3  # the closed form misses
     true_delta = grid_delta(family, audited.covariance, 1.0)
-    assert 0.999e-3 < true_delta <= 1e-3                                        # met, and tight
+    assert 0.999e-3 < true_delta <= 1e-3  # met, and tight
     # shared covariances: the audit lands on the analytic closed form
     tight = eigm_family(covariance=np.diag([0.05, 0.02]))
     assert directional_gaussian(tight, 0.5, 1e-3, calibration="audited").covariance == pytest.approx(
-        directional_gaussian(tight, 0.5, 1e-3).covariance, rel=2e-4)
+        directional_gaussian(tight, 0.5, 1e-3).covariance, rel=2e-4
+    )
     # noise along v cannot hide the variance difference across v at eps = 0.2: refused, with the floor
     with pytest.raises(ValueError, match=r"noise along v alone.*leaves delta = 0.0127"):
         directional_gaussian(family, 0.2, 1e-3, calibration="audited")
@@ -388,9 +401,9 @@ def test_correlated_gaussian_releases_a_batch_of_rows():
     assert offsets.shape == (20_000, 2)
     assert np.all(np.abs(offsets.mean(axis=0)) < 4.5 * np.sqrt(np.diag(covariance) / 20_000))
     assert np.cov(offsets.T) == pytest.approx(covariance, rel=0.05, abs=0.05)
-    line = directional_gaussian(eigm_family(covariance=np.diag([0.05, 0.02])), 0.5, 1e-3)   # rank 1
+    line = directional_gaussian(eigm_family(covariance=np.diag([0.05, 0.02])), 0.5, 1e-3)  # rank 1
     across = line.release(np.zeros((500, 2)), random_seed=4) @ np.array([1.0, 1.0])
-    assert np.abs(across).max() < 1e-9 * math.sqrt(np.trace(line.covariance))              # nothing off the line
+    assert np.abs(across).max() < 1e-9 * math.sqrt(np.trace(line.covariance))  # nothing off the line
     with pytest.raises(ValueError, match=r"x must have shape \(2,\) or \(B, 2\)"):
         line.release(np.zeros((3, 3)))
 
@@ -404,7 +417,7 @@ def test_daum_release_lies_on_the_line_with_the_gaussian_law():
     rng = np.random.default_rng(8)
     offsets = np.array([mechanism.release(x, random_seed=rng) for _ in range(3000)]) - x
     along = offsets @ v
-    assert np.abs(offsets - np.outer(along, v)).max() < 1e-9 * sigma        # nothing across v
+    assert np.abs(offsets - np.outer(along, v)).max() < 1e-9 * sigma  # nothing across v
     assert stats.kstest(along, stats.norm(0, sigma).cdf).pvalue > 1e-3
     w = np.array([0.3, -1.2]) * sigma
     on_line = mechanism.logpdf(x, x - np.outer(w, v))
@@ -443,9 +456,10 @@ def test_no_noise_mechanism_is_the_point_mass():
 def test_misspecification_guarantees():
     eps, delta, slack, eta = 1.0, 1e-3, 0.2, 1e-5
     assert misspecified_guarantee(eps, delta, slack, eta) == pytest.approx(
-        (eps + 2 * slack, (1 + math.exp(eps + slack)) * eta + math.exp(slack) * delta))
+        (eps + 2 * slack, (1 + math.exp(eps + slack)) * eta + math.exp(slack) * delta)
+    )
     noise, guarantee = wasserstein_correction(eps, delta, slack, distance=0.3)
-    assert noise == Laplace(slack, 0.3)                      # Laplace(W / lambda) per coordinate
+    assert noise == Laplace(slack, 0.3)  # Laplace(W / lambda) per coordinate
     assert guarantee == pytest.approx((eps + 2 * slack, math.exp(slack) * delta))
 
 

@@ -24,18 +24,26 @@ from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw, cl
 
 def test_quick_reproduction_writes_the_report_and_its_numbers_hold(tmp_path):
     require_adult()
-    pytest.importorskip("sklearn")   # the attack's classifier (optional extra "pufferfish")
+    pytest.importorskip("sklearn")  # the attack's classifier (optional extra "pufferfish")
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
-    used = " and ".join(path.name for path in adult_files())   # adult.test too when it is here
+    used = " and ".join(path.name for path in adult_files())  # adult.test too when it is here
     assert f"- Data: {used}, " in text
     assert "**no**" not in text and "7394.67" in text and "Phi(m/2)" in text
-    for name in ["figure2_error_vs_epsilon", "figure3_error_vs_gap", "figure4_attack", "figure5_gaussian_fits",
-                 "bayes_odds_daum"]:
+    for name in [
+        "figure2_error_vs_epsilon",
+        "figure3_error_vs_gap",
+        "figure4_attack",
+        "figure5_gaussian_fits",
+        "bayes_odds_daum",
+    ]:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     # The Bayesian attacker: DauM(G) keeps far more releases' odds factors inside e^(+-eps) than no defense.
-    rows = {line.split("|")[1].strip(): float(line.split("|")[4]) for line in text.splitlines()
-            if line.startswith("| no defense |") or line.startswith("| DauM(G) | 0.")}
+    rows = {
+        line.split("|")[1].strip(): float(line.split("|")[4])
+        for line in text.splitlines()
+        if line.startswith("| no defense |") or line.startswith("| DauM(G) | 0.")
+    }
     assert rows["DauM(G)"] < 0.1 < 0.5 < rows["no defense"]
     table2 = pd.read_csv(tmp_path / "table2_errors.csv")
     sweep = pd.read_csv(tmp_path / "figure3_gap_sweep.csv")
@@ -56,7 +64,7 @@ def test_quick_reproduction_writes_the_report_and_its_numbers_hold(tmp_path):
     low = attack[np.isclose(attack["epsilon"], 0.1) & (attack["calibration"] == "classical")]
     assert (low["accuracy"] < 0.6).all()
     # The claims can fail: make DauM noisier than the DP Gaussian everywhere and the Figure 3 claim fails.
-    queries = {share: np.random.default_rng(0).normal(size=(300, 5)) for share in (0.45, 0.55)}   # variance 1
+    queries = {share: np.random.default_rng(0).normal(size=(300, 5)) for share in (0.45, 0.55)}  # variance 1
     broken = sweep.copy()
     broken.loc[broken["mechanism"] == "DauM(G)", "expected_error"] *= 100
     claims = {c.statement.split(":")[0]: c.holds for c in assess(table2, broken, attack, queries)}
@@ -83,7 +91,7 @@ def test_calibrations_audit_and_bayes_bound():
     for eps in (0.2, 1.0):
         built = build_mechanisms(family, eps, 1e-3, "analytic", record_sensitivity=1.875)
         for name in ("ExpM(G)", "DauM(G)"):
-            covariance = built[name].covariance if name == "DauM(G)" else built[name].sigma**2 * np.eye(5)
+            covariance = built[name].covariance if name == "DauM(G)" else built[name].sigma ** 2 * np.eye(5)
             assert audited_delta(family, covariance, eps) <= 1e-3 * (1 + 1e-9)
     # DauM's analytic noise puts the worst pair exactly at the limit: its audit equals delta when it adds noise.
     daum = build_mechanisms(family, 0.2, 1e-3, "analytic", 1.875)["DauM(G)"]

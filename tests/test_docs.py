@@ -23,8 +23,11 @@ from matplotlib.image import imsave
 from ppdinfer.reproduce import case_studies
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = {"ppdinfer": ROOT / "ppdinfer", "ppdinfer.models": ROOT / "models",
-           "ppdinfer.case_studies": ROOT / "case_studies"}
+SOURCES = {
+    "ppdinfer": ROOT / "ppdinfer",
+    "ppdinfer.models": ROOT / "models",
+    "ppdinfer.case_studies": ROOT / "case_studies",
+}
 
 
 def modules_with_examples() -> list[str]:
@@ -53,8 +56,26 @@ def test_docstring_examples(name):
 def sphinx(source: Path, out: Path, *options: str, timeout: int = 300) -> subprocess.CompletedProcess:
     """``sphinx-build -W --keep-going -n`` of ``source`` into ``out/html`` (doctrees in ``out/doctrees``)."""
     return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html", "-d", str(out / "doctrees"),
-         *options, str(source), str(out / "html")], capture_output=True, text=True, timeout=timeout)
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-n",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(out / "doctrees"),
+            *options,
+            str(source),
+            str(out / "html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_every_public_name_has_an_example_and_the_site_builds_strictly(tmp_path):
@@ -68,12 +89,23 @@ def test_every_public_name_has_an_example_and_the_site_builds_strictly(tmp_path)
     run = cache / "case_studies" / "semidp_tables"
     run.mkdir(parents=True)
     imsave(run / "stand_in_figure.png", np.array([[0.0, 1.0]]))
-    (run / "report.md").write_text("# Stand-in report\n\n## Claims\n\n| # | claim | holds |\n|---|---|---|\n"
-                                   "| 1 | a stand-in claim | yes |\n\n![a stand-in figure](stand_in_figure.png)\n")
-    (cache / "case_studies" / "semidp_tables.json").write_text(json.dumps(
-        {"report": "report.md", "seconds": 7.0, "digest": "0123456789abcdef", "version": "0"}))
-    build = sphinx(ROOT / "docs", tmp_path, "-D", "nb_execution_mode=off", "-D", "ppd_case_study_runs=0",
-                   "-D", f"ppd_cache={cache}")
+    (run / "report.md").write_text(
+        "# Stand-in report\n\n## Claims\n\n| # | claim | holds |\n|---|---|---|\n"
+        "| 1 | a stand-in claim | yes |\n\n![a stand-in figure](stand_in_figure.png)\n"
+    )
+    (cache / "case_studies" / "semidp_tables.json").write_text(
+        json.dumps({"report": "report.md", "seconds": 7.0, "digest": "0123456789abcdef", "version": "0"})
+    )
+    build = sphinx(
+        ROOT / "docs",
+        tmp_path,
+        "-D",
+        "nb_execution_mode=off",
+        "-D",
+        "ppd_case_study_runs=0",
+        "-D",
+        f"ppd_cache={cache}",
+    )
     assert build.returncode == 0, build.stderr[-5000:]
     html = tmp_path / "html"
     assert (html / "notebooks" / "00_privatized_count.html").exists()
@@ -101,8 +133,10 @@ ppd_data_absent_errors = ["FileNotFoundError"]
 
 def notebook(*sources: str):
     nbformat = pytest.importorskip("nbformat")
-    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A notebook")]
-                                    + [nbformat.v4.new_code_cell(source) for source in sources])
+    return nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# A notebook")]
+        + [nbformat.v4.new_code_cell(source) for source in sources]
+    )
 
 
 def test_a_notebook_whose_data_are_absent_is_shown_without_outputs_and_another_failure_fails(tmp_path):
@@ -130,9 +164,11 @@ def test_data_absent_reads_the_error_line_of_a_traceback():
     sys.path.insert(0, str(ROOT / "docs" / "_ext"))
     from ppd_results import data_absent
 
-    traceback = ("nbclient.exceptions.CellExecutionError: An error occurred\n------------------\n"
-                 "raise FileNotFoundError('x')\n------------------\n\n"
-                 "\x1b[31mFileNotFoundError\x1b[39m: no adult data: set PPDINFER_ADULT_DATA\n")
+    traceback = (
+        "nbclient.exceptions.CellExecutionError: An error occurred\n------------------\n"
+        "raise FileNotFoundError('x')\n------------------\n\n"
+        "\x1b[31mFileNotFoundError\x1b[39m: no adult data: set PPDINFER_ADULT_DATA\n"
+    )
     assert data_absent(traceback, ["FileNotFoundError"]) == "FileNotFoundError: no adult data: set PPDINFER_ADULT_DATA"
     assert data_absent(traceback.replace("FileNotFoundError", "KeyError"), ["FileNotFoundError"]) is None
 

@@ -20,8 +20,9 @@ CONTROL_DRAWS = 100_000
 
 
 def tiny_model():
-    return pp.PPDModel(priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal(),
-                       Congenial(DiscreteLaplace(0.5), TOTAL3))
+    return pp.PPDModel(
+        priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal(), Congenial(DiscreteLaplace(0.5), TOTAL3)
+    )
 
 
 def batch_means(values, batches=40):
@@ -94,18 +95,20 @@ def test_dropping_the_auxiliary_release_is_detectably_wrong(exact):
     index = {tuple(row): i for i, row in enumerate(support)}
     rng = np.random.default_rng(3)
     start = int(np.argmax(target))
-    states, _ = exchange._run_chain(support, target, index, exchange._moves(support, 3), start,
-                                    CONTROL_DRAWS + TUNE, rng, None, None)
+    states, _ = exchange._run_chain(
+        support, target, index, exchange._moves(support, 3), start, CONTROL_DRAWS + TUNE, rng, None, None
+    )
     x = support[states[TUNE:]]
     wrong = pmf * np.exp(log_c)
     wrong /= wrong.sum()
     mean, se = batch_means(x[:, 0].astype(float))
-    assert abs(mean - (wrong @ support)[0]) < 4 * se       # it samples the c-less target...
-    assert abs(mean - (pmf @ support)[0]) > 6 * se         # ...which is not the posterior
+    assert abs(mean - (wrong @ support)[0]) < 4 * se  # it samples the c-less target...
+    assert abs(mean - (pmf @ support)[0]) > 6 * se  # ...which is not the posterior
 
 
 def model_log_target(model, support):
     from ppdinfer.inference.conjugate import conjugate_pair
+
     pair = conjugate_pair(model.prior, model.simulate)
     return pair.log_marginal(support, Z) + model.mechanism.unnormalized_logpdf(Y, support)
 
@@ -121,12 +124,26 @@ def test_unnormalized_logpdf_differs_from_logpdf_by_log_c():
 
 def test_refusals():
     with pytest.raises(ValueError, match="unnormalized_logpdf"):
-        pp.exchange_sample(pp.PPDModel(priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal(),
-                                       mechanisms.DiscreteLaplace(0.5)), Y, Z, draws=10, progressbar=False)
+        pp.exchange_sample(
+            pp.PPDModel(
+                priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal(), mechanisms.DiscreteLaplace(0.5)
+            ),
+            Y,
+            Z,
+            draws=10,
+            progressbar=False,
+        )
     with pytest.raises(ValueError, match="conjugate"):
-        pp.exchange_sample(pp.PPDModel(priors.Gamma(2.0, 1.0), generators.Poisson(),
-                                       Congenial(DiscreteLaplace(0.5), LinearInvariants.nonnegative(1))),
-                           3, draws=10, progressbar=False)
+        pp.exchange_sample(
+            pp.PPDModel(
+                priors.Gamma(2.0, 1.0),
+                generators.Poisson(),
+                Congenial(DiscreteLaplace(0.5), LinearInvariants.nonnegative(1)),
+            ),
+            3,
+            draws=10,
+            progressbar=False,
+        )
     with pytest.raises(ValueError, match="proposal"):
         pp.exchange_sample(tiny_model(), Y, Z, draws=10, proposal="gibbs", progressbar=False)
     with pytest.raises(ValueError, match="tune"):

@@ -2,9 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import chi_square_pvalue
 from scipy import stats
 
-from conftest import chi_square_pvalue
 from ppdinfer import priors
 from ppdinfer.generators import AssociationTable, Binomial, FisherTable2x2, MultinomialTotal, Poisson, compositions
 
@@ -16,12 +16,15 @@ def test_compositions_are_complete_and_distinct():
     assert len({tuple(r) for r in rows}) == rows.shape[0]
 
 
-@pytest.mark.parametrize("generator, z, theta, dim", [
-    (Binomial(12), None, np.array([0.1, 0.7]), 1),
-    (MultinomialTotal(), {"total": 7}, np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]), 3),
-    (FisherTable2x2(), {"row_totals": [8, 11], "col_total": 9}, np.array([0.3, 4.0]), 1),
-    (AssociationTable(), {"row_totals": [4, 4, 4], "col_totals": [3, 4, 5]}, np.array([-0.5, 0.0, 0.8]), 1),
-])
+@pytest.mark.parametrize(
+    "generator, z, theta, dim",
+    [
+        (Binomial(12), None, np.array([0.1, 0.7]), 1),
+        (MultinomialTotal(), {"total": 7}, np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]), 3),
+        (FisherTable2x2(), {"row_totals": [8, 11], "col_total": 9}, np.array([0.3, 4.0]), 1),
+        (AssociationTable(), {"row_totals": [4, 4, 4], "col_totals": [3, 4, 5]}, np.array([-0.5, 0.0, 0.8]), 1),
+    ],
+)
 def test_logpmf_sums_to_one_over_support(generator, z, theta, dim):
     support = generator.support(z, dim)
     total = np.exp(generator.logpmf(support, theta, z)).sum(axis=1)
@@ -37,11 +40,14 @@ def test_fisher_matches_scipy():
     assert np.allclose(f.logpmf(k, np.array([2.5]), z)[0], expected)
 
 
-@pytest.mark.parametrize("generator, z, theta, dim", [
-    (MultinomialTotal(), {"total": 5}, np.array([0.2, 0.3, 0.5]), 3),
-    (FisherTable2x2(), {"row_totals": [8, 11], "col_total": 9}, np.array([2.5]), 1),
-    (AssociationTable(), {"row_totals": [3, 4, 2], "col_totals": [5, 4]}, np.array([0.6]), 1),
-])
+@pytest.mark.parametrize(
+    "generator, z, theta, dim",
+    [
+        (MultinomialTotal(), {"total": 5}, np.array([0.2, 0.3, 0.5]), 3),
+        (FisherTable2x2(), {"row_totals": [8, 11], "col_total": 9}, np.array([2.5]), 1),
+        (AssociationTable(), {"row_totals": [3, 4, 2], "col_totals": [5, 4]}, np.array([0.6]), 1),
+    ],
+)
 def test_simulate_matches_logpmf(generator, z, theta, dim):
     rng = np.random.default_rng(4)
     draws = generator(np.repeat(theta[None, :] if dim > 1 else theta, 20000, axis=0), z, rng).reshape(20000, -1)
@@ -54,12 +60,15 @@ def test_association_table_is_fisher_for_2x2_and_refuses_other_margins():
     z = {"row_totals": [8, 11], "col_totals": [9, 10]}
     tables = AssociationTable().support(z)
     log_p = AssociationTable().logpmf(tables, np.array([0.9]), z)[0]
-    expected = FisherTable2x2().logpmf(tables[:, 0, 0], np.array([math.exp(0.9)]), {"row_totals": [8, 11], "col_total": 9})
+    expected = FisherTable2x2().logpmf(
+        tables[:, 0, 0], np.array([math.exp(0.9)]), {"row_totals": [8, 11], "col_total": 9}
+    )
     assert np.allclose(log_p, expected[0])
-    assert np.isneginf(AssociationTable().logpmf([[9, 0], [0, 10]], [0.9], z)).all()   # other margins
+    assert np.isneginf(AssociationTable().logpmf([[9, 0], [0, 10]], [0.9], z)).all()  # other margins
     # A local odds ratio of e^theta: independence at 0, positive association above.
-    draws = AssociationTable()(np.full(4000, 1.0), {"row_totals": [30, 30], "col_totals": [30, 30]},
-                               np.random.default_rng(2))
+    draws = AssociationTable()(
+        np.full(4000, 1.0), {"row_totals": [30, 30], "col_totals": [30, 30]}, np.random.default_rng(2)
+    )
     assert np.mean(draws[:, 0, 0] * draws[:, 1, 1] > draws[:, 0, 1] * draws[:, 1, 0]) > 0.9
     with pytest.raises(ValueError, match="sum to 5 but"):
         AssociationTable().check_z({"row_totals": [2, 3], "col_totals": [3, 3]})
@@ -101,8 +110,9 @@ def test_dirichlet_centered_on_public_counts():
     assert np.allclose(alpha, 10 * np.array([5, 1, 2]) / 8)
     draws = prior.rvs(4000, np.random.default_rng(0), z={"previous": [4, 0, 1]})
     assert np.allclose(draws.mean(axis=0), alpha / alpha.sum(), atol=0.02)
-    assert np.allclose(prior.logpdf(draws[:3], z={"previous": [4, 0, 1]}),
-                       [stats.dirichlet(alpha).logpdf(d) for d in draws[:3]])
+    assert np.allclose(
+        prior.logpdf(draws[:3], z={"previous": [4, 0, 1]}), [stats.dirichlet(alpha).logpdf(d) for d in draws[:3]]
+    )
     with pytest.raises(ValueError, match="previous"):
         prior.rvs(3, None, z={})
     with pytest.raises(ValueError, match="alpha"):

@@ -39,12 +39,15 @@ def test_vector_gamma_and_beta_are_products_of_their_units():
     assert priors.Gamma(2.0, 1.0, size=200).rvs(3, random_state=0).shape == (3, 200)
     assert repr(rates.unit(2)) == "Gamma(shape=2.0, rate=4.0)"
     draws = priors.Gamma(2.0, [1.0, 4.0]).rvs(20_000, random_state=2)
-    np.testing.assert_allclose(draws.mean(axis=0), [2.0, 0.5], rtol=0.03)   # mean shape / rate per unit
+    np.testing.assert_allclose(draws.mean(axis=0), [2.0, 0.5], rtol=0.03)  # mean shape / rate per unit
 
 
 def test_vector_prior_errors_summarise_the_values():
-    with pytest.raises(ValueError, match=r"shape must hold positive finite numbers: 1 of its 200 values are not, "
-                                         r"the first -1.0 at index 7") as info:
+    with pytest.raises(
+        ValueError,
+        match=r"shape must hold positive finite numbers: 1 of its 200 values are not, "
+        r"the first -1.0 at index 7",
+    ) as info:
         priors.Gamma([2.0] * 7 + [-1.0] + [2.0] * 192, 1.0)
     assert len(str(info.value)) < 150
     with pytest.raises(ValueError, match="alpha has 3 values but size=4"):
@@ -61,8 +64,11 @@ def test_hierarchical_gamma_density_and_draws():
     assert prior.blocks == {"shape": (), "mean": (), "rate": (4,)} and prior.dim == 6
     theta = prior.rvs(6, random_state=0)
     a, m, rate = theta[:, 0], theta[:, 1], theta[:, 2:]
-    expected = (stats.gamma.logpdf(a, 3.0) + stats.gamma.logpdf(m, 2.0, scale=1 / 4.0)
-                + stats.gamma.logpdf(rate, a[:, None], scale=(m / a)[:, None]).sum(axis=1))
+    expected = (
+        stats.gamma.logpdf(a, 3.0)
+        + stats.gamma.logpdf(m, 2.0, scale=1 / 4.0)
+        + stats.gamma.logpdf(rate, a[:, None], scale=(m / a)[:, None]).sum(axis=1)
+    )
     np.testing.assert_allclose(prior.logpdf(theta), expected)
     # given (a, m) the rates are Gamma(a, a / m): E(rate / m) = 1, Var(rate / m) = 1 / a
     draws = prior.rvs(20_000, random_state=1)
@@ -75,10 +81,13 @@ def test_hierarchical_beta_density_and_refusals():
     prior = priors.HierarchicalBeta(mean=priors.Beta(2.0, 3.0), concentration=priors.Gamma(5.0, 0.5), size=3)
     theta = prior.rvs(5, random_state=0)
     m, k, p = theta[:, 0], theta[:, 1], theta[:, 2:]
-    expected = (stats.beta.logpdf(m, 2.0, 3.0) + stats.gamma.logpdf(k, 5.0, scale=2.0)
-                + stats.beta.logpdf(p, (m * k)[:, None], ((1 - m) * k)[:, None]).sum(axis=1))
+    expected = (
+        stats.beta.logpdf(m, 2.0, 3.0)
+        + stats.gamma.logpdf(k, 5.0, scale=2.0)
+        + stats.beta.logpdf(p, (m * k)[:, None], ((1 - m) * k)[:, None]).sum(axis=1)
+    )
     np.testing.assert_allclose(prior.logpdf(theta), expected)
-    assert prior.logpdf([[1.5, 2.0, 0.5, 0.5, 0.5]])[0] == -np.inf     # a mean outside (0, 1)
+    assert prior.logpdf([[1.5, 2.0, 0.5, 0.5, 0.5]])[0] == -np.inf  # a mean outside (0, 1)
     with pytest.raises(ValueError, match="mean must be a scalar priors.Beta or priors.Gamma"):
         priors.HierarchicalBeta(mean=priors.Beta(1.0, 1.0, size=3), concentration=priors.Gamma(1.0, 1.0), size=3)
 
@@ -92,7 +101,7 @@ def test_per_unit_poisson_and_binomial():
     assert x.shape == (2, 3)
     expected = stats.poisson.logpmf(x[None], rates[:, None] * [1.0, 10.0, 100.0]).sum(axis=-1)
     np.testing.assert_allclose(poisson.logpmf(x, rates), expected)
-    assert poisson(np.array([0.1, 0.2]), None, rng).shape == (2, 3)           # a shared rate, as before
+    assert poisson(np.array([0.1, 0.2]), None, rng).shape == (2, 3)  # a shared rate, as before
     many = poisson(np.tile([2.0, 1.0, 0.1], (20_000, 1)), None, rng)
     np.testing.assert_allclose(many.mean(axis=0), [2.0, 10.0, 10.0], rtol=0.03)
 
@@ -107,24 +116,44 @@ def test_per_unit_poisson_and_binomial():
         binomial(np.full((1, 3), 0.5), None, rng)
     with pytest.raises(ValueError, match=r"n must hold positive integers: 1 of its 3 values"):
         generators.Binomial([3, 0, 5])
-    assert generators.Binomial(4).support(theta_dim=2).shape == (25, 2)       # two units of 4 each
+    assert generators.Binomial(4).support(theta_dim=2).shape == (25, 2)  # two units of 4 each
 
 
 # -- the model ------------------------------------------------------------------------------------
 def test_prepare_names_both_sizes_and_shapes():
-    model = pp.PPDModel(priors.Gamma(2.0, 1.0, size=150), generators.Poisson(np.ones(200)),
-                        mechanisms.Laplace(1.0), names="rate", dims={"rate": "hospital", "x": "hospital"})
-    with pytest.raises(ValueError, match=r"the prior has 150 units \(rate, dims \('hospital',\)\) but the data "
-                                         r"model Poisson has 200"):
+    model = pp.PPDModel(
+        priors.Gamma(2.0, 1.0, size=150),
+        generators.Poisson(np.ones(200)),
+        mechanisms.Laplace(1.0),
+        names="rate",
+        dims={"rate": "hospital", "x": "hospital"},
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"the prior has 150 units \(rate, dims \('hospital',\)\) but the data "
+        r"model Poisson has 200",
+    ):
         model.prepare(np.zeros(200), None)
-    model = pp.PPDModel(priors.Gamma(2.0, 1.0, size=3), generators.Poisson(np.ones(3)), mechanisms.Laplace(1.0),
-                        names="rate", dims={"x": "hospital"})
-    with pytest.raises(ValueError, match=r"y has shape \(4,\) but the model's x has shape \(3,\) "
-                                         r"\(dims \('hospital',\)\)"):
+    model = pp.PPDModel(
+        priors.Gamma(2.0, 1.0, size=3),
+        generators.Poisson(np.ones(3)),
+        mechanisms.Laplace(1.0),
+        names="rate",
+        dims={"x": "hospital"},
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"y has shape \(4,\) but the model's x has shape \(3,\) "
+        r"\(dims \('hospital',\)\)",
+    ):
         model.prepare(np.zeros(4), None)
     with pytest.raises(ValueError, match="names has 2 entries but the prior has 3 blocks"):
-        pp.PPDModel(priors.HierarchicalGamma(priors.Gamma(1.0, 1.0), priors.Gamma(1.0, 1.0), size=3),
-                    generators.Poisson(np.ones(3)), mechanisms.Laplace(1.0), names=["a", "m"])
+        pp.PPDModel(
+            priors.HierarchicalGamma(priors.Gamma(1.0, 1.0), priors.Gamma(1.0, 1.0), size=3),
+            generators.Poisson(np.ones(3)),
+            mechanisms.Laplace(1.0),
+            names=["a", "m"],
+        )
 
 
 @pytest.mark.filterwarnings("ignore::ppdinfer.ImportanceWarning")
@@ -172,15 +201,18 @@ def test_per_unit_rejection_matches_per_unit_enumeration():
         _assert_mean_within(x[:, k].mean(), x_mean, x_sd, 3000)
     # each unit had its own acceptance rate p(y_k) / M
     assert result["sample_stats"]["acceptance_rate"].shape == (3,)
-    assert abs(np.corrcoef(draws[:, 0], draws[:, 1])[0, 1]) < 0.1     # independent units
+    assert abs(np.corrcoef(draws[:, 0], draws[:, 1])[0, 1]) < 0.1  # independent units
 
 
 def _gamma_poisson_exact(shape, rate, exposure, y, mechanism, top=400):
     """E(lambda | y) and sd from the negative-binomial marginal of x and the release density."""
     x = np.arange(top)
     log_prior_x = stats.nbinom.logpmf(x, shape, rate / (rate + exposure))
-    weights = np.exp(log_prior_x + mechanism.logpdf(np.array([y]), x[:, None]) - special.logsumexp(
-        log_prior_x + mechanism.logpdf(np.array([y]), x[:, None])))
+    weights = np.exp(
+        log_prior_x
+        + mechanism.logpdf(np.array([y]), x[:, None])
+        - special.logsumexp(log_prior_x + mechanism.logpdf(np.array([y]), x[:, None]))
+    )
     a, b = shape + x, rate + exposure
     mean = weights @ (a / b)
     second = weights @ (a * (a + 1) / b**2)
@@ -202,13 +234,15 @@ def test_per_unit_rejection_matches_the_gamma_poisson_closed_form():
 
 
 def test_a_budget_stops_the_per_unit_run_with_the_draws_every_unit_has():
-    model = pp.PPDModel(priors.Gamma(2.0, 1.0, size=3), generators.Poisson([1.0, 2.0, 3.0]), mechanisms.Laplace(3.0),
-                        names="rate")
+    model = pp.PPDModel(
+        priors.Gamma(2.0, 1.0, size=3), generators.Poisson([1.0, 2.0, 3.0]), mechanisms.Laplace(3.0), names="rate"
+    )
     with pytest.warns(pp.BudgetWarning, match="max_proposals=16384 in unit 1 of 3"):
-        result = pp.rejection_sample(model, [2.0, 30.0, 3.0], draws=500, max_proposals=16384, random_seed=0,
-                                     progressbar=False)
+        result = pp.rejection_sample(
+            model, [2.0, 30.0, 3.0], draws=500, max_proposals=16384, random_seed=0, progressbar=False
+        )
     assert not result.attrs["complete"] and result["posterior"].sizes["draw"] == 0
-    assert result["sample_stats"]["total_proposals"].values.tolist()[2] == 0     # unit 2 never ran
+    assert result["sample_stats"]["total_proposals"].values.tolist()[2] == 0  # unit 2 never ran
 
 
 class _Coupled(Mechanism):
@@ -230,8 +264,12 @@ class _Coupled(Mechanism):
 
 
 def test_exact_samplers_refuse_where_the_posterior_does_not_factorize():
-    hierarchical = pp.PPDModel(priors.HierarchicalGamma(priors.Gamma(2.0, 1.0), priors.Gamma(2.0, 1.0), size=3),
-                               generators.Poisson(np.ones(3)), mechanisms.Laplace(1.0), names=["a", "m", "rate"])
+    hierarchical = pp.PPDModel(
+        priors.HierarchicalGamma(priors.Gamma(2.0, 1.0), priors.Gamma(2.0, 1.0), size=3),
+        generators.Poisson(np.ones(3)),
+        mechanisms.Laplace(1.0),
+        names=["a", "m", "rate"],
+    )
     with pytest.raises(ValueError, match="hyperprior of HierarchicalGamma couples the units.*sample_model"):
         pp.rejection_sample(hierarchical, [1.0, 2.0, 3.0], draws=10)
     with pytest.raises(ValueError, match="sample_model"):
@@ -255,18 +293,26 @@ def _assert_within_mcse(idata, name, exact):
 
 
 def test_from_model_builds_vector_and_hierarchical_variables():
-    model = pp.PPDModel(priors.HierarchicalGamma(priors.Gamma(2.0, 1.0), priors.Gamma(2.0, 1.0), size=3),
-                        generators.Poisson([1.0, 2.0, 3.0]), mechanisms.Gaussian(1.0), names=["a", "m", "rate"],
-                        dims={"rate": "hospital", "x": "hospital"}, coords={"hospital": ["p", "q", "r"]})
+    model = pp.PPDModel(
+        priors.HierarchicalGamma(priors.Gamma(2.0, 1.0), priors.Gamma(2.0, 1.0), size=3),
+        generators.Poisson([1.0, 2.0, 3.0]),
+        mechanisms.Gaussian(1.0),
+        names=["a", "m", "rate"],
+        dims={"rate": "hospital", "x": "hospital"},
+        coords={"hospital": ["p", "q", "r"]},
+    )
     twin = from_model(model, [1.0, 2.0, 3.0])
     assert [v.name for v in twin.free_RVs] == ["a", "m", "rate", "x"]
     assert twin.named_vars_to_dims["rate"] == ("hospital",) and list(twin.coords["hospital"]) == ["p", "q", "r"]
     point = {"a": 2.0, "m": 0.5, "rate": np.array([0.2, 0.5, 1.0]), "x": np.array([0, 1, 2])}
     # the joint log density at a point: the hyperpriors, rate ~ Gamma(a, a / m), x ~ Poisson(rate * e), the release
-    expected = (stats.gamma.logpdf(2.0, 2.0) + stats.gamma.logpdf(0.5, 2.0)
-                + stats.gamma.logpdf([0.2, 0.5, 1.0], 2.0, scale=0.25).sum()
-                + stats.poisson.logpmf([0, 1, 2], np.array([0.2, 0.5, 1.0]) * [1.0, 2.0, 3.0]).sum()
-                + stats.norm.logpdf([1.0, 2.0, 3.0], [0, 1, 2]).sum())
+    expected = (
+        stats.gamma.logpdf(2.0, 2.0)
+        + stats.gamma.logpdf(0.5, 2.0)
+        + stats.gamma.logpdf([0.2, 0.5, 1.0], 2.0, scale=0.25).sum()
+        + stats.poisson.logpmf([0, 1, 2], np.array([0.2, 0.5, 1.0]) * [1.0, 2.0, 3.0]).sum()
+        + stats.norm.logpdf([1.0, 2.0, 3.0], [0, 1, 2]).sum()
+    )
     logp = twin.compile_logp(jacobian=False)
     values = {"a_log__": np.log(2.0), "m_log__": np.log(0.5), "rate_log__": np.log(point["rate"]), "x": point["x"]}
     assert abs(float(logp(values)) - expected) < 1e-8
@@ -294,22 +340,29 @@ def _hierarchical_beta_exact(mean_prior, concentration_prior, n, y, mechanism, g
     for n_i, y_i in zip(n, y, strict=True):
         x = np.arange(n_i + 1)
         lik = np.exp(mechanism.logpdf(np.array([y_i]), x[:, None]))
-        pmf = stats.betabinom.pmf(x[:, None, None], n_i, m * k, (1 - m) * k)     # (x, m, k)
+        pmf = stats.betabinom.pmf(x[:, None, None], n_i, m * k, (1 - m) * k)  # (x, m, k)
         evidence = np.tensordot(lik, pmf, axes=1)
         log_weight += np.log(evidence)
         unit_means.append(np.tensordot(lik, pmf * (m * k + x[:, None, None]) / (k + n_i), axes=1) / evidence)
     weight = np.exp(log_weight - log_weight.max())
     weight /= weight.sum()
-    return (float((weight * m).sum()), float((weight * k).sum()),
-            np.array([(weight * mean).sum() for mean in unit_means]))
+    return (
+        float((weight * m).sum()),
+        float((weight * k).sum()),
+        np.array([(weight * mean).sum() for mean in unit_means]),
+    )
 
 
 def test_sample_model_hierarchical_beta_matches_quadrature():
     mean_prior, concentration_prior = priors.Beta(2.0, 2.0), priors.Gamma(4.0, 0.5)
     n, y = [6, 9], np.array([1.2, 7.4])
     mechanism = mechanisms.Laplace(1.0)
-    model = pp.PPDModel(priors.HierarchicalBeta(mean_prior, concentration_prior, size=2), generators.Binomial(n),
-                        mechanism, names=["m", "k", "p"])
+    model = pp.PPDModel(
+        priors.HierarchicalBeta(mean_prior, concentration_prior, size=2),
+        generators.Binomial(n),
+        mechanism,
+        names=["m", "k", "p"],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = sample_model(model, y, draws=1500, **SAMPLE)

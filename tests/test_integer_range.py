@@ -26,7 +26,8 @@ def test_largest_allowed_count_is_exact():
     mechanism = DiscreteLaplace(1.0)
     top = 2**53
     assert mechanism.logpdf(np.array([top]), np.array([[top - 1]]))[0] == pytest.approx(
-        mechanism.logpdf(np.array([1]), np.array([[0]]))[0])
+        mechanism.logpdf(np.array([1]), np.array([[0]]))[0]
+    )
 
 
 def test_wem_table_beyond_range_is_refused():

@@ -9,13 +9,12 @@ import math
 
 import numpy as np
 import pytest
+from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 from scipy import stats
 
 import ppdinfer as pp
 from ppdinfer.interop import BOX_TOLERANCE, from_noise, from_opendp
 from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace, PostProcessedRelease
-
-from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 
 dp = pytest.importorskip("opendp.prelude")
 dp.enable_features("contrib")
@@ -30,8 +29,10 @@ RELEASES = 200_000
 
 @pytest.mark.parametrize(
     "make, metric, family, scale, wrong_scale",
-    [(dp.m.make_laplace, dp.l1_distance(T=int), "laplace", 2.0, 2.5),
-     (dp.m.make_gaussian, dp.l2_distance(T=int), "gaussian", 1.5, 1.8)],
+    [
+        (dp.m.make_laplace, dp.l1_distance(T=int), "laplace", 2.0, 2.5),
+        (dp.m.make_gaussian, dp.l2_distance(T=int), "gaussian", 1.5, 1.8),
+    ],
 )
 def test_opendp_integer_releases_follow_the_converted_pmf(make, metric, family, scale, wrong_scale):
     measurement = make(INTEGER_VECTORS, metric, scale=scale)
@@ -121,13 +122,17 @@ def published_p_value(published, mechanism, x):
     pmf = np.exp(np.array([mechanism.logpdf(v, [x])[0] for v in values]))
     top = int(np.flatnonzero(np.cumsum(pmf[::-1])[::-1] * published.size >= 5)[-1]) - 1
     observed = [np.sum(published == v) for v in range(top + 1)] + [np.sum(published > top)]
-    expected = np.append(pmf[:top + 1], 1 - pmf[:top + 1].sum()) * published.size
+    expected = np.append(pmf[: top + 1], 1 - pmf[: top + 1].sum()) * published.size
     return stats.chisquare(observed, expected).pvalue
 
 
-@pytest.mark.parametrize("make, metric, scale, p_zero",
-                         [(dp.m.make_gaussian, dp.l2_distance(T="u32"), 3.0, 0.4335),
-                          (dp.m.make_laplace, dp.l1_distance(T="u32"), 2.0, 0.3775)])
+@pytest.mark.parametrize(
+    "make, metric, scale, p_zero",
+    [
+        (dp.m.make_gaussian, dp.l2_distance(T="u32"), 3.0, 0.4335),
+        (dp.m.make_laplace, dp.l1_distance(T="u32"), 2.0, 0.3775),
+    ],
+)
 def test_opendp_unsigned_releases_are_clipped_at_zero(make, metric, scale, p_zero):
     """200,000 OpenDP releases of x = 1 on u32 follow max(x + K, 0); the raw noise law (the old conversion) fails."""
     clipped = from_opendp(make(*UNSIGNED, scale=scale), x_max=60)
@@ -136,17 +141,19 @@ def test_opendp_unsigned_releases_are_clipped_at_zero(make, metric, scale, p_zer
     published = np.asarray(make(dp.vector_domain(UNSIGNED[0]), metric, scale=scale)([1] * RELEASES))
     assert published.min() == 0
     assert published_p_value(published, clipped, 1) > 1e-4
-    assert round(float(np.exp(clipped.logpdf(0, [1])[0])), 4) == p_zero                  # P(K <= -1)
+    assert round(float(np.exp(clipped.logpdf(0, [1])[0])), 4) == p_zero  # P(K <= -1)
     raw = from_noise("gaussian" if make is dp.m.make_gaussian else "laplace", scale, integer=True)
     assert abs(np.mean(published == 0) - p_zero) < 4.5 * math.sqrt(p_zero * (1 - p_zero) / RELEASES)
-    assert np.mean(published == 0) > 2 * float(np.exp(raw.logpdf(0, [1])[0]))            # raw P(y = 0): 0.126, 0.116
+    assert np.mean(published == 0) > 2 * float(np.exp(raw.logpdf(0, [1])[0]))  # raw P(y = 0): 0.126, 0.116
 
 
 def test_posterior_from_a_clipped_opendp_release():
     """The issue's case: u32 Gaussian noise of scale 3, Beta(1, 1), Binomial(50), y = 0: E[p | y] = 0.0504, not 0.0595."""
     mechanism = from_opendp(dp.m.make_gaussian(*UNSIGNED, scale=3.0), x_max=50)
-    posteriors = [pp.exact_posterior(pp.PPDModel(pp.priors.Beta(1, 1), pp.generators.Binomial(50), m, names="p"), 0)
-                  for m in (mechanism, DiscreteGaussian(3.0))]
+    posteriors = [
+        pp.exact_posterior(pp.PPDModel(pp.priors.Beta(1, 1), pp.generators.Binomial(50), m, names="p"), 0)
+        for m in (mechanism, DiscreteGaussian(3.0))
+    ]
     means = [float(p["exact"]["theta_mean"].values[0]) for p in posteriors]
     assert [round(m, 4) for m in means] == [0.0504, 0.0595]
     assert_rejection_matches_exact_posterior(mechanism, 0)
@@ -156,12 +163,12 @@ def test_unsigned_measurements_need_a_range_and_one_coordinate():
     with pytest.raises(ValueError, match="x_max is needed"):
         from_opendp(dp.m.make_laplace(*UNSIGNED, scale=2.0))
     bounded = dp.m.make_laplace(dp.atom_domain(T="u32", bounds=(0, 100)), UNSIGNED[1], scale=2.0)
-    assert from_opendp(bounded).box[-1, 0] > 100                      # the domain's bound is x_max
+    assert from_opendp(bounded).box[-1, 0] > 100  # the domain's bound is x_max
     with pytest.raises(ValueError, match="atom_domain"):
         from_opendp(dp.m.make_laplace(dp.vector_domain(UNSIGNED[0]), dp.l1_distance(T="u32"), scale=2.0), x_max=5)
     with pytest.raises(ValueError, match="x_max must be non-negative"):
         from_opendp(dp.m.make_laplace(*UNSIGNED, scale=2.0), x_max=-1)
-    with pytest.raises(ValueError, match="saturates"):                  # near 2^32 - 1 OpenDP saturates too
+    with pytest.raises(ValueError, match="saturates"):  # near 2^32 - 1 OpenDP saturates too
         from_opendp(dp.m.make_laplace(*UNSIGNED, scale=2.0), x_max=2**32 - 10)
     with pytest.raises(ValueError, match="box of"):
         from_opendp(dp.m.make_laplace(*UNSIGNED, scale=2.0), x_max=10**7)
@@ -176,7 +183,7 @@ def test_chain_of_a_transformation_and_noise_follows_the_noise_on_the_statistic(
     chain = RECORDS >> dp.t.then_count_by_categories(categories=categories) >> dp.m.then_laplace(scale=2.0)
     mechanism = from_opendp(chain)
     assert mechanism == DiscreteLaplace(1.0, 2.0)
-    counts = np.bincount([1, 1, 2, 5], minlength=RELEASES)                # the statistic, the null category last
+    counts = np.bincount([1, 1, 2, 5], minlength=RELEASES)  # the statistic, the null category last
     noise = np.asarray(chain([1, 1, 2, 5])) - counts
     assert noise.size == RELEASES
     assert chi_square_p_value(noise, mechanism, 6) > 1e-4
@@ -186,33 +193,45 @@ def test_chain_of_a_transformation_and_noise_follows_the_noise_on_the_statistic(
 def test_clamp_sum_chain_reads_the_noise_and_the_sum_sensitivity():
     chain = RECORDS >> dp.t.then_clamp((0, 10)) >> dp.t.then_sum() >> dp.m.then_laplace(scale=5.0)
     assert from_opendp(chain) == DiscreteLaplace(1.0, 5.0)
-    assert chain.map(1) == 10 / 5.0                                         # sensitivity 10, scale 5
-    data = [3, 12, 7]                                                       # clamped sum 20
+    assert chain.map(1) == 10 / 5.0  # sensitivity 10, scale 5
+    data = [3, 12, 7]  # clamped sum 20
     noise = np.array([chain(data) for _ in range(20_000)]) - 20
     assert chi_square_p_value(noise, from_opendp(chain), 8) > 1e-4
     floats = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance())
-    assert from_opendp(floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(2.0)) \
-        == Laplace(1.0, 2.0)
+    assert from_opendp(floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(2.0)) == Laplace(
+        1.0, 2.0
+    )
 
 
 def test_context_queries_convert_with_the_scale_the_context_found():
     data = [1, 1, 2, 5]
-    context = dp.Context.compositor(data=data, privacy_unit=dp.unit_of(contributions=1),
-                                    privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=2)
+    context = dp.Context.compositor(
+        data=data, privacy_unit=dp.unit_of(contributions=1), privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=2
+    )
     query = context.query().count_by_categories(categories=list(range(RELEASES - 1))).laplace()
     mechanism = from_opendp(query)
-    assert mechanism == DiscreteLaplace(1.0, 2.0)                           # eps 1/2 each, sensitivity 1
+    assert mechanism == DiscreteLaplace(1.0, 2.0)  # eps 1/2 each, sensitivity 1
     noise = np.asarray(query.release()) - np.bincount(data, minlength=RELEASES)
     assert chi_square_p_value(noise, mechanism, 6) > 1e-4
     count = context.query().count().laplace()
     assert from_opendp(count) == DiscreteLaplace(1.0, 2.0)
     assert_rejection_matches_exact_posterior(from_opendp(count), count.release())
     floats = dp.vector_domain(dp.atom_domain(T=float, nan=False))
-    gaussian = dp.Context.compositor(data=[1.0, 4.0], privacy_unit=dp.unit_of(contributions=1), domain=floats,
-                                     privacy_loss=dp.loss_of(epsilon=1.0, delta=1e-7), split_evenly_over=1)
-    mechanism = from_opendp(gaussian.query().clamp((0.0, 10.0)).sum().gaussian())   # under make_fix_delta
+    gaussian = dp.Context.compositor(
+        data=[1.0, 4.0],
+        privacy_unit=dp.unit_of(contributions=1),
+        domain=floats,
+        privacy_loss=dp.loss_of(epsilon=1.0, delta=1e-7),
+        split_evenly_over=1,
+    )
+    mechanism = from_opendp(gaussian.query().clamp((0.0, 10.0)).sum().gaussian())  # under make_fix_delta
     assert isinstance(mechanism, Gaussian)
-    rho_context = dp.Context.compositor(data=[1.0, 4.0], privacy_unit=dp.unit_of(contributions=1), domain=floats,
-                                        privacy_loss=dp.loss_of(rho=0.5), split_evenly_over=1)
+    rho_context = dp.Context.compositor(
+        data=[1.0, 4.0],
+        privacy_unit=dp.unit_of(contributions=1),
+        domain=floats,
+        privacy_loss=dp.loss_of(rho=0.5),
+        split_evenly_over=1,
+    )
     sigma = from_opendp(rho_context.query().clamp((0.0, 10.0)).sum().gaussian()).sigma
-    assert sigma == pytest.approx(10.0, rel=1e-7)          # 10 / sqrt(2 rho); OpenDP adds float-sum rounding slack
+    assert sigma == pytest.approx(10.0, rel=1e-7)  # 10 / sqrt(2 rho); OpenDP adds float-sum rounding slack

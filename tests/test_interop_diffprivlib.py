@@ -8,12 +8,11 @@ import math
 
 import numpy as np
 import pytest
+from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 from scipy import stats
 
 from ppdinfer.interop import from_diffprivlib
 from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Laplace
-
-from release_checks import assert_rejection_matches_exact_posterior, chi_square_p_value
 
 mechanisms = pytest.importorskip("diffprivlib.mechanisms")
 DRAWS = 20_000
@@ -79,8 +78,10 @@ def test_posterior_from_a_diffprivlib_release_matches_the_exact_posterior():
     "build, unsupported",
     [
         (lambda: mechanisms.GeometricTruncated(epsilon=1.0, sensitivity=1, lower=0, upper=10), "GeometricTruncated"),
-        (lambda: mechanisms.LaplaceBoundedDomain(epsilon=1.0, sensitivity=1.0, lower=0, upper=10),
-         "LaplaceBoundedDomain"),
+        (
+            lambda: mechanisms.LaplaceBoundedDomain(epsilon=1.0, sensitivity=1.0, lower=0, upper=10),
+            "LaplaceBoundedDomain",
+        ),
         (lambda: mechanisms.Staircase(epsilon=1.0, sensitivity=1.0), "Staircase"),
         (lambda: object(), "object"),
     ],

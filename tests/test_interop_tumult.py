@@ -18,6 +18,7 @@ from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace, Gaussian, Lap
 
 class NoiseMechanism(enum.Enum):
     """Stands in for Tumult Analytics' noise mechanism enum (members carry the same names)."""
+
     LAPLACE = 1
     GEOMETRIC = 2
     DISCRETE_GAUSSIAN = 3

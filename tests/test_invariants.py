@@ -82,19 +82,22 @@ def test_enumeration_refuses_rather_than_hangs():
     assert time.perf_counter() - start < 5
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: LinearInvariants([[1, 1]], [1, 2]), "A has 1 rows but a has 2 values"),
-    (lambda: LinearInvariants([[1, 0.5]], [1]), "A must hold integers"),
-    (lambda: LinearInvariants([[1, 1]], None), "give A and a together"),
-    (lambda: LinearInvariants(None, None), "at least one equality"),
-    (lambda: LinearInvariants([[1, 1]], [1], [[1, 1, 1]], [0]), "B has 3 columns but A has 2"),
-    (lambda: LinearInvariants([[1, 1, 1]], [1], shape=(2, 2)), "shape \\(2, 2\\) has 4 cells"),
-    (lambda: LinearInvariants.margins([1, 2]), "give the table's shape"),
-    (lambda: LinearInvariants.margins([1, 2], [3], shape=(2, 2)), "do not fit a 2 x 2 table"),
-    (lambda: LinearInvariants.grand_total(2, 1.5), "total must hold integers"),
-    (lambda: LinearInvariants.grand_total(2, 1).contains([1, 2, 3]), "s must be a table of shape \\(2,\\)"),
-    (lambda: LinearInvariants.grand_total(2, 1) & LinearInvariants.nonnegative(3), "shapes \\(2,\\) and \\(3,\\)"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: LinearInvariants([[1, 1]], [1, 2]), "A has 1 rows but a has 2 values"),
+        (lambda: LinearInvariants([[1, 0.5]], [1]), "A must hold integers"),
+        (lambda: LinearInvariants([[1, 1]], None), "give A and a together"),
+        (lambda: LinearInvariants(None, None), "at least one equality"),
+        (lambda: LinearInvariants([[1, 1]], [1], [[1, 1, 1]], [0]), "B has 3 columns but A has 2"),
+        (lambda: LinearInvariants([[1, 1, 1]], [1], shape=(2, 2)), "shape \\(2, 2\\) has 4 cells"),
+        (lambda: LinearInvariants.margins([1, 2]), "give the table's shape"),
+        (lambda: LinearInvariants.margins([1, 2], [3], shape=(2, 2)), "do not fit a 2 x 2 table"),
+        (lambda: LinearInvariants.grand_total(2, 1.5), "total must hold integers"),
+        (lambda: LinearInvariants.grand_total(2, 1).contains([1, 2, 3]), "s must be a table of shape \\(2,\\)"),
+        (lambda: LinearInvariants.grand_total(2, 1) & LinearInvariants.nonnegative(3), "shapes \\(2,\\) and \\(3,\\)"),
+    ],
+)
 def test_bad_input(make, message):
     with pytest.raises(ValueError, match=message):
         make()
@@ -106,8 +109,9 @@ def test_linked_invariants_are_refused_after_max_nodes_not_searched_forever():
     shape = (2, 23)
     block = np.zeros(shape, dtype=int)
     block[:, 4:] = 1
-    linked = LinearInvariants(np.vstack([np.ones(46), np.r_[np.ones(23), np.zeros(23)], block.reshape(-1)]),
-                              [256, 130, 213], shape=shape) & LinearInvariants.nonnegative(shape)
+    linked = LinearInvariants(
+        np.vstack([np.ones(46), np.r_[np.ones(23), np.zeros(23)], block.reshape(-1)]), [256, 130, 213], shape=shape
+    ) & LinearInvariants.nonnegative(shape)
     start = time.perf_counter()
     with pytest.raises(ValueError, match="max_nodes = 5000"):
         linked.enumerate(max_nodes=5000)
@@ -118,14 +122,23 @@ def test_linked_invariants_are_refused_after_max_nodes_not_searched_forever():
 
 # -- counting before listing ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make, low, high", [
-    (lambda: LinearInvariants.grand_total(4, 6) & LinearInvariants.nonnegative(4), 0, 6),
-    (lambda: LinearInvariants.margins([3, 2], [1, 4]) & LinearInvariants.nonnegative((2, 2)), 0, 4),
-    (lambda: LinearInvariants.margins([2, 2, 1], [1, 3, 1]) & LinearInvariants.nonnegative((3, 3)), 0, 2),
-    (lambda: LinearInvariants([[1, 2, -1, 0], [0, 1, 1, 1]], [3, 4], np.eye(4, dtype=int), [0, 0, 0, 0]), 0, 8),
-    (lambda: LinearInvariants([[2, 0, 1]], [7], np.vstack([np.eye(3, dtype=int), -np.eye(3, dtype=int)]),
-                              [-1, 0, 0, -3, -5, -2]), -1, 5),
-])
+
+@pytest.mark.parametrize(
+    "make, low, high",
+    [
+        (lambda: LinearInvariants.grand_total(4, 6) & LinearInvariants.nonnegative(4), 0, 6),
+        (lambda: LinearInvariants.margins([3, 2], [1, 4]) & LinearInvariants.nonnegative((2, 2)), 0, 4),
+        (lambda: LinearInvariants.margins([2, 2, 1], [1, 3, 1]) & LinearInvariants.nonnegative((3, 3)), 0, 2),
+        (lambda: LinearInvariants([[1, 2, -1, 0], [0, 1, 1, 1]], [3, 4], np.eye(4, dtype=int), [0, 0, 0, 0]), 0, 8),
+        (
+            lambda: LinearInvariants(
+                [[2, 0, 1]], [7], np.vstack([np.eye(3, dtype=int), -np.eye(3, dtype=int)]), [-1, 0, 0, -3, -5, -2]
+            ),
+            -1,
+            5,
+        ),
+    ],
+)
 def test_count_and_enumerate_agree_with_brute_force(make, low, high):
     inv = make()
     expected = brute_force(inv, low, high)

@@ -10,6 +10,7 @@ import pytest
 from scipy import integrate, stats
 
 from ppdinfer.mechanisms import DiscreteLaplace, Gaussian, Laplace, gaussian_delta
+from ppdinfer.privacy import w_inf
 from ppdinfer.privacy.kantorovich import (
     ABSENT,
     CORRECTED_CONSTANT,
@@ -30,14 +31,12 @@ from ppdinfer.privacy.kantorovich import (
     support_diameter,
     theorem3_constant,
 )
-from ppdinfer.privacy import w_inf
 
 EXAMPLE1 = ([1 / 3, 1 / 6, 1 / 3, 1 / 6], [1 / 4, 1 / 4, 1 / 6, 1 / 3], [1, 2, 3, 4])
 EXAMPLE2 = ([0.2, 0.225, 0.5, 0.075, 0.0], [0.0, 0.075, 0.5, 0.225, 0.2], [1, 2, 3, 4, 5])
 # Appendix C, Tables 3 and 6: the nonzeros (x, x') -> mass, 1-based.
 EXAMPLE1_PLAN = {(1, 1): 1 / 4, (1, 2): 1 / 12, (2, 2): 1 / 6, (3, 3): 1 / 6, (3, 4): 1 / 6, (4, 4): 1 / 6}
-EXAMPLE2_PLAN = {(1, 2): 0.075, (1, 3): 0.125, (2, 3): 0.225, (3, 3): 0.15, (3, 4): 0.225, (3, 5): 0.125,
-                 (4, 5): 0.075}
+EXAMPLE2_PLAN = {(1, 2): 0.075, (1, 3): 0.125, (2, 3): 0.225, (3, 3): 0.15, (3, 4): 0.225, (3, 5): 0.125, (4, 5): 0.075}
 
 
 def _nonzeros(plan):
@@ -53,8 +52,9 @@ def _random_pmfs(rng, size, zeros=0):
 # ---------------------------------------------------------------------------------------------- plans
 
 
-@pytest.mark.parametrize("example, expected, sensitivity", [(EXAMPLE1, EXAMPLE1_PLAN, 1.0),
-                                                            (EXAMPLE2, EXAMPLE2_PLAN, 2.0)])
+@pytest.mark.parametrize(
+    "example, expected, sensitivity", [(EXAMPLE1, EXAMPLE1_PLAN, 1.0), (EXAMPLE2, EXAMPLE2_PLAN, 2.0)]
+)
 def test_appendix_c_plans_and_sensitivities(example, expected, sensitivity):
     plan = kantorovich_plan(*example, tie_tolerance=1e-12)
     found = _nonzeros(plan)
@@ -76,7 +76,7 @@ def test_tolerance_removes_floating_point_crumbs():
 
 def test_support_diameter_baseline():
     assert support_diameter(*EXAMPLE1) == 3.0
-    assert support_diameter(*EXAMPLE2) == 4.0   # supp p = {1..4}, supp q = {2..5}: 5 - 1
+    assert support_diameter(*EXAMPLE2) == 4.0  # supp p = {1..4}, supp q = {2..5}: 5 - 1
 
 
 def test_lp_with_absolute_cost_can_return_a_plan_with_a_larger_sensitivity():
@@ -86,7 +86,7 @@ def test_lp_with_absolute_cost_can_return_a_plan_with_a_larger_sensitivity():
         lp_plan = ot.emd(np.asarray(p), np.asarray(q), np.abs(np.subtract.outer(support, support)))
         ours = kantorovich_plan(p, q, support, tie_tolerance=1e-12)
         cost = np.abs(np.subtract.outer(support, support))
-        assert math.isclose((lp_plan * cost).sum(), (ours.matrix() * cost).sum(), abs_tol=1e-12)   # both optimal
+        assert math.isclose((lp_plan * cost).sum(), (ours.matrix() * cost).sum(), abs_tol=1e-12)  # both optimal
         assert plan_sensitivity(lp_plan, support, mass_tolerance=1e-12) > ours.sensitivity
 
 
@@ -118,9 +118,9 @@ def test_counting_query_binomial_figures_1_and_5():
     np.testing.assert_allclose(pmfs.pmfs[0], np.r_[stats.binom.pmf(np.arange(25), 24, 0.7), 0.0], atol=1e-15)
     np.testing.assert_allclose(pmfs.pmfs[ABSENT], stats.binom.pmf(np.arange(26), 25, 0.7), atol=1e-15)
     plan = pmfs.plan(0, 1, tie_tolerance=1e-10)
-    assert plan.sensitivity == 1.0 and np.all(plan.cols - plan.rows == 1)   # one off-diagonal (Figure 1a)
+    assert plan.sensitivity == 1.0 and np.all(plan.cols - plan.rows == 1)  # one off-diagonal (Figure 1a)
     absent = pmfs.plan(0, ABSENT, tie_tolerance=1e-10)
-    assert absent.sensitivity == 1.0 and set((absent.cols - absent.rows).tolist()) == {0, 1}   # Figure 1b
+    assert absent.sensitivity == 1.0 and set((absent.cols - absent.rows).tolist()) == {0, 1}  # Figure 1b
 
 
 def test_poisson_binomial_against_enumeration_figure_2():
@@ -129,7 +129,7 @@ def test_poisson_binomial_against_enumeration_figure_2():
     brute = {0: np.zeros(5), 1: np.zeros(5)}
     for bits in itertools.product([0, 1], repeat=4):
         weight = np.prod([p if b else 1 - p for i, (p, b) in enumerate(zip(probabilities, bits)) if i != 2])
-        brute[bits[2]][sum(bits)] += weight   # the other users' bits, with user 2's bit fixed
+        brute[bits[2]][sum(bits)] += weight  # the other users' bits, with user 2's bit fixed
     for a in (0, 1):
         np.testing.assert_allclose(pmfs.pmfs[a], brute[a], atol=1e-15)
     ten = counting_query_conditionals(np.linspace(0.05, 0.95, 10), user=0)
@@ -161,25 +161,23 @@ def test_lemma2_separable_sensitivity_is_the_largest_per_user_range(seed):
     worst = 0.0
     for user, user_values in enumerate(values):
         pmfs = separable_query_conditionals(values, probabilities, user=user)
-        np.testing.assert_allclose(sum(pmf.sum() for key, pmf in pmfs.pmfs.items() if key != ABSENT),
-                                   user_values.size)
+        np.testing.assert_allclose(sum(pmf.sum() for key, pmf in pmfs.pmfs.items() if key != ABSENT), user_values.size)
         for a, b in itertools.combinations(range(user_values.size), 2):
             plan = pmfs.plan(a, b, tie_tolerance=1e-10)
             shift = user_values[a] - user_values[b]
-            assert plan.sensitivity == abs(shift)                                 # (13): x - x' = f_i(a) - f_i(b)
+            assert plan.sensitivity == abs(shift)  # (13): x - x' = f_i(a) - f_i(b)
             np.testing.assert_array_equal(pmfs.support[plan.rows] - pmfs.support[plan.cols], shift)
             worst = max(worst, plan.sensitivity)
-        for a in range(user_values.size):   # Lemma 2(b): the presence pair is no worse
+        for a in range(user_values.size):  # Lemma 2(b): the presence pair is no worse
             assert pmfs.plan(a, ABSENT, tie_tolerance=1e-10).sensitivity <= separable_sensitivity(values)
     assert worst == separable_sensitivity(values)
 
 
 def test_empirical_conditionals_order_and_dropped_categories():
-    frame = pd.DataFrame({"race": ["A"] * 4 + ["B"] * 4,
-                          "edu": ["lo", "mid", "hi", "other", "hi", "hi", "mid", "lo"]})
+    frame = pd.DataFrame({"race": ["A"] * 4 + ["B"] * 4, "edu": ["lo", "mid", "hi", "other", "hi", "hi", "mid", "lo"]})
     pmfs = empirical_conditionals(frame, "race", "edu", order=["lo", "mid", "hi"])
     assert pmfs.categories == ("lo", "mid", "hi") and pmfs.support.tolist() == [1.0, 2.0, 3.0]
-    np.testing.assert_allclose(pmfs.pmfs["A"], [1 / 3, 1 / 3, 1 / 3])   # "other" left out
+    np.testing.assert_allclose(pmfs.pmfs["A"], [1 / 3, 1 / 3, 1 / 3])  # "other" left out
     np.testing.assert_allclose(pmfs.pmfs["B"], [0.25, 0.25, 0.5])
     reordered = empirical_conditionals(frame, "race", "edu", order=["hi", "lo", "mid"], secrets=["B"])
     np.testing.assert_allclose(reordered.pmfs["B"], [0.5, 0.25, 0.25])
@@ -219,7 +217,7 @@ def test_every_laplace_calibration_meets_its_epsilon(example, epsilon):
     assert smallest <= 1 / theorem2.rate * (1 + 1e-9)
     if smallest > 0:
         assert privacy_loss(plan, Laplace(1.0, smallest)) <= epsilon
-        assert privacy_loss(plan, Laplace(1.0, 0.95 * smallest)) > epsilon   # under-calibrated
+        assert privacy_loss(plan, Laplace(1.0, 0.95 * smallest)) > epsilon  # under-calibrated
 
 
 def test_theorems_1_and_2_hold_on_random_pmfs_with_gaps():
@@ -236,11 +234,11 @@ def test_theorems_1_and_2_hold_on_random_pmfs_with_gaps():
         theorem1, theorem2 = kantorovich_laplace(plan, epsilon), kantorovich_laplace(plan, epsilon, relaxed=True)
         assert 1 / theorem2.rate <= 1 / theorem1.rate
         worst = max(worst, privacy_loss(plan, theorem1) / epsilon, privacy_loss(plan, theorem2) / epsilon)
-    assert 0.5 < worst <= 1.0   # some calibrations come close to their target, none exceeds it
+    assert 0.5 < worst <= 1.0  # some calibrations come close to their target, none exceeds it
 
 
 def test_under_calibrated_shift_exceeds_epsilon():
-    plan = kantorovich_plan([0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0, 1, 2])   # a shift by one: loss = 1 / theta
+    plan = kantorovich_plan([0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0, 1, 2])  # a shift by one: loss = 1 / theta
     assert math.isclose(privacy_loss(plan, Laplace(1.0, 1.0)), 1.0)
     assert privacy_loss(plan, Laplace(1.0, 0.9)) > 1.0
     assert math.isclose(smallest_laplace_scale(plan, 1.0), 1.0, rel_tol=1e-8)
@@ -254,8 +252,9 @@ def test_theorem2_root_is_the_polynomial_root():
     assert math.isclose(relaxed_laplace_scale(plan, 1.0), 1 / math.log(root), rel_tol=1e-12)
     # Several plans: the largest scale wins.
     other = kantorovich_plan(*EXAMPLE1, tie_tolerance=1e-12)
-    assert relaxed_laplace_scale([plan, other], 1.0) == max(relaxed_laplace_scale(plan, 1.0),
-                                                            relaxed_laplace_scale(other, 1.0))
+    assert relaxed_laplace_scale([plan, other], 1.0) == max(
+        relaxed_laplace_scale(plan, 1.0), relaxed_laplace_scale(other, 1.0)
+    )
 
 
 def test_theorem2_on_counting_query_is_no_worse_than_theorem1():
@@ -273,8 +272,17 @@ def test_gaussian_privacy_delta_matches_quadrature_and_the_shift_formula():
     plan = kantorovich_plan(*EXAMPLE2, tie_tolerance=1e-12)
     sigma, epsilon = 1.2, 0.5
     density = [lambda y, w=w: float(np.sum(w * stats.norm.pdf(y, plan.support, sigma))) for w in (plan.p, plan.q)]
-    quad = max(integrate.quad(lambda y: max(density[a](y) - math.exp(epsilon) * density[b](y), 0.0), -30, 36,
-                              limit=400, points=plan.support.tolist(), epsabs=1e-13)[0] for a, b in ((0, 1), (1, 0)))
+    quad = max(
+        integrate.quad(
+            lambda y: max(density[a](y) - math.exp(epsilon) * density[b](y), 0.0),
+            -30,
+            36,
+            limit=400,
+            points=plan.support.tolist(),
+            epsabs=1e-13,
+        )[0]
+        for a, b in ((0, 1), (1, 0))
+    )
     assert math.isclose(privacy_delta(plan, Gaussian(sigma), epsilon), quad, rel_tol=1e-6)
 
 
@@ -301,8 +309,8 @@ def test_theorem3_printed_constant_is_anti_conservative_and_the_corrected_one_is
     deltas = np.geomspace(1e-12, 0.99, 400)
     corrected = [_mills_tail_over_delta(CORRECTED_CONSTANT, d) for d in deltas]
     printed = [_mills_tail_over_delta(PRINTED_CONSTANT, d) for d in deltas]
-    assert max(corrected) < 1.0                  # the proof's tail condition holds for every delta
-    assert max(printed) > 1.0                    # and fails with 0.41 (near delta = 0.3)
+    assert max(corrected) < 1.0  # the proof's tail condition holds for every delta
+    assert max(printed) > 1.0  # and fails with 0.41 (near delta = 0.3)
     assert _mills_tail_over_delta(PRINTED_CONSTANT, 0.3) > 1.0
     assert math.isclose(2 * CORRECTED_CONSTANT, (2 / math.e) ** (1 / 3) * (2 / math.pi) ** (1 / 6), abs_tol=1e-4)
     assert math.isclose(theorem3_constant(0.5, 1e-5, "classical"), math.sqrt(2 * math.log(1.25e5)))
@@ -356,7 +364,7 @@ def test_plan_sensitivity_refuses_what_is_not_a_coupling():
     support = [0, 1, 10]
     good = np.array([[0.25, 0.25, 0.0], [0.0, 0.25, 0.0], [0.0, 0.0, 0.25]])
     assert plan_sensitivity(good, support, p=good.sum(axis=1), q=good.sum(axis=0)) == 1.0
-    negative = good + np.array([[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])   # total kept, one entry < 0
+    negative = good + np.array([[-0.5, 0.0, 0.5], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # total kept, one entry < 0
     with pytest.raises(ValueError, match="plan must be non-negative"):
         plan_sensitivity(negative, support)
     with pytest.raises(ValueError, match="total mass 1"):
@@ -379,13 +387,14 @@ def _slow_laplace_loss(plan, scale):
         log_p, log_q = np.log(plan.p), np.log(plan.q)
     kernel = -np.abs(plan.support[:, None] - plan.support[None, :]) / scale
     from scipy import special
+
     return float(np.max(np.abs(special.logsumexp(kernel + log_p, axis=1) - special.logsumexp(kernel + log_q, axis=1))))
 
 
 def _random_plan(rng):
     size = int(rng.integers(2, 400))
     p, q = _random_pmfs(rng, size, zeros=int(rng.integers(0, size // 2 + 1)))
-    if rng.random() < 0.3:   # long empty stretches of one pmf
+    if rng.random() < 0.3:  # long empty stretches of one pmf
         q[: size // 3] = 0
         q /= q.sum()
     gaps = rng.choice([1.0, 0.01, 50.0]) * rng.exponential(size=size) + 1e-3
@@ -395,35 +404,39 @@ def _random_plan(rng):
 def test_fast_privacy_loss_matches_the_quadratic_audit_on_random_cases():
     rng = np.random.default_rng(2025)
     import ppdinfer.privacy.kantorovich as module
+
     for _ in range(60):
         plan = _random_plan(rng)
         span = float(plan.support[-1] - plan.support[0])
         for scale in span * np.array([1e-4, 0.01, 0.3, 5.0]):
             fast, slow = module._laplace_loss(plan, scale), _slow_laplace_loss(plan, scale)
             assert math.isclose(fast, slow, rel_tol=1e-12, abs_tol=1e-12), (plan.support.size, scale, fast, slow)
-        assert privacy_loss(plan, Laplace(1.0, 0.1 * span)) == pytest.approx(_slow_laplace_loss(plan, 0.1 * span),
-                                                                             rel=1e-12, abs=1e-12)
+        assert privacy_loss(plan, Laplace(1.0, 0.1 * span)) == pytest.approx(
+            _slow_laplace_loss(plan, 0.1 * span), rel=1e-12, abs=1e-12
+        )
 
 
 def test_fast_smallest_laplace_scale_matches_the_quadratic_search(monkeypatch):
     rng = np.random.default_rng(7)
     import ppdinfer.privacy.kantorovich as module
+
     cases = [[_random_plan(rng)] for _ in range(8)] + [[kantorovich_plan(*EXAMPLE2, tie_tolerance=1e-12)]]
     fast = [smallest_laplace_scale(plans, epsilon) for plans in cases for epsilon in (0.5, 2.0)]
     monkeypatch.setattr(module, "_laplace_loss", _slow_laplace_loss)
     slow = [smallest_laplace_scale(plans, epsilon) for plans in cases for epsilon in (0.5, 2.0)]
-    assert fast == pytest.approx(slow, rel=3e-9)   # the search's rtol 1e-9, twice, plus rounding
+    assert fast == pytest.approx(slow, rel=3e-9)  # the search's rtol 1e-9, twice, plus rounding
 
 
 def test_privacy_loss_and_smallest_scale_are_fast_on_large_supports():
     """Today's O(K^2) audit took 225 s at 20,000 points and the scale search 27.5 s at 2,000."""
     import time
+
     size = 60_000
     count = stats.binom(size - 1, 0.5).pmf(np.arange(size))
-    plan = kantorovich_plan(np.append(count, 0.0), np.insert(count, 0, 0.0), np.arange(size + 1.0))   # X + 1
+    plan = kantorovich_plan(np.append(count, 0.0), np.insert(count, 0, 0.0), np.arange(size + 1.0))  # X + 1
     start = time.perf_counter()
     loss = privacy_loss(plan, Laplace(1.0, 1.0))
-    assert loss == pytest.approx(1.0, abs=1e-9)   # a pure shift by 1: the tails reach e^(1 / scale)
+    assert loss == pytest.approx(1.0, abs=1e-9)  # a pure shift by 1: the tails reach e^(1 / scale)
     scale = smallest_laplace_scale(plan, 0.5)
     assert time.perf_counter() - start < 10
     assert privacy_loss(plan, Laplace(1.0, scale)) <= 0.5 < privacy_loss(plan, Laplace(1.0, 0.999 * scale))

@@ -6,8 +6,13 @@ from conftest import GET_ADULT, adult_here
 
 from ppdinfer.case_studies.kantorovich_adult import CASE_STUDY
 from ppdinfer.case_studies.kantorovich_adult.data import DATA_ENV, default_data, load_race_education
-from ppdinfer.case_studies.kantorovich_adult.experiments import (adult_plans, appendix_c_plans, calibrations,
-                                                                 counting_plans, figure4_variances)
+from ppdinfer.case_studies.kantorovich_adult.experiments import (
+    adult_plans,
+    appendix_c_plans,
+    calibrations,
+    counting_plans,
+    figure4_variances,
+)
 from ppdinfer.case_studies.kantorovich_adult.report import assess, tail_condition
 
 DATA = adult_here()
@@ -22,7 +27,7 @@ def test_quick_reproduction_writes_the_report_and_the_claims_hold_except_the_err
     report = CASE_STUDY.run(tmp_path, True, False)
     text = report.read_text()
     assert "32,561" in text and "| 2 | yes |" in text
-    assert text.count("Bayesian attacker") == 2   # calibrated: odds within e^eps; half scale: outside
+    assert text.count("Bayesian attacker") == 2  # calibrated: odds within e^eps; half scale: outside
     for name in ["figure3_adult_plan", "figure4_laplace_variance", "figures1_2_counting_plans", "attacker_odds_1"]:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     rows = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
@@ -46,8 +51,9 @@ def test_adult_sensitivities_by_order_and_the_calibrations_pass_their_audits():
     swapped = {**plans, "paper, 14 levels": plans["paper order, all 16 levels"]}
     curves = {"paper, 14 levels": curve}
     holds = [claim.holds for claim in assess(appendix_c_plans(), counting_plans(), plans, len(frame), curves, table)]
-    swapped_holds = [claim.holds for claim in assess(appendix_c_plans(), counting_plans(), swapped, len(frame),
-                                                     curves, table)]
+    swapped_holds = [
+        claim.holds for claim in assess(appendix_c_plans(), counting_plans(), swapped, len(frame), curves, table)
+    ]
     assert holds[7] and not swapped_holds[7]
 
 

@@ -9,7 +9,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-
 import ppdinfer
 from ppdinfer import reproduce
 
@@ -21,8 +20,11 @@ COMMAND_LINE = {"cli.py", "demo.py", "reproduce.py"}
 def packages_on_disk() -> set[str]:
     """Every package folder of the three trees, by the name it installs under."""
     found = set()
-    for folder, prefix in [("ppdinfer", "ppdinfer"), ("models", "ppdinfer.models"),
-                           ("case_studies", "ppdinfer.case_studies")]:
+    for folder, prefix in [
+        ("ppdinfer", "ppdinfer"),
+        ("models", "ppdinfer.models"),
+        ("case_studies", "ppdinfer.case_studies"),
+    ]:
         for init in (ROOT / folder).rglob("__init__.py"):
             parts = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join([prefix, *parts]))
@@ -54,11 +56,21 @@ def test_the_library_never_imports_the_gallery_or_the_case_studies():
                 names = [alias.name for alias in node.names]
             else:
                 continue
-            assert not any("models" in n.split(".") or "case_studies" in n.split(".") for n in names), \
+            assert not any("models" in n.split(".") or "case_studies" in n.split(".") for n in names), (
                 f"{path.relative_to(ROOT)} imports {names[0]}"
-    loaded = subprocess.run([sys.executable, "-c", "import sys, ppdinfer, ppdinfer.pymc, ppdinfer.privacy; "
-                             "print(sorted(m for m in sys.modules if m.startswith(('ppdinfer.models', "
-                             "'ppdinfer.case_studies'))))"], capture_output=True, text=True, check=True)
+            )
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, ppdinfer, ppdinfer.pymc, ppdinfer.privacy; "
+            "print(sorted(m for m in sys.modules if m.startswith(('ppdinfer.models', "
+            "'ppdinfer.case_studies'))))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert loaded.stdout.strip() == "[]"
 
 
@@ -69,8 +81,9 @@ def test_every_case_study_is_registered_with_a_readme():
         readme = (ROOT / "case_studies" / name / "README.md").read_text()
         assert study.command(quick=True) in readme and "Reproduces" in readme and "Results" in readme
         assert study.paper and study.title and study.minutes[1] <= study.minutes[0]
-    listing = subprocess.run([sys.executable, "-m", "ppdinfer.cli", "reproduce", "--list"], capture_output=True,
-                             text=True, check=True).stdout
+    listing = subprocess.run(
+        [sys.executable, "-m", "ppdinfer.cli", "reproduce", "--list"], capture_output=True, text=True, check=True
+    ).stdout
     assert all(f"ppdinfer reproduce {name}" in listing for name in studies)
 
 
@@ -82,27 +95,79 @@ def test_non_editable_install_runs_the_demo_outside_the_repository(tmp_path):
         shutil.copy(ROOT / name, source / name)
     for name in ["ppdinfer", "models", "case_studies"]:
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(source)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
     assert (target / "ppdinfer" / "models" / "county_counts.py").exists()
     assert (target / "ppdinfer" / "case_studies" / "covid_pa" / "synthesis.py").exists()
     shipped = target / "ppdinfer" / "data" / "covid_pa"  # package data: the COVID-19 tables and their provenance
-    assert sorted(p.name for p in shipped.iterdir()) == ["PROVENANCE.md", "pa_county_population.csv",
-                                                          "pa_monthly_new_by_county.csv"]
+    assert sorted(p.name for p in shipped.iterdir()) == [
+        "PROVENANCE.md",
+        "pa_county_population.csv",
+        "pa_monthly_new_by_county.csv",
+    ]
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target)}
-    where = subprocess.run([sys.executable, "-c", "import ppdinfer.models, ppdinfer.case_studies.covid_pa as c; "
-                            "print(ppdinfer.models.__file__); print(c.__file__)"], cwd=outside, env=env,
-                           capture_output=True, text=True, check=True).stdout.split()
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import ppdinfer.models, ppdinfer.case_studies.covid_pa as c; "
+            "print(ppdinfer.models.__file__); print(c.__file__)",
+        ],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert all(path.startswith(str(target)) for path in where)
-    table = subprocess.run([sys.executable, "-c", "from ppdinfer.case_studies.covid_pa import load_monthly; "
-                            "from ppdinfer.case_studies.covid_pa.data import default_data; "
-                            "t = load_monthly(default_data()); print(t.source, t.cases.shape)"], cwd=outside,
-                           env={**env, "PPDINFER_COVID_DATA": ""}, capture_output=True, text=True, check=True).stdout
+    table = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from ppdinfer.case_studies.covid_pa import load_monthly; "
+            "from ppdinfer.case_studies.covid_pa.data import default_data; "
+            "t = load_monthly(default_data()); print(t.source, t.cases.shape)",
+        ],
+        cwd=outside,
+        env={**env, "PPDINFER_COVID_DATA": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert table == f"{shipped} (24, 67)\n"
-    demo = subprocess.run([sys.executable, "-m", "ppdinfer.cli", "demo", "--draws", "200", "--no-progress",
-                           "--output", str(outside / "demo")], cwd=outside, env=env, capture_output=True, text=True)
+    demo = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ppdinfer.cli",
+            "demo",
+            "--draws",
+            "200",
+            "--no-progress",
+            "--output",
+            str(outside / "demo"),
+        ],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert demo.returncode == 0, demo.stderr
     assert "exact" in demo.stdout and (outside / "demo" / "demo_posteriors.png").exists()
 
@@ -140,7 +205,7 @@ def imported_modules(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             module = ".".join([*base, *([node.module] if node.module else [])])
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)  # `from .. import privacy`
@@ -161,17 +226,28 @@ def test_imported_modules_resolves_relative_imports(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     folder = tmp_path / "ppdinfer" / "mechanisms" / "distribution"
     folder.mkdir(parents=True)
-    (folder / "family.py").write_text("import numpy\nfrom ...privacy import _checks\nfrom ... import privacy\n"
-                                      "def f():\n    from ..base import Mechanism\n")
+    (folder / "family.py").write_text(
+        "import numpy\nfrom ...privacy import _checks\nfrom ... import privacy\n"
+        "def f():\n    from ..base import Mechanism\n"
+    )
     (folder / "__init__.py").write_text("from .family import f\nfrom .. import laplace\n")
     assert imported_modules(folder / "family.py") == {
-        "numpy", "ppdinfer", "ppdinfer.privacy", "ppdinfer.privacy._checks",
-        "ppdinfer.mechanisms.base", "ppdinfer.mechanisms.base.Mechanism"}
+        "numpy",
+        "ppdinfer",
+        "ppdinfer.privacy",
+        "ppdinfer.privacy._checks",
+        "ppdinfer.mechanisms.base",
+        "ppdinfer.mechanisms.base.Mechanism",
+    }
     assert imported_modules(folder / "__init__.py") == {
-        "ppdinfer.mechanisms.distribution.family", "ppdinfer.mechanisms.distribution.family.f",
-        "ppdinfer.mechanisms", "ppdinfer.mechanisms.laplace"}
+        "ppdinfer.mechanisms.distribution.family",
+        "ppdinfer.mechanisms.distribution.family.f",
+        "ppdinfer.mechanisms",
+        "ppdinfer.mechanisms.laplace",
+    }
     assert imports_of("ppdinfer/mechanisms", ("ppdinfer.privacy",)) == {
-        "ppdinfer/mechanisms/distribution/family.py": ["ppdinfer.privacy", "ppdinfer.privacy._checks"]}
+        "ppdinfer/mechanisms/distribution/family.py": ["ppdinfer.privacy", "ppdinfer.privacy._checks"]
+    }
 
 
 def test_mechanisms_never_import_privacy_and_geometry_imports_neither():
@@ -189,14 +265,22 @@ def test_ppdinfer_imports_whichever_mechanisms_module_comes_first(tmp_path):
     shutil.copytree(ROOT / "ppdinfer", tmp_path / "ppdinfer", ignore=shutil.ignore_patterns("__pycache__"))
     init = tmp_path / "ppdinfer" / "mechanisms" / "__init__.py"
     original = init.read_text()
-    names = [module_name(p) for p in sorted((ROOT / "ppdinfer" / "mechanisms").rglob("*.py")) if p != ROOT /
-             "ppdinfer" / "mechanisms" / "__init__.py"]
+    names = [
+        module_name(p)
+        for p in sorted((ROOT / "ppdinfer" / "mechanisms").rglob("*.py"))
+        if p != ROOT / "ppdinfer" / "mechanisms" / "__init__.py"
+    ]
     code = "import ppdinfer; print(ppdinfer.__file__)"
     failed = {}
     for name in names:
         init.write_text(f"import {name}  # first\n" + original)
-        run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(tmp_path)})
+        run = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        )
         if run.returncode or not run.stdout.startswith(str(tmp_path)):
             failed[name] = (run.stderr.strip().splitlines() or [run.stdout])[-1]
     assert len(names) > 10 and not failed, failed

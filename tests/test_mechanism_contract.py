@@ -15,19 +15,19 @@ import pkgutil
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
-
-import ppdinfer
 from conftest import chi_square_pvalue
 from mechanism_registry import CASES
 from release_checks import assert_rejection_matches_exact_posterior
+from scipy import integrate, stats
+
+import ppdinfer
 from ppdinfer.mechanisms import AdditiveNoiseMechanism, DiscreteLaplace, Laplace, Mechanism
 
 IDS = [case.name for case in CASES]
 DISCRETE = [case for case in CASES if case.support is not None]
 ON_A_LINE = [case for case in CASES if case.line is not None]
-COUNTS = [case for case in CASES if case.shape == () and case.z is None]   # one count x: a Binomial model
-P_MIN = 1e-3    # goodness-of-fit threshold: fixed seeds, so a pass is reproducible
+COUNTS = [case for case in CASES if case.shape == () and case.z is None]  # one count x: a Binomial model
+P_MIN = 1e-3  # goodness-of-fit threshold: fixed seeds, so a pass is reproducible
 
 
 def pmf_table(case):
@@ -75,6 +75,7 @@ def line_ks_pvalue(case, draws, mechanism=None):
 
 # -- the list is complete ----------------------------------------------------------------------------
 
+
 def concrete_mechanisms():
     """Every public Mechanism subclass of the package (all modules imported)."""
     for module in pkgutil.walk_packages(ppdinfer.__path__, "ppdinfer."):
@@ -96,12 +97,13 @@ def test_every_mechanism_class_has_a_case():
 
 # -- normalisation -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", DISCRETE, ids=[c.name for c in DISCRETE])
 def test_pmf_sums_to_one_on_the_window(case):
     totals = pmf_table(case).sum(axis=0)
     if case.normalized:
         np.testing.assert_allclose(totals, 1.0, rtol=0, atol=1e-12)
-    else:   # a normalizer left out of logpdf must be the same for every x
+    else:  # a normalizer left out of logpdf must be the same for every x
         np.testing.assert_allclose(totals, totals[0], rtol=1e-12)
 
 
@@ -109,12 +111,14 @@ def test_pmf_sums_to_one_on_the_window(case):
 def test_density_integrates_to_one_along_the_line(case):
     lo, hi = case.t_range
     points = [k for k in case.kinks if lo < k < hi]
-    total, error = integrate.quad(lambda t: line_density(case, t)[0], lo, hi, points=points or None,
-                                  limit=50 * (len(points) + 1), epsabs=1e-11)
+    total, error = integrate.quad(
+        lambda t: line_density(case, t)[0], lo, hi, points=points or None, limit=50 * (len(points) + 1), epsabs=1e-11
+    )
     assert abs(total - 1.0) < 1e-8, (total, error)
 
 
 # -- releases follow logpdf --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", DISCRETE, ids=[c.name for c in DISCRETE])
 def test_releases_follow_the_pmf(case):
@@ -133,10 +137,11 @@ def test_the_release_checks_detect_a_wrong_law():
     pmf = np.exp([DiscreteLaplace(0.8).logpdf(y, discrete.x)[0] for y in discrete.support])
     assert chi_square_pvalue(releases(discrete), discrete.support, pmf) < P_MIN
     line = next(case for case in ON_A_LINE if case.mechanism == Laplace(0.7, 2.0))
-    assert line_ks_pvalue(line, releases(line), Laplace(0.9, 2.0)) < P_MIN   # a scale 22 % off
+    assert line_ks_pvalue(line, releases(line), Laplace(0.9, 2.0)) < P_MIN  # a scale 22 % off
 
 
 # -- samplers -----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", COUNTS, ids=[c.name for c in COUNTS])
 def test_rejection_matches_enumeration_for_a_count(case):
@@ -146,6 +151,7 @@ def test_rejection_matches_enumeration_for_a_count(case):
 
 # -- the bound -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_log_bound_dominates_logpdf(case):
     mechanism, size = case.mechanism, int(np.prod(case.shape))
@@ -153,7 +159,7 @@ def test_log_bound_dominates_logpdf(case):
     assert math.isfinite(log_bound)
     ys = list(releases(case, size=40)) + list(case.x_batch)
     values = np.array([mechanism.logpdf(y, case.x_batch, case.z) for y in ys])
-    with np.errstate(divide="ignore"):     # a zero of the pmf or density is -inf, below any bound
+    with np.errstate(divide="ignore"):  # a zero of the pmf or density is -inf, below any bound
         if case.support is not None:
             values = np.concatenate([values.ravel(), np.log(pmf_table(case)).ravel()])
         if case.line is not None:
@@ -162,6 +168,7 @@ def test_log_bound_dominates_logpdf(case):
 
 
 # -- the shape contract of logpdf ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_logpdf_batch_shape_contract(case):
@@ -182,8 +189,9 @@ def test_releases_are_reproducible_from_the_seed(case):
     first = releases(case, size=20, seed=9)
     assert np.array_equal(first, releases(case, size=20, seed=9))
     assert not np.array_equal(first, releases(case, size=20, seed=10))
-    assert np.array_equal(case.mechanism.release(case.x, case.z, random_seed=4),
-                          case.mechanism.release(case.x, case.z, random_seed=4))
+    assert np.array_equal(
+        case.mechanism.release(case.x, case.z, random_seed=4), case.mechanism.release(case.x, case.z, random_seed=4)
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -194,10 +202,16 @@ def test_noise_scale_is_positive_and_finite(case):
 
 def _wrong_shape_params():
     lenient = "PostProcessedRelease reads any x as rows of its raw dimension (documented in Mechanism.logpdf)"
-    return [pytest.param(case, id=case.name,
-                         marks=pytest.mark.xfail(strict=True, reason=lenient)
-                         if type(case.mechanism).__name__ == "PostProcessedRelease" else ())
-            for case in CASES]
+    return [
+        pytest.param(
+            case,
+            id=case.name,
+            marks=pytest.mark.xfail(strict=True, reason=lenient)
+            if type(case.mechanism).__name__ == "PostProcessedRelease"
+            else (),
+        )
+        for case in CASES
+    ]
 
 
 @pytest.mark.parametrize("case", _wrong_shape_params())

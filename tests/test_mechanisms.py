@@ -2,9 +2,9 @@ import math
 
 import numpy as np
 import pytest
+from mechanism_registry import CASES
 from scipy import stats
 
-from mechanism_registry import CASES
 from ppdinfer.mechanisms import (
     AdditiveNoiseMechanism,
     DiscreteGaussian,
@@ -20,9 +20,19 @@ K = np.arange(-3000, 3001)
 ADDITIVE = [case for case in CASES if isinstance(case.mechanism, AdditiveNoiseMechanism)]
 
 
-@pytest.mark.parametrize("mechanism", [DiscreteLaplace(0.05), DiscreteLaplace(1.0), DiscreteLaplace(4.0, 2.0),
-                                       DiscreteGaussian(0.2), DiscreteGaussian(0.9), DiscreteGaussian(1.0),
-                                       DiscreteGaussian(7.5), DiscreteGaussian(120.0)])
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        DiscreteLaplace(0.05),
+        DiscreteLaplace(1.0),
+        DiscreteLaplace(4.0, 2.0),
+        DiscreteGaussian(0.2),
+        DiscreteGaussian(0.9),
+        DiscreteGaussian(1.0),
+        DiscreteGaussian(7.5),
+        DiscreteGaussian(120.0),
+    ],
+)
 def test_discrete_pmf_sums_to_one(mechanism):
     total = np.exp(mechanism.logpdf(0, K)).sum()
     assert total == pytest.approx(1.0, abs=1e-12)
@@ -39,8 +49,8 @@ def test_log_densities_match_scipy():
     assert np.allclose(DiscreteLaplace(0.8).logpdf(1, xi), stats.dlaplace(0.8).logpmf(1 - xi))
     sigma = 1.7
     k = np.arange(-200, 201)
-    log_norm = np.log(np.exp(-k**2 / (2 * sigma**2)).sum())
-    assert np.allclose(DiscreteGaussian(sigma).logpdf(1, xi), -(1 - xi) ** 2 / (2 * sigma**2) - log_norm)
+    log_norm = np.log(np.exp(-(k**2) / (2 * sigma**2)).sum())
+    assert np.allclose(DiscreteGaussian(sigma).logpdf(1, xi), -((1 - xi) ** 2) / (2 * sigma**2) - log_norm)
 
 
 def test_logpdf_sums_over_coordinates_and_batches():
@@ -84,13 +94,18 @@ def test_gaussian_calibrations():
     assert analytic_gaussian_sigma(0.5, 1e-5) < classical_gaussian_sigma(0.5, 1e-5)
     assert Gaussian.from_epsilon_delta(1.0, 1e-5).sigma == pytest.approx(sigma)
     assert Gaussian.from_epsilon_delta(0.5, 1e-5, sensitivity=2, method="classical").sigma == pytest.approx(
-        2 * classical_gaussian_sigma(0.5, 1e-5))
+        2 * classical_gaussian_sigma(0.5, 1e-5)
+    )
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "1", None, True])
 def test_bad_privacy_parameters(bad):
-    for factory, name in [(DiscreteLaplace, "epsilon"), (Laplace, "epsilon"), (Gaussian, "sigma"),
-                          (DiscreteGaussian, "sigma")]:
+    for factory, name in [
+        (DiscreteLaplace, "epsilon"),
+        (Laplace, "epsilon"),
+        (Gaussian, "sigma"),
+        (DiscreteGaussian, "sigma"),
+    ]:
         with pytest.raises(ValueError, match=name):
             factory(bad)
     with pytest.raises(ValueError, match="sensitivity"):

@@ -21,12 +21,18 @@ def test_notebook_runs(path, tmp_path):
     if any("load_adult(" in cell.source for cell in notebook.cells) and adult_here() is None:
         pytest.skip(f"{path.name} reads UCI Adult, which is not here: {GET_ADULT}")
     start = time.perf_counter()
-    nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     elapsed = time.perf_counter() - start
     print(f"{path.name}: {elapsed:.1f} s")
-    errors = [output for cell in notebook.cells if cell.cell_type == "code"
-              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    errors = [
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
     assert not errors
     assert elapsed < RUN_TIME_LIMIT_S, f"{path.name} took {elapsed:.0f} s"
     # Figures show inline: a cell that draws must display a PNG (a non-interactive backend would show nothing).
@@ -47,8 +53,9 @@ def test_exercises_have_hidden_checked_solutions(path):
     """Every "### Exercise" cell is followed by one hidden solution cell that asserts its answer."""
     nbformat = pytest.importorskip("nbformat")
     cells = nbformat.read(path, as_version=4).cells
-    exercises = [i for i, cell in enumerate(cells)
-                 if cell.cell_type == "markdown" and cell.source.startswith("### Exercise")]
+    exercises = [
+        i for i, cell in enumerate(cells) if cell.cell_type == "markdown" and cell.source.startswith("### Exercise")
+    ]
     assert len(exercises) >= 2, f"{path.name} has {len(exercises)} exercises"
     for i in exercises:
         solution = cells[i + 1]

@@ -13,8 +13,11 @@ from ppdinfer.mechanisms.canonical import CanonicalNoise
 
 ROWS, COL = [50, 50], 50
 ALPHA = 0.05
-NOISES = {"pure eps=1": CanonicalNoise.pure(1.0), "gaussian mu=1": CanonicalNoise.gaussian(1.0),
-          "tulap eps=0.5": Tulap(0.5)}
+NOISES = {
+    "pure eps=1": CanonicalNoise.pure(1.0),
+    "gaussian mu=1": CanonicalNoise.gaussian(1.0),
+    "tulap eps=0.5": Tulap(0.5),
+}
 
 
 def releases(odds_ratio, noise, size, seed, rows=ROWS, col=COL):
@@ -121,7 +124,7 @@ def test_margins_that_fix_the_cell_are_refused(rows, col):
     (the p-value 5e-14 returned before was meaningless)."""
     noise = CanonicalNoise.pure(1.0)
     support = FisherTable2x2().support({"row_totals": rows, "col_total": col})
-    assert support.size == 1                                   # n11 is fixed by the margins
+    assert support.size == 1  # n11 is fixed by the margins
     with pytest.raises(ValueError, match="not identified"):
         odds_ratio_test(30.0, rows, col, noise)
     with pytest.raises(ValueError, match="not identified"):
@@ -149,8 +152,12 @@ def test_odds_ratio_test_checks_its_input():
             odds_ratio_power(bad, ROWS, COL, noise)
     assert isinstance(odds_ratio_test(3.0, ROWS, COL, noise), float)
     # errors name the arguments the caller passed, not the data model's z entries
-    for rows, col, name in (([50, -1], 10, "row_totals"), ([50, 50, 1], 10, "row_totals"), (ROWS, 101, "col_total"),
-                            (ROWS, 2.5, "col_total")):
+    for rows, col, name in (
+        ([50, -1], 10, "row_totals"),
+        ([50, 50, 1], 10, "row_totals"),
+        (ROWS, 101, "col_total"),
+        (ROWS, 2.5, "col_total"),
+    ):
         with pytest.raises(ValueError, match=f"^{name}") as caught:
             odds_ratio_test(3.0, rows, col, noise)
         assert "z[" not in str(caught.value)

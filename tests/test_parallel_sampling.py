@@ -32,8 +32,9 @@ def test_rejection_draws_do_not_depend_on_cores_batch_size_or_executor():
     for result in variants:
         np.testing.assert_array_equal(result["posterior"]["p"].values, reference["posterior"]["p"].values)
         np.testing.assert_array_equal(result["posterior"]["x"].values, reference["posterior"]["x"].values)
-        np.testing.assert_array_equal(result["sample_stats"]["proposals"].values,
-                                      reference["sample_stats"]["proposals"].values)
+        np.testing.assert_array_equal(
+            result["sample_stats"]["proposals"].values, reference["sample_stats"]["proposals"].values
+        )
 
 
 def test_a_proposal_budget_stops_at_the_same_draws_on_any_number_of_cores():
@@ -53,7 +54,9 @@ def test_importance_draws_do_not_depend_on_cores_or_executor():
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         variants = [run(cores=2), run(cores=4), run(executor=pool)]
     for result in variants:
-        np.testing.assert_array_equal(result["proposal"]["log_weight"].values, reference["proposal"]["log_weight"].values)
+        np.testing.assert_array_equal(
+            result["proposal"]["log_weight"].values, reference["proposal"]["log_weight"].values
+        )
         np.testing.assert_array_equal(result["posterior"]["x"].values, reference["posterior"]["x"].values)
     # the blocked importance sampler still targets the exact posterior
     exact = pp.exact_posterior(MODEL, 80)
@@ -113,7 +116,7 @@ def test_default_cores_are_all_at_the_top_level_and_one_inside_a_worker():
     assert resolve_cores(None) == available_cores() >= 1
     with ThreadPoolExecutor(1) as threads:
         assert threads.submit(resolve_cores, None).result() == 1
-        assert threads.submit(resolve_cores, 2).result() == 2          # an explicit request holds
+        assert threads.submit(resolve_cores, 2).result() == 2  # an explicit request holds
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as processes:
         assert processes.submit(resolve_cores, None).result() == 1
 

@@ -2,13 +2,13 @@
 
 import numpy as np
 import pytest
+from release_checks import assert_rejection_matches_exact_posterior
 from scipy import stats
 
 import ppdinfer as pp
 from ppdinfer.mechanisms import DiscreteLaplace, Laplace, PostProcessedRelease
 from ppdinfer.models import county_counts
 from ppdinfer.postprocessing import postprocess
-from release_checks import assert_rejection_matches_exact_posterior
 
 
 def published_cases(y, z):
@@ -39,8 +39,14 @@ def three_counties():
 def test_posterior_given_the_published_table_equals_grouping_the_box_by_its_image(three_counties):
     model, z, box = three_counties
     y_star = np.array([7, 3, 0])
-    published = pp.PPDModel(model.prior, model.simulate, PostProcessedRelease(model.mechanism, published_cases, box),
-                            names=model.names, x_name=model.x_name, dims=model.dims)
+    published = pp.PPDModel(
+        model.prior,
+        model.simulate,
+        PostProcessedRelease(model.mechanism, published_cases, box),
+        names=model.names,
+        x_name=model.x_name,
+        dims=model.dims,
+    )
     ours = pp.exact_posterior(published, y_star, z, random_seed=1)["exact"]
 
     # independently: p(y, x | z) on the box, summed over the y that land on y*, by grouping
@@ -50,14 +56,16 @@ def test_posterior_given_the_published_table_equals_grouping_the_box_by_its_imag
     joint = np.exp(np.stack([model.mechanism.logpdf(x_k, box[lands]) for x_k in support], axis=1) + log_prior)
     expected = joint.sum(axis=0) / joint.sum()
     np.testing.assert_allclose(ours["x_pmf"].values, expected, rtol=1e-9, atol=1e-14)
-    assert lands.sum() == published.mechanism.preimage(y_star, z).shape[0] > 100   # many noisy y give one y*
+    assert lands.sum() == published.mechanism.preimage(y_star, z).shape[0] > 100  # many noisy y give one y*
 
     # the box holds all but a negligible part of the raw release for every x of the support
     assert published.mechanism.box_mass(support[::13], z).min() > 1 - 1e-4
     # and the published table carries less than the raw one: the posterior of the small county is wider
     raw = pp.exact_posterior(model, [7, 3, -1], z, random_seed=1)["exact"]["x_pmf"].values
-    assert (ours["x_pmf"].values @ support[:, 2] ** 2 - (ours["x_pmf"].values @ support[:, 2]) ** 2
-            > raw @ support[:, 2] ** 2 - (raw @ support[:, 2]) ** 2)
+    assert (
+        ours["x_pmf"].values @ support[:, 2] ** 2 - (ours["x_pmf"].values @ support[:, 2]) ** 2
+        > raw @ support[:, 2] ** 2 - (raw @ support[:, 2]) ** 2
+    )
 
 
 def test_release_sampler_matches_the_pushforward_pmf():
@@ -67,15 +75,15 @@ def test_release_sampler_matches_the_pushforward_pmf():
     releases = np.array([law(0.7).release(3, random_seed=seed) for seed in range(20_000)])
     pmf = np.exp([law(0.7).logpdf(value, [3])[0] for value in range(70)])
     a = np.exp(-0.7)
-    assert abs(pmf.sum() - 1) < 1e-12 and np.isclose(pmf[0], a**3 / (1 + a))   # P(noise <= -3) piles up at 0
+    assert abs(pmf.sum() - 1) < 1e-12 and np.isclose(pmf[0], a**3 / (1 + a))  # P(noise <= -3) piles up at 0
     assert chi_square_p_value(releases, pmf) > 1e-3
     wrong = np.exp([law(0.9).logpdf(value, [3])[0] for value in range(70)])
-    assert chi_square_p_value(releases, wrong) < 1e-6               # the test can tell a wrong law
+    assert chi_square_p_value(releases, wrong) < 1e-6  # the test can tell a wrong law
 
 
 def test_rejection_sampling_from_a_coarsened_release_is_exact():
     binned = PostProcessedRelease(DiscreteLaplace(0.5), bins_of_4, box=np.arange(-80, 130))
-    assert_rejection_matches_exact_posterior(binned, 4, n=20)    # published 4: the raw y was 4, 5, 6 or 7
+    assert_rejection_matches_exact_posterior(binned, 4, n=20)  # published 4: the raw y was 4, 5, 6 or 7
 
 
 @pytest.mark.filterwarnings("ignore:Numba will use object mode")
@@ -100,14 +108,14 @@ def test_pymc_from_a_coarsened_release_matches_enumeration():
 def chi_square_p_value(releases, pmf, last=12):
     """Counts of 0..last and of everything above against the pmf (each bin expects >= 5 here)."""
     observed = np.append([np.count_nonzero(releases == v) for v in range(last + 1)], np.count_nonzero(releases > last))
-    expected = np.append(pmf[:last + 1], pmf[last + 1:].sum()) * releases.size
+    expected = np.append(pmf[: last + 1], pmf[last + 1 :].sum()) * releases.size
     return stats.chisquare(observed, expected).pvalue
 
 
 def test_a_table_outside_the_image_of_the_box_has_probability_zero(three_counties):
     model, z, box = three_counties
     mechanism = PostProcessedRelease(model.mechanism, published_cases, box)
-    assert mechanism.preimage([5, 5, 5], z).shape == (0, 3)     # sums to 15, not the public 10
+    assert mechanism.preimage([5, 5, 5], z).shape == (0, 3)  # sums to 15, not the public 10
     assert np.all(mechanism.logpdf([5, 5, 5], [[6, 3, 1], [4, 4, 2]], z) == -np.inf)
 
 

@@ -26,8 +26,14 @@ def scipy_projection(y_c, y_d, total):
         {"type": "ineq", "fun": lambda x: nonneg @ x, "jac": lambda x: nonneg},
     ]
     x0 = np.r_[np.full(j, total / j), np.zeros(j)]
-    res = optimize.minimize(lambda x: ((x - y) ** 2).sum() / 1000, x0, jac=lambda x: (x - y) / 500,
-                            method="SLSQP", constraints=constraints, options={"ftol": 1e-12, "maxiter": 1000})
+    res = optimize.minimize(
+        lambda x: ((x - y) ** 2).sum() / 1000,
+        x0,
+        jac=lambda x: (x - y) / 500,
+        method="SLSQP",
+        constraints=constraints,
+        options={"ftol": 1e-12, "maxiter": 1000},
+    )
     assert res.success, res.message
     return res.x[:j], res.x[j:]
 
@@ -72,12 +78,15 @@ def test_hand_computed_examples():
     assert out.contracted_case_zeros.tolist() == [False, False]
 
 
-@pytest.mark.parametrize("y_d, expected_d, flags", [
-    (-2, 0, (False, True, False)),
-    (3, 3, (False, False, False)),
-    (7, 5, (False, False, True)),   # moved onto the face cases = deaths
-    (5, 5, (False, False, True)),   # already on that face: a range of y_d collapses onto it
-])
+@pytest.mark.parametrize(
+    "y_d, expected_d, flags",
+    [
+        (-2, 0, (False, True, False)),
+        (3, 3, (False, False, False)),
+        (7, 5, (False, False, True)),  # moved onto the face cases = deaths
+        (5, 5, (False, False, True)),  # already on that face: a range of y_d collapses onto it
+    ],
+)
 def test_single_county(y_d, expected_d, flags):
     out = postprocess([-9], [y_d], 5)  # J = 1: c~ = total, d~ = clip(y_d, 0, total)
     assert out.cases.tolist() == [5] and out.deaths.tolist() == [expected_d]
@@ -176,8 +185,9 @@ def test_integer_step_is_exact_for_any_fractional_projection():
         cases, deaths = _integer_step(num_c[None], num_d[None], np.array([q]), np.array([total]))
         pc, pd = num_c / q, num_d / q
         assert_integer_step_valid(cases[0], deaths[0], pc, pd, total)
-        uncoupled_worse += l1_cost(*uncoupled_rounding(num_c, num_d, q, total), pc, pd) > l1_cost(
-            cases[0], deaths[0], pc, pd) + 1e-9
+        uncoupled_worse += (
+            l1_cost(*uncoupled_rounding(num_c, num_d, q, total), pc, pd) > l1_cost(cases[0], deaths[0], pc, pd) + 1e-9
+        )
     assert uncoupled_worse > 0
 
 
@@ -202,19 +212,22 @@ def test_result_types():
         out.cases[0] = 7
 
 
-@pytest.mark.parametrize("y_cases, y_deaths, total, name", [
-    ([1, 2], [0, 1], -1, "total"),
-    ([1, 2], [0, 1], 2.5, "total"),
-    ([1, 2], [0, 1], [3, 3], "total"),
-    ([[1, 2]], [[0, 1]], [3, 3], "total"),
-    ([1.5, 2], [0, 1], 3, "y_cases"),
-    ([1, 2], [0, np.nan], 3, "y_deaths"),
-    ([1, 2], [0, 1, 1], 3, "y_deaths"),
-    ([], [], 0, "y_cases"),
-    ([[[1]]], [[[1]]], 0, "y_cases"),
-    ([2**60, 0], [0, 0], 3, r"magnitude at most 2\^53"),
-    ([2**53] * 100, [0] * 100, 3, "too large for exact int64 arithmetic"),
-])
+@pytest.mark.parametrize(
+    "y_cases, y_deaths, total, name",
+    [
+        ([1, 2], [0, 1], -1, "total"),
+        ([1, 2], [0, 1], 2.5, "total"),
+        ([1, 2], [0, 1], [3, 3], "total"),
+        ([[1, 2]], [[0, 1]], [3, 3], "total"),
+        ([1.5, 2], [0, 1], 3, "y_cases"),
+        ([1, 2], [0, np.nan], 3, "y_deaths"),
+        ([1, 2], [0, 1, 1], 3, "y_deaths"),
+        ([], [], 0, "y_cases"),
+        ([[[1]]], [[[1]]], 0, "y_cases"),
+        ([2**60, 0], [0, 0], 3, r"magnitude at most 2\^53"),
+        ([2**53] * 100, [0] * 100, 3, "too large for exact int64 arithmetic"),
+    ],
+)
 def test_bad_input(y_cases, y_deaths, total, name):
     with pytest.raises(ValueError, match=name):
         postprocess(y_cases, y_deaths, total)

@@ -4,16 +4,22 @@ wrong noise, every sampler's result works, the figure draws."""
 import numpy as np
 import pytest
 import xarray as xr
+from release_checks import chi_square_p_value
 from scipy import stats
 
 import ppdinfer as pp
 from ppdinfer import generators, mechanisms, priors
 from ppdinfer.models import semidp_table
-from release_checks import chi_square_p_value
 
 BETA_BINOMIAL = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(60), mechanisms.DiscreteLaplace(0.5), names="p")
-SHARES = pp.PPDModel(priors.Dirichlet([30.0] * 5), generators.MultinomialTotal("total"), mechanisms.DiscreteLaplace(1.0),
-                     names="share", x_name="cases", dims={"cases": ("county",)})
+SHARES = pp.PPDModel(
+    priors.Dirichlet([30.0] * 5),
+    generators.MultinomialTotal("total"),
+    mechanisms.DiscreteLaplace(1.0),
+    names="share",
+    x_name="cases",
+    dims={"cases": ("county",)},
+)
 
 
 def test_replicated_releases_follow_the_mechanism_given_x():
@@ -24,11 +30,11 @@ def test_replicated_releases_follow_the_mechanism_given_x():
     y_rep = checked["posterior_predictive"]["y"].values.reshape(-1)
     assert checked["posterior_predictive"]["y"].dims == ("chain", "draw")
     values, counts = np.unique(x, return_counts=True)
-    for value in values[np.argsort(counts)[-2:]]:                # the two most frequent x, > 1,500 draws each
+    for value in values[np.argsort(counts)[-2:]]:  # the two most frequent x, > 1,500 draws each
         noise = y_rep[x == value] - value
         assert noise.size > 1500
         assert chi_square_p_value(noise, BETA_BINOMIAL.mechanism, half_width=6) > 1e-3
-    wrong = np.round(np.random.default_rng(3).laplace(0, 1 / 0.4, size=noise.size))   # a larger noise fails
+    wrong = np.round(np.random.default_rng(3).laplace(0, 1 / 0.4, size=noise.size))  # a larger noise fails
     assert chi_square_p_value(wrong, BETA_BINOMIAL.mechanism, half_width=6) < 1e-6
 
 
@@ -51,22 +57,26 @@ def test_p_values_are_calibrated_when_the_model_is_right_and_extreme_when_the_no
     assert stats.kstest(right[:, 0], "uniform").pvalue > 0.01
     # the realized discrepancy -log pi(y | x) is conservative (centred on 1/2), rarely extreme
     assert 0.4 < right[:, 1].mean() < 0.6 and np.mean(right[:, 1] < 0.05) <= 0.1
-    wrong = _p_values(0.25, 40, seed=2)                    # y released with 4x the noise the model assumes
+    wrong = _p_values(0.25, 40, seed=2)  # y released with 4x the noise the model assumes
     assert np.median(wrong[:, 1]) < 0.05 and np.mean(wrong[:, 1] < 0.05) >= 0.5
     assert np.mean((wrong[:, 0] < 0.05) | (wrong[:, 0] > 0.95)) >= 0.5
 
 
 def test_p_value_counts_ties_half_and_takes_the_users_statistics():
     """y = 2 and y_rep = 1, 2, 2, 3: P(T_rep > T) + P(T_rep = T) / 2 = 1/4 + 1/4."""
-    tree = xr.DataTree.from_dict({
-        "posterior": xr.Dataset({"x": (("chain", "draw"), [[1, 2, 2, 3]])}),
-        "observed_data": xr.Dataset({"y": 2}),
-        "posterior_predictive": xr.Dataset({"y": (("chain", "draw"), [[1, 2, 2, 3]])}),
-    })
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({"x": (("chain", "draw"), [[1, 2, 2, 3]])}),
+            "observed_data": xr.Dataset({"y": 2}),
+            "posterior_predictive": xr.Dataset({"y": (("chain", "draw"), [[1, 2, 2, 3]])}),
+        }
+    )
     p = pp.posterior_predictive_pvalue(tree, BETA_BINOMIAL, {"y": lambda y, x: float(y), "gap": lambda y, x: y - x})
-    assert p.to_dict() == {"y": 0.5, "gap": 0.5}           # y_rep - x = 0 at every draw, y - x = 1, 0, 0, -1
+    assert p.to_dict() == {"y": 0.5, "gap": 0.5}  # y_rep - x = 0 at every draw, y - x = 1, 0, 0, -1
+
     def maximum(y, x):
         return float(np.max(y))
+
     assert pp.posterior_predictive_pvalue(tree, BETA_BINOMIAL, maximum).index.tolist() == ["maximum"]
     with pytest.raises(ValueError, match="statistics must be a callable"):
         pp.posterior_predictive_pvalue(tree, BETA_BINOMIAL, {"bad": 3})
@@ -86,7 +96,7 @@ def test_every_samplers_result_gets_a_posterior_predictive_with_xs_dims():
         replicated = checked["posterior_predictive"]["y"]
         assert replicated.dims == ("chain", "draw", "county") == result["posterior"]["cases"].dims, name
         assert replicated.shape == result["posterior"]["cases"].shape
-        assert "posterior_predictive" not in result.children                      # the input is not modified
+        assert "posterior_predictive" not in result.children  # the input is not modified
         assert np.issubdtype(replicated.dtype, np.integer)
     # importance: the equal-weight posterior resample, not the weighted proposals
     shorter = results["importance"].copy()
@@ -113,8 +123,9 @@ def test_a_non_additive_mechanism_and_a_pymc_result():
     assert stats.kstest((replicated[:, 0, 0] - tables[:, 0, 0]) * mu, "norm").pvalue > 1e-3
     assert stats.kstest((replicated[:, 0, 0] - tables[:, 0, 0]) * mu / 1.5, "norm").pvalue < 1e-6
 
-    idata = model.sample_pymc(y, z, draws=200, tune=200, chains=1, random_seed=3, progressbar=False,
-                              compute_convergence_checks=False)
+    idata = model.sample_pymc(
+        y, z, draws=200, tune=200, chains=1, random_seed=3, progressbar=False, compute_convergence_checks=False
+    )
     del idata["observed_data"]
     with pytest.raises(ValueError, match="pass the observed release as y"):
         pp.posterior_predictive(idata, model)
@@ -129,8 +140,17 @@ def test_the_figure_draws():
     figure = pp.plot_posterior_predictive(checked, SHARES, prob=0.8)
     p = pp.posterior_predictive_pvalue(checked, SHARES)
     assert [ax.get_title() for ax in figure.axes] == [
-        "y: 80% intervals of y_rep", f"sum: p = {p['sum']:.3f}", f"discrepancy: p = {p['discrepancy']:.3f}"]
-    assert len(figure.axes[0].lines[1].get_xdata()) == 5 and figure.axes[0].lines[1].get_ydata().tolist() == [3, 2, 4, 1, 5]
+        "y: 80% intervals of y_rep",
+        f"sum: p = {p['sum']:.3f}",
+        f"discrepancy: p = {p['discrepancy']:.3f}",
+    ]
+    assert len(figure.axes[0].lines[1].get_xdata()) == 5 and figure.axes[0].lines[1].get_ydata().tolist() == [
+        3,
+        2,
+        4,
+        1,
+        5,
+    ]
     figure.canvas.draw()
     # matplotlib is imported inside the plotting function only, never when the module loads
     source = open(pp.inference.predictive.__file__).read()

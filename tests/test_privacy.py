@@ -34,8 +34,7 @@ def lp_w_inf(p, q, support):
         a_eq = np.zeros((2 * m, len(pairs)))
         a_eq[pairs[:, 0], np.arange(len(pairs))] = 1.0
         a_eq[m + pairs[:, 1], np.arange(len(pairs))] = 1.0
-        result = optimize.linprog(np.zeros(len(pairs)), A_eq=a_eq, b_eq=np.r_[p, q], bounds=(0, None),
-                                  method="highs")
+        result = optimize.linprog(np.zeros(len(pairs)), A_eq=a_eq, b_eq=np.r_[p, q], bounds=(0, None), method="highs")
         if result.status == 0:
             return t
     raise AssertionError("no coupling found")
@@ -45,17 +44,20 @@ def exact_w_inf(p, q):
     """W_inf of pmfs on {0, 1, ...} given as Fractions, by the quantile coupling in exact arithmetic."""
     cum_p, cum_q = list(itertools.accumulate(p)), list(itertools.accumulate(q))
     assert cum_p[-1] == cum_q[-1] == 1
-    return max(abs(bisect_left(cum_p, level) - bisect_left(cum_q, level))
-               for level in set(cum_p) | set(cum_q) if level > 0)
+    return max(
+        abs(bisect_left(cum_p, level) - bisect_left(cum_q, level)) for level in set(cum_p) | set(cum_q) if level > 0
+    )
 
 
 def binomial_pmf(size, z, length):
     """Exact Bin(size, z) pmf on {0, ..., length - 1} as Fractions."""
-    return [Fraction(math.comb(size, k)) * z**k * (1 - z)**(size - k) if k <= size else Fraction(0)
-            for k in range(length)]
+    return [
+        Fraction(math.comb(size, k)) * z**k * (1 - z) ** (size - k) if k <= size else Fraction(0) for k in range(length)
+    ]
 
 
 # --- Wasserstein-infinity -----------------------------------------------------------------------
+
 
 def test_point_masses():
     coupling = quantile_coupling([1, 0, 0], [0, 0, 1], [0.0, 1.0, 2.0])
@@ -175,6 +177,7 @@ def test_samples_agree_with_pmf_version():
 
 # --- Example 1: normal mean --------------------------------------------------------------------
 
+
 def test_normal_mean_without_public_information():
     assert delta_normal_mean(4, 2.0) == 0.5
     assert delta_normal_mean(100, 3.0) == pytest.approx(0.03)
@@ -206,6 +209,7 @@ def test_conditional_normal_mean_is_unbounded_over_dependence():
 
 # --- Example 2 / 4: counts under SDL properties --------------------------------------------------
 
+
 def brute_force_sdl(n, allowed, thetas):
     """Remaining secret pairs and Delta_z by enumerating {0, 1}^n (W_inf by linear programming)."""
     databases = np.array(list(itertools.product([0, 1], repeat=n)))
@@ -216,17 +220,27 @@ def brute_force_sdl(n, allowed, thetas):
     for theta in thetas:
         weight = theta**counts * (1 - theta) ** (n - counts) * keep
         for i in {pairs[0], pairs[-1]} if pairs else ():
-            one, zero = (np.bincount(counts[databases[:, i] == j], weight[databases[:, i] == j], n + 1)
-                         for j in (1, 0))
+            one, zero = (np.bincount(counts[databases[:, i] == j], weight[databases[:, i] == j], n + 1) for j in (1, 0))
             delta = max(delta, lp_w_inf(one / one.sum(), zero / zero.sum(), np.arange(n + 1)))
     return pairs, delta
 
 
-@pytest.mark.parametrize("n, allowed", [
-    (6, k_anonymous_counts(6, 2)), (6, k_anonymous_counts(6, 3)), (5, k_anonymous_counts(5, 1)),
-    (5, t_close_counts(5, 0.1, 0.1)), (6, t_close_counts(6, 0.2, 0.6)), (4, [0]), (4, [4]),
-    (4, [0, 4]), (5, [1, 4]), (5, [0, 2, 5]), (5, np.arange(6)),
-])
+@pytest.mark.parametrize(
+    "n, allowed",
+    [
+        (6, k_anonymous_counts(6, 2)),
+        (6, k_anonymous_counts(6, 3)),
+        (5, k_anonymous_counts(5, 1)),
+        (5, t_close_counts(5, 0.1, 0.1)),
+        (6, t_close_counts(6, 0.2, 0.6)),
+        (4, [0]),
+        (4, [4]),
+        (4, [0, 4]),
+        (5, [1, 4]),
+        (5, [0, 2, 5]),
+        (5, np.arange(6)),
+    ],
+)
 def test_sdl_counts_match_enumeration(n, allowed):
     thetas = [0.2, 0.5, 0.7]
     result = delta_sdl_counts(n, allowed, thetas)
@@ -252,6 +266,7 @@ def test_sdl_counts_values():
 
 # --- Section 4.4: correlated counts ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [1, 2, 10, 500])
 def test_correlated_counts_extremes(n):
     assert delta_correlated_counts(n, 0.0, 1.0) == n
@@ -271,10 +286,15 @@ def test_correlated_counts_hand_computed():
     assert delta_correlated_counts(10, 0.3, 0.7) == 5
 
 
-@pytest.mark.parametrize("n, z0, z1, expected", [
-    (10, Fraction(1, 4), Fraction(3, 4), 6), (100, Fraction(1, 64), Fraction(1, 2), 71),
-    (100, Fraction(1, 1024), Fraction(1, 2), 85), (200, Fraction(1, 128), Fraction(1, 4), 118),
-])
+@pytest.mark.parametrize(
+    "n, z0, z1, expected",
+    [
+        (10, Fraction(1, 4), Fraction(3, 4), 6),
+        (100, Fraction(1, 64), Fraction(1, 2), 71),
+        (100, Fraction(1, 1024), Fraction(1, 2), 85),
+        (200, Fraction(1, 128), Fraction(1, 4), 118),
+    ],
+)
 def test_correlated_counts_match_exact_arithmetic(n, z0, z1, expected):
     # Linear-scale float cumulative sums lose the tails that decide the last three (68, 76, 80).
     exact = exact_w_inf([Fraction(0)] + binomial_pmf(n - 1, z1, n), binomial_pmf(n - 1, z0, n + 1))
@@ -315,6 +335,7 @@ def test_figure_4(tmp_path):
 
 
 # --- eps-TP accounting -------------------------------------------------------------------------
+
 
 def test_accounting():
     assert sequential_composition([0.5, 0.25, 1.0]) == 1.75

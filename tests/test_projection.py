@@ -26,7 +26,7 @@ def kkt_residuals(y, s, inv):
     lower = np.concatenate([np.full(A.shape[0], -np.inf), np.zeros(int(active.sum()))])
     fit = optimize.lsq_linear(M, s - y, bounds=(lower, np.inf), tol=1e-14)
     stationarity = np.max(np.abs(M @ fit.x - (s - y)))
-    mu = fit.x[A.shape[0]:]
+    mu = fit.x[A.shape[0] :]
     slackness = np.max(np.abs(mu * slack[active]), initial=0.0)
     return primal, stationarity, slackness
 
@@ -37,7 +37,7 @@ def test_closed_form_matches_the_general_solver():
     x = rng.integers(0, 5, size=6)
     equalities = LinearInvariants(A, A @ x)
     # The same equalities plus a slack inequality that never binds send project_l2 down the SLSQP path.
-    general = equalities & LinearInvariants(None, None, np.ones((1, 6), dtype=int), [-10**6])
+    general = equalities & LinearInvariants(None, None, np.ones((1, 6), dtype=int), [-(10**6)])
     for _ in range(5):
         y = x + rng.normal(0, 3, size=6)
         closed = project_l2(y, equalities)
@@ -58,10 +58,13 @@ def test_nnl2_matches_an_independent_qp_solver():
         for _ in range(3):
             y = rng.normal(1.0, 2.5, size=inv.n_cells)
             reference = optimize.minimize(
-                lambda s: 0.5 * np.sum((s - y) ** 2), np.zeros(inv.n_cells), jac=lambda s: s - y,
-                method="trust-constr", constraints=[optimize.LinearConstraint(A, a, a),
-                                                    optimize.LinearConstraint(B, b, np.inf)],
-                options={"gtol": 1e-12, "xtol": 1e-12, "maxiter": 5000})
+                lambda s: 0.5 * np.sum((s - y) ** 2),
+                np.zeros(inv.n_cells),
+                jac=lambda s: s - y,
+                method="trust-constr",
+                constraints=[optimize.LinearConstraint(A, a, a), optimize.LinearConstraint(B, b, np.inf)],
+                options={"gtol": 1e-12, "xtol": 1e-12, "maxiter": 5000},
+            )
             # trust-constr is an interior-point method: it stops about 1e-5 inside the boundary.
             np.testing.assert_allclose(project_l2(y.reshape(inv.shape), inv).ravel(), reference.x, atol=1e-4)
 
@@ -138,6 +141,7 @@ def test_infeasible_equalities_without_inequalities():
 
 # -- extreme inputs --------------------------------------------------------------------------------
 
+
 def simplex_projection(y, total):
     """Projection onto {s >= 0, sum s = total} by the sort-and-threshold rule (an independent method)."""
     u = np.sort(y)[::-1]
@@ -162,7 +166,7 @@ def test_l2_projection_matches_the_simplex_rule_at_every_scale():
 
 @pytest.mark.parametrize("big", [1e9, 1e10, 1e15, 2.0**52])
 def test_l1_projection_of_a_huge_cell(big):
-    assert project_l1_integer([big, 3.1, 2.6], TOTAL4).tolist() == [0, 2, 2]   # as for y = [4, 3.1, 2.6]
+    assert project_l1_integer([big, 3.1, 2.6], TOTAL4).tolist() == [0, 2, 2]  # as for y = [4, 3.1, 2.6]
 
 
 def test_l1_projection_refuses_values_beyond_2_to_the_53():
@@ -171,6 +175,7 @@ def test_l1_projection_refuses_values_beyond_2_to_the_53():
 
 
 # -- Gong & Meng's f_L1 (Example 4.1) ----------------------------------------------------------------
+
 
 def convex_combination_density(t, beta, eps):
     """(A.1), the density of beta u1 + (1 - beta) u2 for u iid Laplace(2 / eps), from the paper's form."""
@@ -203,12 +208,13 @@ def test_l1_convex_combination_privacy_is_eps_over_twice_max_beta(beta):
     # y = (30, 20) against x = y - (t, -t) and its neighbour x - (1, -1): log g(t) - log g(t + 1)
     far = np.geomspace(1e3, 1e9, 200)
     t = np.sort(np.concatenate([np.linspace(-400, 400, 20_001), far, -far]))
-    log_ratio = (mechanism.logpdf([30.0, 20.0], np.column_stack([30.0 - t, 20.0 + t]))
-                 - mechanism.logpdf([30.0, 20.0], np.column_stack([29.0 - t, 21.0 + t])))
-    assert np.all(np.diff(log_ratio) >= -1e-6)   # monotone (g is log-concave), to rounding at t ~ 1e9
+    log_ratio = mechanism.logpdf([30.0, 20.0], np.column_stack([30.0 - t, 20.0 + t])) - mechanism.logpdf(
+        [30.0, 20.0], np.column_stack([29.0 - t, 21.0 + t])
+    )
+    assert np.all(np.diff(log_ratio) >= -1e-6)  # monotone (g is log-concave), to rounding at t ~ 1e9
     loss = float(np.max(np.abs(log_ratio)))
     assert loss <= mechanism.privacy_epsilon + 1e-6
-    assert loss == pytest.approx(mechanism.privacy_epsilon, abs=1e-6)   # beta = 1/2 approaches it as 1 / t
+    assert loss == pytest.approx(mechanism.privacy_epsilon, abs=1e-6)  # beta = 1/2 approaches it as 1 / t
     assert mechanism.privacy_epsilon == pytest.approx(eps / (2 * max(beta, 1 - beta)))
 
 
@@ -243,4 +249,4 @@ def test_l1_convex_combination_checks_its_input():
         mechanism.release([1, 2, 3])
     with pytest.raises(ValueError, match="size must be 2"):
         mechanism.log_bound(size=3)
-    assert mechanism.logpdf([3.0, 5.0], [[3, 4]])[0] == -np.inf   # another total
+    assert mechanism.logpdf([3.0, 5.0], [[3, 4]])[0] == -np.inf  # another total

@@ -12,8 +12,11 @@ COVARIANCES = [[[1.0, 0.3], [0.3, 1.0]], [[1.2, 0.0], [0.0, 0.8]], [[1.0, -0.2],
 DIRECTION = np.array([1.0, 2.0]) / np.sqrt(5)
 
 
-@pytest.mark.parametrize("noise", [0.7, CorrelatedGaussian(2.0 * np.outer(DIRECTION, DIRECTION) + 0.1 * np.eye(2))],
-                         ids=["isotropic", "correlated"])
+@pytest.mark.parametrize(
+    "noise",
+    [0.7, CorrelatedGaussian(2.0 * np.outer(DIRECTION, DIRECTION) + 0.1 * np.eye(2))],
+    ids=["isotropic", "correlated"],
+)
 def test_samplers_match_the_closed_form_posterior(noise):
     model = property_secret.model(MEANS, COVARIANCES, noise, prior=[0.5, 0.3, 0.2])
     y = np.array([1.2, 0.1])

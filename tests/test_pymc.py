@@ -1,6 +1,5 @@
 """The PyMC layer against the mechanisms and against exact_posterior."""
 
-
 import numpy as np
 import pymc as pm
 import pytest
@@ -61,8 +60,12 @@ def test_prior_predictive_in_a_model():
 TWINS = {
     "beta_binomial": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None, {}),
     "beta_binomial_latent": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None, {"marginalize": False}),
-    "county_counts": (county_counts.model(epsilon=1.0, concentration=20.0), [6, 2, 5],
-                      county_counts.public_information([5, 3, 3], 12), {}),
+    "county_counts": (
+        county_counts.model(epsilon=1.0, concentration=20.0),
+        [6, 2, 5],
+        county_counts.public_information([5, 3, 3], 12),
+        {},
+    ),
     "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.public_information([10, 12], 9), {}),
 }
 
@@ -76,7 +79,9 @@ def _check_against_exact(idata, model, y, z):
     assert np.all(summary["r_hat"] <= 1.01)
     draws = idata.posterior[name].values.reshape(-1, exact["exact"].sizes["component"])
     ess = az.ess(idata, var_names=[name])[name].values.reshape(-1)
-    z_scores = (draws.mean(axis=0) - exact["exact"]["theta_mean"].values) / (exact["exact"]["theta_sd"].values / np.sqrt(ess))
+    z_scores = (draws.mean(axis=0) - exact["exact"]["theta_mean"].values) / (
+        exact["exact"]["theta_sd"].values / np.sqrt(ess)
+    )
     assert np.all(np.abs(z_scores) < 4.5), z_scores
     return exact
 
@@ -112,8 +117,14 @@ def test_latent_counts_with_nuts_for_theta():
 def test_step_refuses_a_start_outside_the_public_total():
     model, y, z, _ = TWINS["county_counts"]
     with model.to_pymc(y, z), pytest.raises(Exception, match="cases"):
-        ppm.sample(draws=10, tune=0, chains=1, initvals={"cases": np.array([6, 2, 5])}, progressbar=False,
-                   compute_convergence_checks=False)
+        ppm.sample(
+            draws=10,
+            tune=0,
+            chains=1,
+            initvals={"cases": np.array([6, 2, 5])},
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
 
 
 def test_step_needs_a_privacy_release_and_a_supported_prior():
@@ -141,9 +152,18 @@ def test_parallel_chains_reproduce_sequential_ones():
     runs = []
     for cores in (1, 2):
         with model.to_pymc(y, z):
-            runs.append(ppm.sample(draws=200, tune=100, chains=2, cores=cores, random_seed=9, progressbar=False,
-                                   mp_ctx="spawn",  # no fork of a process with threads (numba, dask)
-                                   compute_convergence_checks=False))
+            runs.append(
+                ppm.sample(
+                    draws=200,
+                    tune=100,
+                    chains=2,
+                    cores=cores,
+                    random_seed=9,
+                    progressbar=False,
+                    mp_ctx="spawn",  # no fork of a process with threads (numba, dask)
+                    compute_convergence_checks=False,
+                )
+            )
     assert np.array_equal(runs[0].posterior["cases"].values, runs[1].posterior["cases"].values)
     assert np.allclose(runs[0].posterior["share"].values, runs[1].posterior["share"].values)
 
@@ -174,8 +194,9 @@ def test_wasserstein_naive_release_posterior_matches_enumeration():
         share = pm.Dirichlet("share", a=alpha)
         cases = pm.Multinomial("cases", n=total, p=share, initval=np.array([5, 1, 4]))
         ppm.WassersteinNaive("y", mu=cases, epsilon=epsilon, sigma=sigma, observed=y)
-        idata = ppm.sample(draws=2000, tune=300, chains=2, random_seed=3, progressbar=False,
-                           compute_convergence_checks=False)
+        idata = ppm.sample(
+            draws=2000, tune=300, chains=2, random_seed=3, progressbar=False, compute_convergence_checks=False
+        )
     import arviz as az
 
     draws = idata.posterior["cases"].values.reshape(-1, 3)

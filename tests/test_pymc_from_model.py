@@ -26,8 +26,13 @@ def binomial_model(mechanism):
 
 
 def multinomial_model(mechanism):
-    return pp.PPDModel(pp.priors.Dirichlet([1.0, 2.0, 1.0]), pp.generators.MultinomialTotal("total"), mechanism,
-                       names="share", x_name="cases")
+    return pp.PPDModel(
+        pp.priors.Dirichlet([1.0, 2.0, 1.0]),
+        pp.generators.MultinomialTotal("total"),
+        mechanism,
+        names="share",
+        x_name="cases",
+    )
 
 
 def exact_means(model, y, z):
@@ -55,19 +60,27 @@ def test_continuous_laplace_on_a_binomial_count_matches_enumeration():
     assert idata["posterior"]["x"].dtype.kind == "i"
 
 
-@pytest.mark.parametrize("mechanism, y", [
-    (M.Gaussian(sigma=2.0), 13.3),
-    (M.DiscreteGaussian(sigma=2.0), 13),
-    (M.Tulap(0.5), 13.3),                       # not additive: the generic (Python) moves
-], ids=["Gaussian", "DiscreteGaussian", "Tulap"])
+@pytest.mark.parametrize(
+    "mechanism, y",
+    [
+        (M.Gaussian(sigma=2.0), 13.3),
+        (M.DiscreteGaussian(sigma=2.0), 13),
+        (M.Tulap(0.5), 13.3),  # not additive: the generic (Python) moves
+    ],
+    ids=["Gaussian", "DiscreteGaussian", "Tulap"],
+)
 def test_binomial_count_matches_enumeration(mechanism, y):
     assert_matches_enumeration(binomial_model(mechanism), y, draws=1000)
 
 
-@pytest.mark.parametrize("mechanism, y", [
-    (M.DiscreteLaplace(0.5), [12, 9, 5]),        # compiled kernel, theta integrated out then drawn exactly
-    (M.Tulap(0.5), [12.2, 9.5, 5.1]),            # generic pair moves
-], ids=["DiscreteLaplace", "Tulap"])
+@pytest.mark.parametrize(
+    "mechanism, y",
+    [
+        (M.DiscreteLaplace(0.5), [12, 9, 5]),  # compiled kernel, theta integrated out then drawn exactly
+        (M.Tulap(0.5), [12.2, 9.5, 5.1]),  # generic pair moves
+    ],
+    ids=["DiscreteLaplace", "Tulap"],
+)
 def test_multinomial_cells_match_enumeration_and_keep_the_total(mechanism, y):
     idata = assert_matches_enumeration(multinomial_model(mechanism), y, {"total": 25}, draws=1000)
     assert bool((idata["posterior"]["cases"].sum(axis=-1) == 25).all())
@@ -83,8 +96,9 @@ def test_release_is_the_mechanism_logpdf():
 
 
 def test_poisson_count_starts_at_the_release_and_gets_the_augmentation_step():
-    model = pp.PPDModel(pp.priors.Gamma(2.0, 0.1), pp.generators.Poisson([1.0, 2.0]), M.Laplace(1.0),
-                        names="rate", x_name="counts")
+    model = pp.PPDModel(
+        pp.priors.Gamma(2.0, 0.1), pp.generators.Poisson([1.0, 2.0]), M.Laplace(1.0), names="rate", x_name="counts"
+    )
     twin = from_model(model, [4.6, -1.2])
     assert twin.initial_point()["counts"].tolist() == [5, 0]
     with twin:
@@ -93,13 +107,18 @@ def test_poisson_count_starts_at_the_release_and_gets_the_augmentation_step():
 
 
 def test_named_components_of_theta_match_enumeration():
-    model = pp.PPDModel(pp.priors.Dirichlet([1.0, 2.0, 1.0]), pp.generators.MultinomialTotal("total"),
-                        M.DiscreteLaplace(0.5), names=["north", "centre", "south"], x_name="cases")
+    model = pp.PPDModel(
+        pp.priors.Dirichlet([1.0, 2.0, 1.0]),
+        pp.generators.MultinomialTotal("total"),
+        M.DiscreteLaplace(0.5),
+        names=["north", "centre", "south"],
+        x_name="cases",
+    )
     theta_mean, _ = exact_means(model, [12, 9, 5], {"total": 25})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         idata = sample_model(model, [12, 9, 5], {"total": 25}, draws=1000, **SAMPLE)
-    for name, exact in zip(model.names, theta_mean, strict=True):   # reported under their names, like the exact samplers
+    for name, exact in zip(model.names, theta_mean, strict=True):  # reported under their names, like the exact samplers
         draws = idata["posterior"][name]
         assert draws.dims == ("chain", "draw")
         assert abs(float(draws.mean()) - exact) <= 4 * float(az.mcse(idata, var_names=[name])[name])
@@ -130,5 +149,7 @@ def test_unsupported_parts_raise_clear_errors():
 
 def test_op_is_the_mechanism_logpdf():
     op = MechanismLogLikelihood(M.DiscreteLaplace(1.0))
-    assert op.loglik(np.array([2, 3]), np.array([[2, 3], [3, 3]])).round(4).tolist() == \
-        M.DiscreteLaplace(1.0).logpdf([2, 3], [[2, 3], [3, 3]]).round(4).tolist()
+    assert (
+        op.loglik(np.array([2, 3]), np.array([[2, 3], [3, 3]])).round(4).tolist()
+        == M.DiscreteLaplace(1.0).logpdf([2, 3], [[2, 3], [3, 3]]).round(4).tolist()
+    )

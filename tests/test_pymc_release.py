@@ -20,8 +20,14 @@ from scipy import stats
 
 import ppdinfer as pp
 import ppdinfer.pymc as ppm
-from ppdinfer.kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, MULTINOMIAL, POISSON,
-                                           augmentation_sweeps)
+from ppdinfer.kernels.augmentation import (
+    BINOMIAL,
+    DIRICHLET_MULTINOMIAL,
+    GAMMA_POISSON,
+    MULTINOMIAL,
+    POISSON,
+    augmentation_sweeps,
+)
 from ppdinfer.models import congenial_counts
 from ppdinfer.privacy import contingency_sensitivity_space
 from ppdinfer.pymc.augmentation import gamma_poisson_rate, generic_sweeps
@@ -45,12 +51,13 @@ def assert_mean(idata, name, exact, k=4.0):
 
 # -- one implementation of the moves ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON, GAMMA_POISSON])
 def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind):
     y = np.array([3.4, 9.1, 0.2, 5.5])
     rate, power = 0.7, 1
     x = np.array([4, 6, 1, 5], dtype=np.int64)
-    n = np.full(4, 16.0 if kind == BINOMIAL else 2.5)   # trials, or a Gamma-Poisson's shape
+    n = np.full(4, 16.0 if kind == BINOMIAL else 2.5)  # trials, or a Gamma-Poisson's shape
     p = np.array([0.2, 0.4, 0.1, 0.3]) if kind != POISSON else np.array([3.0, 8.0, 1.0, 5.0])
     if kind == DIRICHLET_MULTINOMIAL:
         p = np.array([1.0, 2.0, 0.5, 1.5])
@@ -59,12 +66,13 @@ def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind):
     compiled_rates = augmentation_sweeps(kind, compiled, y, n, p, rate, power, False, scale, 7, 123)
     generic_rates = generic_sweeps(kind, generic, n, p, scale, 7, lambda v: -rate * np.abs(y - v).sum(), 123)
     assert np.array_equal(compiled, generic) and np.allclose(compiled_rates, generic_rates)
-    assert compiled_rates.min() > 0 and not np.array_equal(compiled, x)   # it moved
+    assert compiled_rates.min() > 0 and not np.array_equal(compiled, x)  # it moved
     if kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL):
         assert compiled.sum() == x.sum()
 
 
 # -- every mechanism family against enumeration --------------------------------------------------------
+
 
 def _coarsened(mechanism):
     """A discrete Laplace release published in bins of 4 (post-processed)."""
@@ -94,8 +102,9 @@ BINOMIAL_RELEASES = {
 @pytest.mark.parametrize("name", BINOMIAL_RELEASES)
 def test_release_of_a_binomial_count_matches_enumeration(name):
     mechanism, y = BINOMIAL_RELEASES[name][0](), BINOMIAL_RELEASES[name][1]
-    exact = pp.exact_posterior(pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), mechanism, names="p"),
-                               y)["exact"]
+    exact = pp.exact_posterior(pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), mechanism, names="p"), y)[
+        "exact"
+    ]
     with pm.Model() as model:
         p = pm.Beta("p", 2, 3)
         x = pm.Binomial("x", n=30, p=p)
@@ -103,7 +112,7 @@ def test_release_of_a_binomial_count_matches_enumeration(name):
     idata = fit(model)
     assert_mean(idata, "p", exact["theta_mean"].values)
     assert_mean(idata, "x", exact["x_pmf"].values @ exact["x_support"].values.reshape(-1))
-    assert "accept_prior" in idata["sample_stats"]      # x had the augmentation step, not Metropolis
+    assert "accept_prior" in idata["sample_stats"]  # x had the augmentation step, not Metropolis
 
 
 def test_congenial_release_of_counts_with_a_public_total_matches_enumeration():
@@ -114,7 +123,7 @@ def test_congenial_release_of_counts_with_a_public_total_matches_enumeration():
         share = pm.Dirichlet("share", a=np.ones(3))
         counts = pm.Multinomial("counts", n=5, p=share, initval=ppm.feasible_total_start(y, 5))
         ppm.Release("y", gallery.mechanism, counts, observed=y)
-    idata = fit(model, draws=600)   # the congenial logpdf costs 0.2 ms a call
+    idata = fit(model, draws=600)  # the congenial logpdf costs 0.2 ms a call
     assert bool((idata["posterior"]["counts"].sum("counts_dim_0") == 5).all())
     assert_mean(idata, "counts", exact["x_pmf"].values @ exact["x_support"].values.reshape(exact["x_pmf"].size, -1))
     assert_mean(idata, "share", exact["theta_mean"].values)
@@ -125,10 +134,14 @@ def _table(n11):
     return pt.stack([pt.stack([n11, 6 - n11]), pt.stack([4 - n11, 1 + n11])])
 
 
-@pytest.mark.parametrize("mechanism", [
-    M.SemiDPGaussian(1.0, contingency_sensitivity_space(2, 2)),
-    M.KNormMechanism(1.0, contingency_sensitivity_space(2, 2)),
-], ids=["SemiDPGaussian", "KNormMechanism"])
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        M.SemiDPGaussian(1.0, contingency_sensitivity_space(2, 2)),
+        M.KNormMechanism(1.0, contingency_sensitivity_space(2, 2)),
+    ],
+    ids=["SemiDPGaussian", "KNormMechanism"],
+)
 def test_semidp_release_of_a_table_with_public_margins_matches_enumeration(mechanism):
     # x is an expression of one integer latent: the table with the public margins
     support = np.arange(5)
@@ -155,8 +168,9 @@ def test_wasserstein_exponential_release_of_cases_and_deaths_matches_enumeration
             for d1 in range(4 - c0 + 1):
                 rows.append((cases, np.array([d0, d1])))
     tables = np.array([np.stack([c, d]) for c, d in rows])
-    log_prior = np.array([stats.multinomial.logpmf(c, 4, [0.5, 0.5]) + stats.binom.logpmf(d, c, 0.3).sum()
-                          for c, d in rows])
+    log_prior = np.array(
+        [stats.multinomial.logpmf(c, 4, [0.5, 0.5]) + stats.binom.logpmf(d, c, 0.3).sum() for c, d in rows]
+    )
     log_post = log_prior + mechanism.logpdf(y, tables)
     weights = np.exp(log_post - log_post.max())
     weights /= weights.sum()
@@ -181,11 +195,11 @@ def test_rows_of_a_table_keep_their_totals_and_match_enumeration(mechanism):
         ppm.Release("y", mechanism, table, observed=y)
     idata = fit(model)
     assert bool((idata["posterior"]["table"].sum("table_dim_1") == totals).all())
-    assert_mean(idata, "table", [e["x_pmf"].values @ e["x_support"].values.reshape(e["x_pmf"].size, -1)
-                                 for e in exact])
+    assert_mean(idata, "table", [e["x_pmf"].values @ e["x_support"].values.reshape(e["x_pmf"].size, -1) for e in exact])
 
 
 # -- continuous x: gradients for NUTS ------------------------------------------------------------------
+
 
 def test_gaussian_release_of_continuous_values_matches_the_conjugate_posterior():
     y, tau, sigma = np.array([1.2, -0.7, 3.1]), 2.0, 1.5
@@ -213,6 +227,7 @@ def test_non_additive_release_of_a_continuous_value_matches_quadrature():
 
 # -- models users write, and what sample assigns ---------------------------------------------------------
 
+
 def test_a_plain_normal_release_of_poisson_counts_gets_the_augmentation_step():
     # the model a user writes without ppdinfer: x ~ Poisson(e lambda), y ~ Normal(x, sigma)
     exposure, sigma, y = np.array([2.0, 5.0]), 3.0, np.array([7.4, 11.2])
@@ -223,7 +238,7 @@ def test_a_plain_normal_release_of_poisson_counts_gets_the_augmentation_step():
     idata = fit(model)
     assert "accept_prior" in idata["sample_stats"]
     support = np.arange(80)
-    for k in range(2):   # x_k's prior is negative binomial (Gamma-Poisson)
+    for k in range(2):  # x_k's prior is negative binomial (Gamma-Poisson)
         log_post = stats.nbinom.logpmf(support, 2.0, 1 / (1 + exposure[k])) + stats.norm.logpdf(y[k], support, sigma)
         weights = np.exp(log_post - log_post.max())
         mean = weights @ support / weights.sum()
@@ -272,12 +287,13 @@ def test_posterior_predictive_releases_come_from_the_mechanism():
     y_rep = replicated["posterior_predictive"]["y"].values
     x = idata["posterior"]["x"].values
     assert y_rep.shape == x.shape and y_rep.dtype.kind == "i"
-    noise = (y_rep - x).ravel()   # discrete Laplace noise, variance 2a / (1 - a)^2
+    noise = (y_rep - x).ravel()  # discrete Laplace noise, variance 2a / (1 - a)^2
     a = np.exp(-1.0)
     assert abs(noise.var() - 2 * a / (1 - a) ** 2) < 0.15 and abs(noise.mean()) < 0.1
 
 
 # -- bad input -------------------------------------------------------------------------------------------
+
 
 def test_bad_releases_are_refused():
     with pm.Model():

@@ -10,8 +10,14 @@ from ppdinfer import generators, mechanisms, priors
 from ppdinfer.models import beta_binomial, semidp_table
 
 BETA_BINOMIAL = beta_binomial.model(n=50, epsilon=0.5)
-COUNTS = pp.PPDModel(priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal("total"),
-                     mechanisms.DiscreteLaplace(0.3), names="share", x_name="cases", dims={"cases": ("county",)})
+COUNTS = pp.PPDModel(
+    priors.Dirichlet([1.0, 1.0, 1.0]),
+    generators.MultinomialTotal("total"),
+    mechanisms.DiscreteLaplace(0.3),
+    names="share",
+    x_name="cases",
+    dims={"cases": ("county",)},
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +27,27 @@ def results():
         "rejection": pp.rejection_sample(BETA_BINOMIAL, 20, draws=300, random_seed=1, progressbar=False),
         "importance": pp.importance_sample(COUNTS, [8, 7, 6], z, draws=2000, random_seed=2),
         "exact": pp.exact_posterior(COUNTS, [8, 7, 6], z, draws=200, random_seed=3),
-        "pymc": ppm.sample_model(COUNTS, [8, 7, 6], z, draws=100, tune=100, chains=2, random_seed=4,
-                                 progressbar=False, compute_convergence_checks=False),
+        "pymc": ppm.sample_model(
+            COUNTS,
+            [8, 7, 6],
+            z,
+            draws=100,
+            tune=100,
+            chains=2,
+            random_seed=4,
+            progressbar=False,
+            compute_convergence_checks=False,
+        ),
         "semidp_pymc": semidp_table.model(mu=1.0, shape=(2, 2)).sample_pymc(
-            [[3.6, 2.4], [1.4, 2.6]], semidp_table.public_information([6, 4], [5, 5]), draws=100, tune=100,
-            chains=1, random_seed=5, progressbar=False, compute_convergence_checks=False),
+            [[3.6, 2.4], [1.4, 2.6]],
+            semidp_table.public_information([6, 4], [5, 5]),
+            draws=100,
+            tune=100,
+            chains=1,
+            random_seed=5,
+            progressbar=False,
+            compute_convergence_checks=False,
+        ),
     }
     out["predictive"] = pp.posterior_predictive(out["exact"], COUNTS, random_seed=6)
     return out
@@ -37,11 +59,12 @@ def test_save_and_load_give_the_same_result(results, name, tmp_path):
     path = tmp_path / f"{name}.nc"
     pp.save(result, path)
     loaded = pp.load(path)
-    assert loaded.identical(result)                       # values, dims, coordinates and attributes
+    assert loaded.identical(result)  # values, dims, coordinates and attributes
     for original, back in zip(result.subtree, loaded.subtree):
         assert original.path == back.path
-        assert {k: type(v) for k, v in original.attrs.items() if isinstance(v, (bool, list, str))} == \
-            {k: type(v) for k, v in back.attrs.items() if isinstance(v, (bool, list, str))}
+        assert {k: type(v) for k, v in original.attrs.items() if isinstance(v, (bool, list, str))} == {
+            k: type(v) for k, v in back.attrs.items() if isinstance(v, (bool, list, str))
+        }
         for variable in original.data_vars:
             assert back[variable].dtype == original[variable].dtype
     assert pp.summary(loaded).equals(pp.summary(result))
@@ -52,8 +75,9 @@ def test_attributes_that_netcdf_cannot_hold_survive(results, tmp_path):
     rejection = results["rejection"]
     assert rejection.attrs["theta_names"] == ["p"] and rejection.attrs["complete"] is True
     tree = rejection.copy()
-    tree["posterior"].attrs.update({"nested": {"a": [1, 2.5], "b": None}, "one": np.array([3.0]),
-                                    "flag": np.bool_(False), "pair": (1, 2)})
+    tree["posterior"].attrs.update(
+        {"nested": {"a": [1, 2.5], "b": None}, "one": np.array([3.0]), "flag": np.bool_(False), "pair": (1, 2)}
+    )
     pp.save(tree, tmp_path / "r.nc")
     loaded = pp.load(tmp_path / "r.nc")
     assert loaded.attrs["theta_names"] == ["p"] and loaded.attrs["complete"] is True
@@ -110,8 +134,8 @@ def test_summary_of_a_function_of_x(results):
     assert table.loc["cases", "mean"] == pytest.approx(values.mean())
     assert table.loc["cases", "sd"] == pytest.approx(values.std())
     counts = np.array([np.mean(values <= v) for v in range(21)])
-    lower = np.flatnonzero(counts > 0.1)[0]                              # smallest v with P(X <= v) > 0.1
-    upper = max(v for v in range(21) if np.mean(values >= v) > 0.1)     # largest v with P(X >= v) > 0.1
+    lower = np.flatnonzero(counts > 0.1)[0]  # smallest v with P(X <= v) > 0.1
+    upper = max(v for v in range(21) if np.mean(values >= v) > 0.1)  # largest v with P(X >= v) > 0.1
     assert (table.loc["cases", "lower"], table.loc["cases", "upper"]) == (lower, upper)
     # an unnamed array, its dims in another order, with an event axis
     unnamed = (draws * 1.0).rename(None).transpose("county", "draw", "chain")

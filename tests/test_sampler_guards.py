@@ -11,8 +11,7 @@ import ppdinfer as pp
 from ppdinfer import generators, priors
 from ppdinfer.interop import from_noise
 from ppdinfer.invariants import LinearInvariants
-from ppdinfer.mechanisms import (BoxMassWarning, Congenial, DiscreteGaussian, DiscreteLaplace,
-                                 PostProcessedRelease)
+from ppdinfer.mechanisms import BoxMassWarning, Congenial, DiscreteGaussian, DiscreteLaplace, PostProcessedRelease
 
 BETA_BINOMIAL = pp.PPDModel(priors.Beta(2, 3), generators.Binomial(20), DiscreteLaplace(1.0), names="p")
 #: The same model on a theta grid (a scipy prior has no conjugate pair).
@@ -24,16 +23,23 @@ def clip_at_zero(y, z):
 
 
 def clipped_model(box):
-    return pp.PPDModel(priors.Beta(2, 3), generators.Binomial(20),
-                       PostProcessedRelease(DiscreteGaussian(4.0), clip_at_zero, box=box), names="p")
+    return pp.PPDModel(
+        priors.Beta(2, 3),
+        generators.Binomial(20),
+        PostProcessedRelease(DiscreteGaussian(4.0), clip_at_zero, box=box),
+        names="p",
+    )
 
 
 def sampler_runs(model, y, z=None):
     """The three samplers on (y, z), small and seeded."""
-    return {"exact": lambda: pp.exact_posterior(model, y, z, draws=500, random_seed=1),
-            "importance": lambda: pp.importance_sample(model, y, z, draws=2000, random_seed=1),
-            "rejection": lambda: pp.rejection_sample(model, y, z, draws=300, random_seed=1, progressbar=False,
-                                                     max_seconds=20)}
+    return {
+        "exact": lambda: pp.exact_posterior(model, y, z, draws=500, random_seed=1),
+        "importance": lambda: pp.importance_sample(model, y, z, draws=2000, random_seed=1),
+        "rejection": lambda: pp.rejection_sample(
+            model, y, z, draws=300, random_seed=1, progressbar=False, max_seconds=20
+        ),
+    }
 
 
 def quietly(run):
@@ -48,9 +54,9 @@ def test_a_proposal_that_misses_the_posterior_is_warned_about():
     with pytest.warns(pp.ImportanceWarning, match=r"does not cover the posterior's support") as caught:
         result = pp.importance_sample(BETA_BINOMIAL, 7, draws=20000, proposal=stats.uniform(0.5, 0.1), random_seed=1)
     biased = float(pp.weighted_mean(result)["p"])
-    assert abs(biased - exact) > 0.15                    # the estimate it warns about: 0.54 against 0.36
+    assert abs(biased - exact) > 0.15  # the estimate it warns about: 0.54 against 0.36
     message = str(caught[0].message)
-    assert "zero at 8" in message and "prior draws" in message   # 86 % of the prior draws lie outside (0.5, 0.6)
+    assert "zero at 8" in message and "prior draws" in message  # 86 % of the prior draws lie outside (0.5, 0.6)
 
 
 @pytest.mark.parametrize("proposal", [stats.uniform(0, 1), stats.uniform(0.02, 0.9)])
@@ -89,7 +95,7 @@ def test_check_box_measures_the_missing_mass_exactly():
 # -- 3. exact_posterior's grid ---------------------------------------------------------------------------------
 def test_a_repeated_grid_value_is_refused_and_the_order_does_not_matter():
     with pytest.raises(ValueError, match=r"theta_grid holds 0.2 more than once"):
-        pp.exact_posterior(GRIDDED, 7, theta_grid=[.5, .2, .2, .9])
+        pp.exact_posterior(GRIDDED, 7, theta_grid=[0.5, 0.2, 0.2, 0.9])
     grid = np.linspace(0.01, 0.99, 99)
     shuffled = np.random.default_rng(0).permutation(grid)
     means = [float(pp.exact_posterior(GRIDDED, 7, theta_grid=g)["exact"]["theta_mean"][0]) for g in (grid, shuffled)]
@@ -102,7 +108,7 @@ def test_a_grid_too_large_is_refused_before_it_is_computed():
         pp.exact_posterior(GRIDDED, 7, grid_size=10**8)
     with pytest.raises(ValueError, match=r"a grid of 10,000,000,000,000,000,000 theta values"):
         pp.exact_posterior(GRIDDED, 7, grid_size=10**19)
-    assert time.perf_counter() - start < 5          # 212 s and 6.2 GB before
+    assert time.perf_counter() - start < 5  # 212 s and 6.2 GB before
 
 
 def test_a_refusal_for_memory_is_short():
@@ -136,7 +142,7 @@ def test_cores_beyond_the_machine_are_capped_with_a_warning():
     start = time.perf_counter()
     with pytest.warns(UserWarning, match=rf"cores=10000 exceeds the {available_cores()} cores available"):
         result = pp.rejection_sample(BETA_BINOMIAL, 7, draws=100, random_seed=1, progressbar=False, cores=10**4)
-    assert time.perf_counter() - start < 10       # 97 s and 1.8 GB before
+    assert time.perf_counter() - start < 10  # 97 s and 1.8 GB before
     reference = pp.rejection_sample(BETA_BINOMIAL, 7, draws=100, random_seed=1, progressbar=False, cores=1)
     np.testing.assert_array_equal(result["posterior"]["p"].values, reference["posterior"]["p"].values)
 
@@ -157,16 +163,19 @@ def test_a_published_value_outside_the_image_has_probability_zero(sampler):
     assert time.perf_counter() - start < 5
 
 
-CONGENIAL = pp.PPDModel(priors.Dirichlet([1.0, 1.0, 1.0]), generators.MultinomialTotal("total"),
-                        Congenial(DiscreteLaplace(1.0), LinearInvariants.grand_total(3, 4)
-                                  & LinearInvariants.nonnegative(3)), names="share")
+CONGENIAL = pp.PPDModel(
+    priors.Dirichlet([1.0, 1.0, 1.0]),
+    generators.MultinomialTotal("total"),
+    Congenial(DiscreteLaplace(1.0), LinearInvariants.grand_total(3, 4) & LinearInvariants.nonnegative(3)),
+    names="share",
+)
 
 
 @pytest.mark.parametrize("sampler", ["exact", "importance", "rejection"])
 def test_a_congenial_release_off_the_invariants_has_probability_zero(sampler):
     with pytest.raises(ValueError, match=r"y has probability zero under the model: y breaks the congenial"):
         sampler_runs(CONGENIAL, [3, 1, 1], {"total": 4})[sampler]()
-    quietly(sampler_runs(CONGENIAL, [3, 1, 0], {"total": 4})[sampler])    # a release that keeps them
+    quietly(sampler_runs(CONGENIAL, [3, 1, 0], {"total": 4})[sampler])  # a release that keeps them
 
 
 @pytest.mark.parametrize("sampler", ["exact", "importance", "rejection"])
@@ -175,10 +184,14 @@ def test_probability_zero_at_every_x_of_the_support_is_refused(sampler):
     inside a post-processing that keeps it) is zero at every x the data model can give."""
     inner = CONGENIAL.mechanism
     box = np.stack(np.meshgrid(*[np.arange(-1, 6)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    model = pp.PPDModel(CONGENIAL.prior, CONGENIAL.simulate, PostProcessedRelease(inner, lambda y, z: y, box=box),
-                        names="share")
-    with pytest.raises(ValueError, match=r"y has probability zero under the model: its likelihood is zero at every "
-                                         r"one of the 15 x"):
+    model = pp.PPDModel(
+        CONGENIAL.prior, CONGENIAL.simulate, PostProcessedRelease(inner, lambda y, z: y, box=box), names="share"
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"y has probability zero under the model: its likelihood is zero at every "
+        r"one of the 15 x",
+    ):
         sampler_runs(model, [3, 1, 1], {"total": 4})[sampler]()
 
 
@@ -190,8 +203,9 @@ def test_a_y_of_small_likelihood_is_not_refused(sampler):
 
 
 def test_a_postprocessing_that_returns_nan_is_refused():
-    mechanism = PostProcessedRelease(DiscreteLaplace(1.0), lambda y, z: np.where(y > 3, np.nan, y),
-                                     box=np.arange(-20, 30))
+    mechanism = PostProcessedRelease(
+        DiscreteLaplace(1.0), lambda y, z: np.where(y > 3, np.nan, y), box=np.arange(-20, 30)
+    )
     with pytest.raises(ValueError, match=r"postprocess returned NaN for the raw release \[4\]"):
         mechanism.logpdf(0, [1])
     with pytest.raises(ValueError, match=r"postprocess returned NaN"):

@@ -15,8 +15,11 @@ from ppdinfer.models import beta_binomial, county_counts, table_2x2
 
 GALLERY = {
     "beta_binomial": (beta_binomial.model(n=30, epsilon=1.0, a=2, b=2), 12, None),
-    "county_counts": (county_counts.model(epsilon=1.0, concentration=20.0), [6, 2, 5],
-                      county_counts.public_information([5, 3, 3], 12)),
+    "county_counts": (
+        county_counts.model(epsilon=1.0, concentration=20.0),
+        [6, 2, 5],
+        county_counts.public_information([5, 3, 3], 12),
+    ),
     "table_2x2": (table_2x2.model(epsilon=1.0), 3, table_2x2.public_information([10, 12], 9)),
 }
 
@@ -90,6 +93,7 @@ def test_exact_posterior_by_hand():
 
 
 # -- the errata: an implementation that copies the printed Algorithm 1 must fail these checks --
+
 
 class BoundedDiscreteLaplace(Mechanism):
     """y in {0..n} with pi(y | x) proportional to a^|y - x|: its normalizer C(x) depends on x."""
@@ -191,6 +195,7 @@ def test_rejection_detects_a_bound_that_is_too_small():
 
 # -- simulation-based calibration --
 
+
 def _sbc_ranks(sampler, replicates, draws, seed):
     model = beta_binomial.model(n=20, epsilon=0.25, a=2, b=2)
     rng = np.random.default_rng(seed)
@@ -230,10 +235,13 @@ def test_simulation_based_calibration():
 
 # -- reproducibility and budgets --
 
+
 def test_same_seed_same_draws_whatever_the_batch_size():
     model, y, z = GALLERY["county_counts"]
-    runs = [pp.rejection_sample(model, y, z, draws=700, random_seed=42, batch_size=b, progressbar=False)
-            for b in (BLOCK_SIZE, 5 * BLOCK_SIZE, "auto")]
+    runs = [
+        pp.rejection_sample(model, y, z, draws=700, random_seed=42, batch_size=b, progressbar=False)
+        for b in (BLOCK_SIZE, 5 * BLOCK_SIZE, "auto")
+    ]
     for other in runs[1:]:
         assert np.array_equal(runs[0]["posterior"]["share"].values, other["posterior"]["share"].values)
         assert np.array_equal(runs[0]["posterior"]["cases"].values, other["posterior"]["cases"].values)
@@ -272,6 +280,7 @@ def test_importance_warns_on_heavy_tailed_weights():
 
 # -- layout --
 
+
 def test_result_layout_is_arviz_ready(exact_results):
     import arviz as az
 
@@ -289,7 +298,13 @@ def test_result_layout_is_arviz_ready(exact_results):
     table = az.summary(result, var_names=["share"])
     assert len(table) == 3 and np.all(np.isfinite(table["mean"]))
     assert set(pp.summary(exact_results["county_counts"]).index) == {
-        "share[0]", "share[1]", "share[2]", "cases[0]", "cases[1]", "cases[2]"}
+        "share[0]",
+        "share[1]",
+        "share[2]",
+        "cases[0]",
+        "cases[1]",
+        "cases[2]",
+    }
 
 
 def test_component_names():
@@ -298,11 +313,17 @@ def test_component_names():
     result = pp.rejection_sample(named, y, z, draws=50, random_seed=1, progressbar=False)
     assert {"a", "b", "c", "x"} <= set(result["posterior"].data_vars)
     with pytest.raises(ValueError, match="names has 2 entries"):
-        pp.rejection_sample(pp.PPDModel(model.prior, model.simulate, model.mechanism, names=["a", "b"]), y, z,
-                            draws=5, progressbar=False)
+        pp.rejection_sample(
+            pp.PPDModel(model.prior, model.simulate, model.mechanism, names=["a", "b"]),
+            y,
+            z,
+            draws=5,
+            progressbar=False,
+        )
 
 
 # -- bad input --
+
 
 @pytest.mark.parametrize("sampler", [pp.rejection_sample, pp.importance_sample, pp.exact_posterior])
 def test_bad_draws(sampler):

@@ -17,8 +17,9 @@ import ppdinfer as pp
 from ppdinfer.inference.results import assemble, posterior_dataset
 from ppdinfer.inference.sbc import rank_bin_edges, rank_uniformity
 
-BETA_BINOMIAL = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(0.25),
-                            names="p")
+BETA_BINOMIAL = pp.PPDModel(
+    pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(0.25), names="p"
+)
 
 
 def _exact_fit(model, y, z=None, *, random_seed=None, fit_model=BETA_BINOMIAL):
@@ -35,22 +36,34 @@ def test_beta_binomial_with_discrete_laplace_is_calibrated_and_a_misread_epsilon
     right = pp.sbc(BETA_BINOMIAL, _exact_fit, simulations=200, include_x=True, random_seed=3, progressbar=False)
     assert right.calibrated and right.p_value > 0.05
     assert right.draws == 99 and right.bins == 20 and right.complete
-    too_sure = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(2.0),
-                           names="p")
-    wrong = pp.sbc(BETA_BINOMIAL, functools.partial(_exact_fit, fit_model=too_sure), simulations=200,
-                   include_x=True, random_seed=3, progressbar=False)
+    too_sure = pp.PPDModel(
+        pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(2.0), names="p"
+    )
+    wrong = pp.sbc(
+        BETA_BINOMIAL,
+        functools.partial(_exact_fit, fit_model=too_sure),
+        simulations=200,
+        include_x=True,
+        random_seed=3,
+        progressbar=False,
+    )
     assert not wrong.calibrated
     assert float(wrong.p_values["p"]) < 1e-3 and float(wrong.p_values["x"]) < 1e-3
     # overconfidence: the ranks pile up in the two end bins
     ends = np.isin(np.searchsorted(rank_bin_edges(99, 20), wrong.ranks["p"].values, side="right") - 1, [0, 19])
-    assert ends.mean() > 0.3                      # 0.1 expected of a calibrated pipeline
+    assert ends.mean() > 0.3  # 0.1 expected of a calibrated pipeline
     # the same simulations: the truth does not depend on the sampler
     xr.testing.assert_equal(right.truth, wrong.truth)
 
 
 def test_poisson_count_with_gamma_prior_and_gaussian_release_is_calibrated():
-    model = pp.PPDModel(pp.priors.Gamma(shape=4.0, rate=0.5), pp.generators.Poisson(), pp.mechanisms.Gaussian(3.0),
-                        names="rate", x_name="count")
+    model = pp.PPDModel(
+        pp.priors.Gamma(shape=4.0, rate=0.5),
+        pp.generators.Poisson(),
+        pp.mechanisms.Gaussian(3.0),
+        names="rate",
+        x_name="count",
+    )
     result = pp.sbc(model, "rejection", simulations=200, include_x=True, random_seed=5, progressbar=False)
     assert result.calibrated and result.p_value > 0.05
     assert set(result.ranks.data_vars) == {"rate", "count"}
@@ -62,22 +75,38 @@ def test_hierarchical_units_are_calibrated_with_importance_sampling():
     each unit's count released. Joint rejection would pay the product of the units' rates (the
     sampler refuses), so importance sampling from the prior fits it (ESS about 200-700 of 16,384)."""
     prior = pp.priors.HierarchicalBeta(mean=pp.priors.Beta(2.0, 2.0), concentration=pp.priors.Gamma(10.0, 1.0), size=3)
-    model = pp.PPDModel(prior, pp.generators.Binomial(10), pp.mechanisms.DiscreteLaplace(1.0),
-                        coords={"unit": ["a", "b", "c"]}, dims={"p": "unit", "x": "unit"})
+    model = pp.PPDModel(
+        prior,
+        pp.generators.Binomial(10),
+        pp.mechanisms.DiscreteLaplace(1.0),
+        coords={"unit": ["a", "b", "c"]},
+        dims={"p": "unit", "x": "unit"},
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", pp.ImportanceWarning)
-        result = pp.sbc(model, functools.partial(pp.importance_sample, draws=16_384), draws=49, simulations=150,
-                        include_x=True, random_seed=7, progressbar=False)
+        result = pp.sbc(
+            model,
+            functools.partial(pp.importance_sample, draws=16_384),
+            draws=49,
+            simulations=150,
+            include_x=True,
+            random_seed=7,
+            progressbar=False,
+        )
     assert list(result.ranks.data_vars) == ["mean", "concentration", "p", "x"]
     assert result.ranks["p"].dims == ("simulation", "unit") and result.ranks["unit"].values.tolist() == ["a", "b", "c"]
     assert result.p_values["p"].shape == (3,) and result.p_values["x"].shape == (3,)
-    assert result.calibrated and result.p_value > 0.05                # Bonferroni over 8 tests
+    assert result.calibrated and result.p_value > 0.05  # Bonferroni over 8 tests
 
 
 def test_per_unit_model_is_calibrated_with_rejection_sampling():
     """Independent units (priors.Beta(size=3)): the rejection sampler runs exactly per unit."""
-    model = pp.PPDModel(pp.priors.Beta(2, 3, size=3), pp.generators.Binomial([10, 20, 30]),
-                        pp.mechanisms.DiscreteLaplace(0.5), names="p")
+    model = pp.PPDModel(
+        pp.priors.Beta(2, 3, size=3),
+        pp.generators.Binomial([10, 20, 30]),
+        pp.mechanisms.DiscreteLaplace(0.5),
+        names="p",
+    )
     result = pp.sbc(model, "rejection", simulations=150, include_x=True, random_seed=7, progressbar=False)
     assert result.ranks["p"].shape == result.ranks["x"].shape == (150, 3)
     assert result.calibrated and result.p_value > 0.05
@@ -93,7 +122,7 @@ def test_a_biased_sampler_fails():
 
     result = pp.sbc(BETA_BINOMIAL, shifted, simulations=200, random_seed=3, progressbar=False)
     assert not result.calibrated and result.p_value < 1e-3
-    assert float(result.ranks["p"].mean()) < 99 / 2 - 10               # the truth sits low among the draws
+    assert float(result.ranks["p"].mean()) < 99 / 2 - 10  # the truth sits low among the draws
 
 
 # -- the ranks and the tests, exactly -------------------------------------------------------------------------
@@ -124,8 +153,7 @@ def test_ties_of_a_discrete_x_are_broken_uniformly_at_random():
         theta = np.full((19, 1), 0.5)
         return assemble(model, np.asarray(y), z, posterior_dataset(model, theta, np.zeros((19, 1)), (), ()))
 
-    model = pp.PPDModel(pp.priors.Beta(1, 3), pp.generators.Binomial(1), pp.mechanisms.DiscreteLaplace(1.0),
-                        names="p")
+    model = pp.PPDModel(pp.priors.Beta(1, 3), pp.generators.Binomial(1), pp.mechanisms.DiscreteLaplace(1.0), names="p")
     result = pp.sbc(model, zeros, simulations=1000, include_x=True, random_seed=2, progressbar=False)
     x, rank = result.truth["x"].values, result.ranks["x"].values
     assert np.all(rank[x == 1] == 19)
@@ -136,8 +164,8 @@ def test_ties_of_a_discrete_x_are_broken_uniformly_at_random():
 
 def test_rank_uniformity_is_pearsons_chi_square_over_the_bins():
     rng = np.random.default_rng(0)
-    ranks = rng.integers(0, 100, size=(300, 2))           # L = 99
-    ranks[:, 1] = np.minimum(ranks[:, 1], 70)             # a pile at rank 70
+    ranks = rng.integers(0, 100, size=(300, 2))  # L = 99
+    ranks[:, 1] = np.minimum(ranks[:, 1], 70)  # a pile at rank 70
     statistic, p = rank_uniformity(ranks, draws=99, bins=10)
     for column in range(2):
         reference = stats.chisquare(np.bincount(ranks[:, column] // 10, minlength=10))
@@ -146,15 +174,16 @@ def test_rank_uniformity_is_pearsons_chi_square_over_the_bins():
     assert p[0] > 0.01 and p[1] < 1e-10
     # bins of unequal length: L + 1 = 10 ranks in 3 bins of 3, 3 and 4
     counts = np.array([3, 3, 4]) * 10
-    ranks = np.repeat(np.arange(10), 10)                  # uniform: each rank 10 times
+    ranks = np.repeat(np.arange(10), 10)  # uniform: each rank 10 times
     statistic, p = rank_uniformity(ranks, draws=9, bins=3)
     assert float(statistic) == pytest.approx(stats.chisquare(counts, counts).statistic) == 0.0
     np.testing.assert_array_equal(rank_bin_edges(9, 3), [0, 3, 6, 10])
 
 
 def test_verdict_is_the_bonferroni_adjusted_smallest_p_value():
-    result = pp.sbc(BETA_BINOMIAL, _exact_fit, simulations=60, include_x=True, bins=5, alpha=0.2, random_seed=4,
-                    progressbar=False)
+    result = pp.sbc(
+        BETA_BINOMIAL, _exact_fit, simulations=60, include_x=True, bins=5, alpha=0.2, random_seed=4, progressbar=False
+    )
     p = np.array([float(result.p_values["p"]), float(result.p_values["x"])])
     assert result.p_value == pytest.approx(min(1.0, 2 * p.min()))
     assert result.calibrated == (result.p_value > 0.2)
@@ -167,8 +196,9 @@ def test_verdict_is_the_bonferroni_adjusted_smallest_p_value():
 
 
 def test_parallel_results_equal_serial_results():
-    run = functools.partial(pp.sbc, BETA_BINOMIAL, "rejection", simulations=24, draws=19, include_x=True,
-                            random_seed=9, progressbar=False)
+    run = functools.partial(
+        pp.sbc, BETA_BINOMIAL, "rejection", simulations=24, draws=19, include_x=True, random_seed=9, progressbar=False
+    )
     serial = run(cores=1)
     for parallel in (run(cores=2), run(executor=ThreadPoolExecutor(3))):
         xr.testing.assert_equal(serial.ranks, parallel.ranks)
@@ -205,13 +235,14 @@ def test_ctrl_c_returns_the_simulations_finished(cores):
 
     pp.sbc(BETA_BINOMIAL, record, simulations=6, cores=1, random_seed=1, progressbar=False)
     with pytest.warns(pp.BudgetWarning, match="interrupt after 4 of 6"):
-        result = pp.sbc(BETA_BINOMIAL, _InterruptAt(seeds[4]), simulations=6, cores=cores, random_seed=1,
-                        progressbar=False)
+        result = pp.sbc(
+            BETA_BINOMIAL, _InterruptAt(seeds[4]), simulations=6, cores=cores, random_seed=1, progressbar=False
+        )
     assert not result.complete
     np.testing.assert_array_equal(result.ranks["simulation"].values, np.arange(4))
     full = pp.sbc(BETA_BINOMIAL, _exact_fit, simulations=6, cores=1, random_seed=1, progressbar=False)
     xr.testing.assert_equal(result.ranks, full.ranks.isel(simulation=slice(4)))
-    with pytest.raises(KeyboardInterrupt):                         # nothing finished: the interrupt goes on
+    with pytest.raises(KeyboardInterrupt):  # nothing finished: the interrupt goes on
         pp.sbc(BETA_BINOMIAL, _InterruptAt(seeds[0]), simulations=6, cores=1, random_seed=1, progressbar=False)
 
 
@@ -226,18 +257,21 @@ def test_plot_draws_one_panel_per_component_with_the_uniform_band():
 # -- bad input -------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"simulations": 0}, "simulations"),
-    ({"simulations": 2.5}, "simulations"),
-    ({"sampler": 42}, "sampler must be callable"),
-    ({"sampler": "gibbs"}, "sampler must be callable or one of"),
-    ({"draws": 0}, "draws"),
-    ({"bins": 1}, "bins"),
-    ({"bins": 200}, "bins"),
-    ({"alpha": 1.5}, "alpha"),
-    ({"include_x": "yes"}, "include_x"),
-    ({"model": "beta-binomial"}, "model must be a ppdinfer.PPDModel"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"simulations": 0}, "simulations"),
+        ({"simulations": 2.5}, "simulations"),
+        ({"sampler": 42}, "sampler must be callable"),
+        ({"sampler": "gibbs"}, "sampler must be callable or one of"),
+        ({"draws": 0}, "draws"),
+        ({"bins": 1}, "bins"),
+        ({"bins": 200}, "bins"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"include_x": "yes"}, "include_x"),
+        ({"model": "beta-binomial"}, "model must be a ppdinfer.PPDModel"),
+    ],
+)
 def test_bad_input_is_refused(kwargs, match):
     arguments = {"model": BETA_BINOMIAL, "sampler": "exact", "simulations": 4, "progressbar": False, **kwargs}
     with pytest.raises(ValueError, match=match):
@@ -248,8 +282,9 @@ def test_a_sampler_whose_output_does_not_fit_is_refused():
     few = functools.partial(pp.exact_posterior, draws=10)
     with pytest.raises(ValueError, match="returned 10 draws, fewer than draws=20"):
         pp.sbc(BETA_BINOMIAL, few, draws=20, simulations=2, progressbar=False)
-    renamed = pp.PPDModel(pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(0.25),
-                          names="q")
+    renamed = pp.PPDModel(
+        pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(0.25), names="q"
+    )
     with pytest.raises(ValueError, match="no variable 'p'"):
         pp.sbc(BETA_BINOMIAL, functools.partial(_exact_fit, fit_model=renamed), simulations=2, progressbar=False)
     with pytest.raises(ValueError, match="posterior group"):

@@ -5,10 +5,10 @@ import arviz as az
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import chi_square_pvalue, matches_exact, theta_mean_z_scores
 
 import ppdinfer as pp
 import ppdinfer.pymc as ppm
-from conftest import chi_square_pvalue, matches_exact, theta_mean_z_scores
 from ppdinfer.models import semidp_table, table_2x2
 
 ROWS, COLS = [5, 4], [3, 2, 4]
@@ -50,7 +50,9 @@ def test_pymc_twin_matches_exact(setup):
         idata = ppm.sample(draws=1000, tune=500, chains=2, random_seed=4, progressbar=False)
     draws = idata.posterior["association"].values.reshape(-1)
     ess = float(az.ess(idata, var_names=["association"])["association"])
-    z_score = (draws.mean() - float(exact["exact"]["theta_mean"][0])) / (float(exact["exact"]["theta_sd"][0]) / np.sqrt(ess))
+    z_score = (draws.mean() - float(exact["exact"]["theta_mean"][0])) / (
+        float(exact["exact"]["theta_sd"][0]) / np.sqrt(ess)
+    )
     assert abs(z_score) < 4.5
 
 
@@ -79,10 +81,13 @@ def test_bad_input():
 
 # -- table draws from the PyMC route ---------------------------------------------------------
 
+
 def test_table_draws_given_theta_follow_the_exact_conditional(setup):
     """5,000 draws at theta = 0.7 against pi(x | theta, z) pi(y | x) computed by the data model and the mechanism."""
     model, z, y, _ = setup
-    theta = xr.DataTree.from_dict({"posterior": xr.Dataset({"association": (("chain", "draw"), np.full((1, 5000), 0.7))})})
+    theta = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"association": (("chain", "draw"), np.full((1, 5000), 0.7))})}
+    )
     tables = model.draw_tables(theta, y, z, random_seed=1)["posterior"]["table"].values.reshape(-1, 2, 3)
     support = model.simulate.support(z)
     log_p = model.simulate.logpmf(support, [0.7], z)[0] + model.mechanism.logpdf(y, support)
@@ -104,12 +109,14 @@ def test_pymc_route_table_means_match_exact_posterior(setup):
     ess = az.ess(idata, var_names=["table"])["table"].values
     z_scores = (tables.mean(("chain", "draw")).values - exact_mean) / (exact_sd / np.sqrt(ess))
     assert np.all(np.abs(z_scores) < 4.5), z_scores
-    summary = pp.summary(idata)                               # x_name is recorded: the table has rows too
+    summary = pp.summary(idata)  # x_name is recorded: the table has rows too
     assert "table[1,2]" in summary.index and "association" in summary.index
-    again = model.sample_pymc(y, z, draws=50, tune=50, chains=1, random_seed=4, progressbar=False,
-                              compute_convergence_checks=False)
-    same = model.sample_pymc(y, z, draws=50, tune=50, chains=1, random_seed=4, progressbar=False,
-                             compute_convergence_checks=False)
+    again = model.sample_pymc(
+        y, z, draws=50, tune=50, chains=1, random_seed=4, progressbar=False, compute_convergence_checks=False
+    )
+    same = model.sample_pymc(
+        y, z, draws=50, tune=50, chains=1, random_seed=4, progressbar=False, compute_convergence_checks=False
+    )
     np.testing.assert_array_equal(again["posterior"]["table"].values, same["posterior"]["table"].values)
 
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from ppdinfer.mechanisms import Gaussian, Laplace
-from ppdinfer.mechanisms import semidp
+from ppdinfer.mechanisms import Gaussian, Laplace, semidp
 from ppdinfer.mechanisms.semidp import KNormMechanism, NormBallMechanism, SemiDPGaussian, naive_gaussian
 from ppdinfer.privacy import SensitivitySpace, gaussian_tradeoff
 
@@ -22,8 +21,9 @@ KS_LEVEL = 1e-3
 def rectangles(rows, cols):
     """+1 at (i, j), (k, l) and -1 at (i, l), (k, j) for all i < k, j != l, flattened."""
     vectors = []
-    for (i, k), (j, l) in itertools.product(itertools.combinations(range(rows), 2),
-                                            itertools.permutations(range(cols), 2)):
+    for (i, k), (j, l) in itertools.product(
+        itertools.combinations(range(rows), 2), itertools.permutations(range(cols), 2)
+    ):
         v = np.zeros((rows, cols))
         v[i, j] = v[k, l] = 1
         v[i, l] = v[k, j] = -1
@@ -53,6 +53,7 @@ def margins(table):
 
 
 # -- Algorithm 1: the Semi-DP Gaussian --------------------------------------------------------
+
 
 def test_gaussian_noise_lies_in_the_span_with_covariance_sigma_squared_p():
     mechanism = SemiDPGaussian(mu=1.0, space=THREE_BY_THREE)
@@ -119,6 +120,7 @@ def test_gaussian_tradeoff_between_neighbours_is_g_of_norm_over_sigma():
 
 
 # -- Algorithms 2-3: the K-norm mechanism ---------------------------------------------------------
+
 
 def test_knorm_noise_norm_is_gamma_shape_s():
     epsilon = 0.7
@@ -216,6 +218,7 @@ def test_knorm_direction_sampler_has_a_budget(monkeypatch):
 
 # -- shapes, validation, equality ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("make", [lambda space: SemiDPGaussian(1.0, space), lambda space: KNormMechanism(1.0, space)])
 def test_subspace_mechanisms_check_their_inputs(make):
     mechanism = make(THREE_BY_THREE)
@@ -256,6 +259,7 @@ def test_equality_sees_the_space():
 
 # -- Appendix B: the naive l1 / l2 / l_inf mechanisms and Figure 2's naive Gaussian -------------
 
+
 @pytest.mark.parametrize("norm", [1, 2, math.inf])
 def test_norm_ball_noise_norm_is_gamma_d(norm):
     epsilon, sensitivity, d = 0.6, 1.5, 9
@@ -271,8 +275,7 @@ def test_norm_ball_noise_norm_is_gamma_d(norm):
 @pytest.mark.parametrize("norm", [1, 2, math.inf])
 def test_norm_ball_density_integrates_to_one(norm):
     mechanism = NormBallMechanism(1.2, 0.7, norm)
-    one_d = integrate.quad(lambda t: float(np.exp(mechanism.logpdf(t, np.array([0.0]))[0])), -40, 40,
-                           points=[0.0])[0]
+    one_d = integrate.quad(lambda t: float(np.exp(mechanism.logpdf(t, np.array([0.0]))[0])), -40, 40, points=[0.0])[0]
     assert one_d == pytest.approx(1.0, abs=1e-8)
     # d = 5 by importance sampling from Laplace coordinates of rate 0.9 rate / d^(1 - 1/q): since
     # ||v||_1 <= d^(1 - 1/q) ||v||_q the weights are bounded
@@ -308,26 +311,33 @@ def test_norm_ball_linf_release_and_bound():
 
 def test_naive_designs_use_group_privacy_and_lose_to_semidp():
     assert NormBallMechanism.naive_group(0.3, norm=2).parameters() == pytest.approx(
-        {"epsilon": 0.1, "sensitivity": math.sqrt(2), "norm": 2.0})
+        {"epsilon": 0.1, "sensitivity": math.sqrt(2), "norm": 2.0}
+    )
     naive = naive_gaussian(mu=1.0)
     assert isinstance(naive, Gaussian) and naive.sigma == pytest.approx(3 * math.sqrt(2))
     # mean L2 errors, E ||N(0, sigma^2 I_k)||_2 = sigma sqrt 2 Gamma((k + 1) / 2) / Gamma(k / 2), k = 3 table
     semi = SemiDPGaussian(1.0, THREE_BY_THREE)
     error = np.linalg.norm(semi.noise(5_000, random_seed=15), axis=1)
-    expected = {name: sigma * math.sqrt(2) * math.exp(special.gammaln((k + 1) / 2) - special.gammaln(k / 2))
-                for name, sigma, k in [("semi", semi.sigma, 4), ("naive", naive.sigma, 9)]}
+    expected = {
+        name: sigma * math.sqrt(2) * math.exp(special.gammaln((k + 1) / 2) - special.gammaln(k / 2))
+        for name, sigma, k in [("semi", semi.sigma, 4), ("naive", naive.sigma, 9)]
+    }
     assert abs(error.mean() - expected["semi"]) < 4 * error.std() / math.sqrt(error.size)
     assert expected["naive"] > 3 * expected["semi"]
 
 
 # -- sizes and magnitudes beyond reach -----------------------------------------------------------------
 
-@pytest.mark.parametrize("rows, cols, changes, size", [(5, 5, 2, "200 vectors of rank 16"),
-                                                       (4, 4, 3, "264 vectors of rank 9")])
+
+@pytest.mark.parametrize(
+    "rows, cols, changes, size", [(5, 5, 2, "200 vectors of rank 16"), (4, 4, 3, "264 vectors of rank 9")]
+)
 def test_knorm_refuses_a_hull_beyond_qhull_at_once(rows, cols, changes, size):
     """Both sat in Qhull for over 5 (4 x 4) or 10 (5 x 5) minutes, deaf to Ctrl-C."""
     import time
+
     from ppdinfer.privacy import contingency_sensitivity_space
+
     space = contingency_sensitivity_space(rows, cols, changes=changes)
     start = time.perf_counter()
     with pytest.raises(ValueError, match=f"space: the convex hull of S \\({size}\\) is out of reach"):
@@ -335,20 +345,21 @@ def test_knorm_refuses_a_hull_beyond_qhull_at_once(rows, cols, changes, size):
     with pytest.raises(ValueError, match="HULL_COST_LIMIT"):
         space.gauge(np.zeros(rows * cols))
     assert time.perf_counter() - start < 1.0
-    assert space.rank == (rows - 1) * (cols - 1) and space.l2 > 0   # what needs no hull still works
+    assert space.rank == (rows - 1) * (cols - 1) and space.l2 > 0  # what needs no hull still works
     SemiDPGaussian(1.0, space)
 
 
 def test_hull_cost_predicts_from_size_and_rank():
-    assert THREE_BY_THREE.hull_cost == pytest.approx(18.0**2)    # 18 vectors (9 rectangles, +-), rank 4
+    assert THREE_BY_THREE.hull_cost == pytest.approx(18.0**2)  # 18 vectors (9 rectangles, +-), rank 4
     from ppdinfer.geometry import sensitivity_space
+
     assert THREE_BY_THREE.hull_cost < sensitivity_space.HULL_COST_LIMIT
 
 
 def test_semidp_gaussian_refuses_noise_that_overflows():
     with pytest.raises(ValueError, match="mu: sigma = Delta_2 / mu"):
         SemiDPGaussian(1e-300, TWO_BY_TWO)
-    y = SemiDPGaussian(1e-140, TWO_BY_TWO).release(np.zeros((2, 2)), random_seed=0)   # sigma 2e140: still finite
+    y = SemiDPGaussian(1e-140, TWO_BY_TWO).release(np.zeros((2, 2)), random_seed=0)  # sigma 2e140: still finite
     assert np.all(np.isfinite(y))
 
 
@@ -358,4 +369,4 @@ def test_sensitivity_space_norms_of_huge_vectors():
     assert space.l1 == pytest.approx(4e200) and space.linf == 1e200
     tiny = SensitivitySpace([[1e-200, -1e-200, -1e-200, 1e-200]], shape=(2, 2))
     assert tiny.l2 == pytest.approx(2e-200, rel=1e-15)
-    assert THREE_BY_THREE.l2 == 2.0   # exact for integer vectors
+    assert THREE_BY_THREE.l2 == 2.0  # exact for integer vectors

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from ppdinfer.privacy import SensitivitySpace
 from ppdinfer.privacy.semidp import (
     contingency_sensitivities,
     contingency_sensitivity_space,
@@ -23,7 +24,6 @@ from ppdinfer.privacy.semidp import (
     table_three_cycles,
     theorem16_bound,
 )
-from ppdinfer.privacy import SensitivitySpace
 
 TABLES = [(2, 2), (2, 3), (3, 3)]
 
@@ -37,6 +37,7 @@ def rows_as_set(vectors) -> set[tuple[float, ...]]:
 
 
 # --- enumeration -------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("m", "n"), [(1, 4), (2, 3), (4, 5), (9, 3)])
 def test_enumerate_datasets_lists_every_histogram_once(m, n):
@@ -76,6 +77,7 @@ def test_record_changes_is_half_the_l1_distance_of_the_histograms():
 
 
 # --- a(t): Definition 13 and the reading from a fixed dataset -----------------------------------------
+
 
 def test_example3_binary_records_with_their_number_of_ones_public():
     ones = lambda h: int(h[1])  # noqa: E731  (records in {0, 1}, n = 3)
@@ -131,6 +133,7 @@ def test_theorem16_bound_holds_for_both_readings_and_is_attained_from_a_dataset(
 
 
 # --- the sensitivity space for tables with public one-way margins -------------------------------------
+
 
 def test_rectangles_and_three_cycles_are_the_moves_that_keep_the_margins():
     for r, c in [(2, 2), (3, 3), (3, 4), (4, 5)]:
@@ -216,6 +219,7 @@ def test_two_by_two_space_is_plus_minus_one_vector_with_projection_vvT_over_4():
 
 # --- the K-norm gauge -------------------------------------------------------------------------------
 
+
 def test_two_by_two_gauge_is_the_absolute_first_cell_on_the_span():
     space = contingency_sensitivity_space(2, 2)
     a = np.random.default_rng(4).normal(scale=3.0, size=20)
@@ -245,6 +249,7 @@ def test_facet_gauge_equals_the_linear_program_on_random_points_of_the_span(r, c
 
 
 # --- the naive (DP) space -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("r", "c"), [(2, 2), (2, 3), (3, 2)])
 def test_dp_space_moves_one_record_between_two_cells(r, c):

@@ -26,14 +26,16 @@ def test_quick_reproduction_writes_the_report_and_every_claim_holds(tmp_path):
     # The claims can fail: swap the Semi-DP and naive Gaussian costs and claim 1 no longer holds.
     swapped = fig2.copy(deep=True)
     swapped["cost"].loc[{"design": "naive"}], swapped["cost"].loc[{"design": "semidp_rectangles"}] = (
-        fig2["cost"].sel(design="semidp_rectangles").values, fig2["cost"].sel(design="naive").values)
+        fig2["cost"].sel(design="semidp_rectangles").values,
+        fig2["cost"].sel(design="naive").values,
+    )
     assert not assess(swapped, fig3)[0].holds
 
 
 def test_designs_are_calibrated_as_the_paper_states():
     gaussians = gaussian_designs(3, mu=0.1)
     assert math.isclose(gaussians["semidp_rectangles"].sigma, 2 / 0.1)
-    assert math.isclose(gaussians["semidp_enumerated"].sigma, math.sqrt(6) / 0.1)   # the 3-cycles (erratum)
+    assert math.isclose(gaussians["semidp_enumerated"].sigma, math.sqrt(6) / 0.1)  # the 3-cycles (erratum)
     assert math.isclose(gaussians["naive"].sigma, 3 * math.sqrt(2) / 0.1)
     knorms = knorm_designs(2, epsilon=1.0)
     assert knorms["naive_l1"].epsilon == knorms["naive_l2"].epsilon == 1.0 / 3

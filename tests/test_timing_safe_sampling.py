@@ -27,8 +27,17 @@ def _pmf_chi_square(draws, mechanism):
     return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
 
 
-@pytest.mark.parametrize("mechanism", [DiscreteLaplace(1.0), DiscreteLaplace(3.0, 2.0), DiscreteLaplace(1e-3),
-                                       DiscreteGaussian(0.3), DiscreteGaussian(2.5), DiscreteGaussian(1000.0)])
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        DiscreteLaplace(1.0),
+        DiscreteLaplace(3.0, 2.0),
+        DiscreteLaplace(1e-3),
+        DiscreteGaussian(0.3),
+        DiscreteGaussian(2.5),
+        DiscreteGaussian(1000.0),
+    ],
+)
 def test_million_draws_match_the_pmf(mechanism):
     noise = mechanism.release(np.zeros(10**6, dtype=np.int64), random_seed=11)
     assert _pmf_chi_square(noise, mechanism) > 1e-4
@@ -39,8 +48,10 @@ def test_chi_square_detects_a_slightly_wrong_scale():
     assert _pmf_chi_square(noise, DiscreteGaussian(2.5 * 1.01)) < 1e-6
 
 
-@pytest.mark.parametrize("mechanism, continuous", [(DiscreteLaplace(1e-15), stats.laplace(scale=1e15)),
-                                                   (DiscreteGaussian(1e15), stats.norm(scale=1e15))])
+@pytest.mark.parametrize(
+    "mechanism, continuous",
+    [(DiscreteLaplace(1e-15), stats.laplace(scale=1e15)), (DiscreteGaussian(1e15), stats.norm(scale=1e15))],
+)
 def test_huge_scales_keep_their_shape_and_low_digits(mechanism, continuous):
     noise = mechanism.release(np.zeros(200_000, dtype=np.int64), random_seed=5)
     assert stats.kstest(noise, continuous.cdf).pvalue > 1e-4
@@ -120,7 +131,8 @@ def test_float_acceptance_bounds_enclose_the_exact_threshold(sigma):
     with mpmath.workprec(300):
         for k, lo, hi in zip(candidates, low, high):
             gamma = (abs(int(k)) - mpmath.mpf(centre.numerator) / centre.denominator) ** 2 / (
-                2 * mpmath.mpf(sigma_squared.numerator) / sigma_squared.denominator)
+                2 * mpmath.mpf(sigma_squared.numerator) / sigma_squared.denominator
+            )
             assert int(lo) <= mpmath.exp(-gamma) * 2**64 <= int(hi) + 1
             assert int(hi) - int(lo) <= 2**19  # a relative width of at most about 2^-46
 

@@ -99,8 +99,11 @@ def test_request_beyond_memory_is_refused_before_sampling(sampler, monkeypatch):
     monkeypatch.setattr(model_module, "available_memory", lambda: 2**20)
     data = CountingBinomial(10)
     model = pp.PPDModel(pp.priors.Beta(1, 1), data, DiscreteLaplace(1.0))
-    with pytest.raises(ValueError, match=r"draws=100000 needs about 12 MiB \(100000 draws x 4 values x 8 bytes x 4 "
-                                         r"copies\) but only 1 MiB of memory is available"):
+    with pytest.raises(
+        ValueError,
+        match=r"draws=100000 needs about 12 MiB \(100000 draws x 4 values x 8 bytes x 4 "
+        r"copies\) but only 1 MiB of memory is available",
+    ):
         sampler(model, 3, draws=100_000)
     assert data.calls == 1  # the prior-predictive draw that learns the shapes
     sampler(model, 3, draws=1000)
@@ -119,8 +122,7 @@ def test_available_memory_falls_back_to_unknown(monkeypatch):
 
 
 def test_dimension_names():
-    result = pp.rejection_sample(county_counts.model(), COUNTY_Y, COUNTY_Z, draws=10, random_seed=0,
-                                 progressbar=False)
+    result = pp.rejection_sample(county_counts.model(), COUNTY_Y, COUNTY_Z, draws=10, random_seed=0, progressbar=False)
     assert result["posterior"]["share"].dims == result["posterior"]["cases"].dims == ("chain", "draw", "county")
     assert result["observed_data"]["y"].dims == ("county",)
     exact = pp.exact_posterior(county_counts.model(), COUNTY_Y, COUNTY_Z, draws=10)

@@ -61,6 +61,7 @@ def iid_total_variation(pmf, n, rng, repeats=5):
 
 # -- the base measures and the likelihood ----------------------------------------------------
 
+
 def test_prior_weight_is_the_standard_dirichlet_multinomial():
     z, _ = SMALL["J3"]
     support = congenial_tables(z["total"], 3)
@@ -84,8 +85,10 @@ def test_logpdf_is_the_enumerated_pmf_with_its_normalizer(base_measure, loss):
         assert np.allclose(got, expected, rtol=1e-9, atol=1e-15)
     # a batch of x, flattened as the samplers pass it, gives per-row values with C(x) per row
     batch = support[[0, 5, 5, 9]]
-    assert np.allclose(mechanism.logpdf(support[3].reshape(-1), batch.reshape(4, -1), z),
-                       [mechanism.logpdf(support[3], row, z)[0] for row in batch])
+    assert np.allclose(
+        mechanism.logpdf(support[3].reshape(-1), batch.reshape(4, -1), z),
+        [mechanism.logpdf(support[3], row, z)[0] for row in batch],
+    )
 
 
 def test_log_bound_is_the_sup_over_x_satisfying_z():
@@ -110,6 +113,7 @@ def test_naive_logpdf_is_the_unnormalized_kernel():
 
 # -- release ----------------------------------------------------------------------------------
 
+
 def _instances():
     # (name, mechanism, z, x, support, pmf, the pmf of a broken chain that the check must reject)
     z3, x3 = SMALL["J3"]
@@ -118,14 +122,42 @@ def _instances():
     w3, w2 = dirichlet_multinomial_weight(s3, z3), dirichlet_multinomial_weight(s2, z2)
     lattice = x2[:, :1] + np.array(list(itertools.product(range(-25, 26), repeat=2))).reshape(-1, 2, 1)
     return [
-        ("congenial-l2-J3", WassersteinExponential(2.0, 2.0, base_measure="congenial"), z3, x3, s3,
-         hand_pmf(x3, s3, 2.0, 2.0, 2), hand_pmf(x3, s3, 2.0, 2.0, 1)),  # broken: the L1 loss
-        ("prior-l2-J3", WassersteinExponential(2.0, 2.0, base_measure="prior_congenial"), z3, x3, s3,
-         hand_pmf(x3, s3, 2.0, 2.0, 2, w3), hand_pmf(x3, s3, 2.0, 2.0, 2)),  # broken: no prior weight
-        ("prior-l1-J2", WassersteinExponential(1.0, 2.0, loss="l1", base_measure="prior_congenial"), z2, x2, s2,
-         hand_pmf(x2, s2, 1.0, 2.0, 1, w2), hand_pmf(x2, s2, 2.0, 2.0, 1, w2)),  # broken: epsilon doubled
-        ("naive-l2-J1", WassersteinExponential(4.0, 2.0), None, x2[:, :1], lattice,
-         hand_pmf(x2[:, :1], lattice, 4.0, 2.0, 2), hand_pmf(x2[:, :1], lattice, 4.0, 2.0, 1)),
+        (
+            "congenial-l2-J3",
+            WassersteinExponential(2.0, 2.0, base_measure="congenial"),
+            z3,
+            x3,
+            s3,
+            hand_pmf(x3, s3, 2.0, 2.0, 2),
+            hand_pmf(x3, s3, 2.0, 2.0, 1),
+        ),  # broken: the L1 loss
+        (
+            "prior-l2-J3",
+            WassersteinExponential(2.0, 2.0, base_measure="prior_congenial"),
+            z3,
+            x3,
+            s3,
+            hand_pmf(x3, s3, 2.0, 2.0, 2, w3),
+            hand_pmf(x3, s3, 2.0, 2.0, 2),
+        ),  # broken: no prior weight
+        (
+            "prior-l1-J2",
+            WassersteinExponential(1.0, 2.0, loss="l1", base_measure="prior_congenial"),
+            z2,
+            x2,
+            s2,
+            hand_pmf(x2, s2, 1.0, 2.0, 1, w2),
+            hand_pmf(x2, s2, 2.0, 2.0, 1, w2),
+        ),  # broken: epsilon doubled
+        (
+            "naive-l2-J1",
+            WassersteinExponential(4.0, 2.0),
+            None,
+            x2[:, :1],
+            lattice,
+            hand_pmf(x2[:, :1], lattice, 4.0, 2.0, 2),
+            hand_pmf(x2[:, :1], lattice, 4.0, 2.0, 1),
+        ),
     ]
 
 
@@ -161,7 +193,8 @@ def test_release_stays_in_the_support_on_realistic_counts():
     z = {"total": int(x[0].sum()), "previous_cases": previous}
     for base_measure in ("congenial", "prior_congenial"):
         draws = WassersteinExponential(0.5, 2.0, base_measure=base_measure).release(
-            x, z, random_seed=5, sweeps=MIN_SWEEPS, replicates=50)
+            x, z, random_seed=5, sweeps=MIN_SWEEPS, replicates=50
+        )
         assert np.all(draws[:, 0].sum(axis=1) == z["total"])
         assert np.all(draws[:, 0] >= draws[:, 1]) and np.all(draws[:, 1] >= 0)
         assert len({d.tobytes() for d in draws}) > 40  # the chains moved
@@ -170,6 +203,7 @@ def test_release_stays_in_the_support_on_realistic_counts():
 
 
 # -- inference --------------------------------------------------------------------------------
+
 
 class CasesAndDeaths(pp.generators.DataModel):
     """cases ~ Multinomial(z['total'], shares), deaths_j | cases ~ Binomial(cases_j, p); theta = p."""
@@ -197,8 +231,12 @@ def hand_posterior(y, z, epsilon, sigma, shares):
     tables = congenial_tables(z["total"], len(shares))
     cases, deaths = tables[:, 0], tables[:, 1]
     d, c = deaths.sum(axis=1), cases.sum(axis=1)
-    log_prior = (stats.multinomial.logpmf(cases, z["total"], shares) + np.log(special.comb(cases, deaths)).sum(axis=1)
-                 + special.betaln(2 + d, 2 + c - d) - special.betaln(2, 2))
+    log_prior = (
+        stats.multinomial.logpmf(cases, z["total"], shares)
+        + np.log(special.comb(cases, deaths)).sum(axis=1)
+        + special.betaln(2 + d, 2 + c - d)
+        - special.betaln(2, 2)
+    )
     y_index = next(i for i, t in enumerate(tables) if np.array_equal(t, y))
     likelihood = np.array([hand_pmf(x, tables, epsilon, sigma, 2)[y_index] for x in tables])
     weights = np.exp(log_prior) * likelihood
@@ -235,28 +273,39 @@ def test_samplers_refuse_when_the_normalizer_cannot_be_enumerated():
 
 # -- validation -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"epsilon": 0.0}, "epsilon"), ({"epsilon": -1.0}, "epsilon"), ({"sigma": math.inf}, "sigma"),
-    ({"loss": "linf"}, "loss"), ({"base_measure": "flat"}, "base_measure"), ({"sweeps": 0}, "sweeps"),
-    ({"method": "gibbs"}, "method"),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"sigma": math.inf}, "sigma"),
+        ({"loss": "linf"}, "loss"),
+        ({"base_measure": "flat"}, "base_measure"),
+        ({"sweeps": 0}, "sweeps"),
+        ({"method": "gibbs"}, "method"),
+    ],
+)
 def test_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         WassersteinExponential(**{"epsilon": 1.0, "sigma": 2.0, **kwargs})
 
 
-@pytest.mark.parametrize("x, z, match", [
-    ([[2, -1, 3], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "non-negative"),
-    ([[2, 0.5, 1], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "integers"),
-    ([2, 1, 1], {"total": 4, "previous_cases": [1, 1, 1]}, "shape"),
-    ([[2, 1, 1], [0, 2, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "does not satisfy z"),
-    ([[2, 1, 1], [0, 0, 0]], {"total": 5, "previous_cases": [1, 1, 1]}, "does not satisfy z"),
-    ([[2, 1, 1], [0, 0, 0]], {"total": -4, "previous_cases": [1, 1, 1]}, "total"),
-    ([[2, 1, 1], [0, 0, 0]], {"total": 4.5, "previous_cases": [1, 1, 1]}, "total"),
-    ([[2, 1, 1], [0, 0, 0]], {"previous_cases": [1, 1, 1]}, "total"),
-    ([[2, 1, 1], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1]}, "previous_cases"),
-    ([[2, 1, 1], [0, 0, 0]], {"total": 4}, "previous_cases"),
-])
+@pytest.mark.parametrize(
+    "x, z, match",
+    [
+        ([[2, -1, 3], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "non-negative"),
+        ([[2, 0.5, 1], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "integers"),
+        ([2, 1, 1], {"total": 4, "previous_cases": [1, 1, 1]}, "shape"),
+        ([[2, 1, 1], [0, 2, 0]], {"total": 4, "previous_cases": [1, 1, 1]}, "does not satisfy z"),
+        ([[2, 1, 1], [0, 0, 0]], {"total": 5, "previous_cases": [1, 1, 1]}, "does not satisfy z"),
+        ([[2, 1, 1], [0, 0, 0]], {"total": -4, "previous_cases": [1, 1, 1]}, "total"),
+        ([[2, 1, 1], [0, 0, 0]], {"total": 4.5, "previous_cases": [1, 1, 1]}, "total"),
+        ([[2, 1, 1], [0, 0, 0]], {"previous_cases": [1, 1, 1]}, "total"),
+        ([[2, 1, 1], [0, 0, 0]], {"total": 4, "previous_cases": [1, 1]}, "previous_cases"),
+        ([[2, 1, 1], [0, 0, 0]], {"total": 4}, "previous_cases"),
+    ],
+)
 def test_bad_tables_and_public_information(x, z, match):
     mechanism = WassersteinExponential(1.0, 2.0, base_measure="prior_congenial")
     with pytest.raises(ValueError, match=match):
@@ -283,6 +332,7 @@ def test_bad_releases_and_zero_concentrations():
 
 # -- the K-norm gradient mechanism ------------------------------------------------------------
 
+
 def test_knorm_radius_is_gamma_and_direction_uniform():
     mechanism = KNormGradient(1.0, 0.5, [-np.inf] * 3, [np.inf] * 3)
     center = np.array([1.0, -2.0, 0.5])
@@ -299,8 +349,10 @@ def test_knorm_radius_is_gamma_and_direction_uniform():
 
 def truncated_laplace_cdf(t, center, rate, low, high):
     """CDF of the density proportional to exp(-rate |y - center|) on [low, high]."""
+
     def mass_below(s):
         return np.where(s < center, np.exp(rate * (s - center)), 2 - np.exp(-rate * (s - center))) / rate
+
     return (mass_below(np.clip(t, low, high)) - mass_below(low)) / (mass_below(high) - mass_below(low))
 
 

@@ -26,12 +26,16 @@ def privacy_loss(draws, other, min_count=500):
     for sample in (draws, other):
         values, n = np.unique(sample.reshape(len(sample), -1), axis=0, return_counts=True)
         counts.append({row.tobytes(): c for row, c in zip(values, n)})
-    ratios = [math.log(counts[0][key] / counts[1][key]) for key in counts[0]
-              if min(counts[0][key], counts[1].get(key, 0)) >= min_count]
+    ratios = [
+        math.log(counts[0][key] / counts[1][key])
+        for key in counts[0]
+        if min(counts[0][key], counts[1].get(key, 0)) >= min_count
+    ]
     return max(map(abs, ratios))
 
 
 # -- exact Bernoulli trials ------------------------------------------------------------------
+
 
 def test_exact_comparisons_draw_more_bits_only_when_needed():
     rng = np.random.default_rng(0)
@@ -70,18 +74,23 @@ def test_default_releases_pass_the_privacy_audit(base_measure):
     z, x, neighbour = AUDIT[base_measure]
     mechanism = WassersteinExponential(1.0, 2.0, base_measure=base_measure)
     for sweeps in (None, 1):  # the exact release ignores the chain length
-        draws = [mechanism.release(t, z, random_seed=seed, sweeps=sweeps, replicates=AUDIT_RELEASES)
-                 for seed, t in enumerate((x, neighbour))]
+        draws = [
+            mechanism.release(t, z, random_seed=seed, sweeps=sweeps, replicates=AUDIT_RELEASES)
+            for seed, t in enumerate((x, neighbour))
+        ]
         # below epsilon = 1: the ideal mechanism's largest log ratio is 0.5 here, plus sampling noise
         assert privacy_loss(*draws) < 0.75
     # the audit has power: a one-sweep chain stays near its start and leaks
     with pytest.warns(ChainLengthWarning):
-        draws = [mechanism.release(t, z, random_seed=seed, sweeps=1, replicates=AUDIT_RELEASES, method="mcmc")
-                 for seed, t in enumerate((x, neighbour))]
+        draws = [
+            mechanism.release(t, z, random_seed=seed, sweeps=1, replicates=AUDIT_RELEASES, method="mcmc")
+            for seed, t in enumerate((x, neighbour))
+        ]
     assert privacy_loss(*draws) > 2 * mechanism.epsilon
 
 
 # -- methods and chain length ----------------------------------------------------------------
+
 
 def test_short_chains_warn_and_exact_refuses_what_it_cannot_do():
     x, z = np.array([[300, 100], [10, 0]]), {"total": 400}  # 1.1e7 tables: beyond enumeration, the chain runs
@@ -104,6 +113,7 @@ def test_short_chains_warn_and_exact_refuses_what_it_cannot_do():
 
 
 # -- run time and interruption ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize("base_measure", ["congenial", "prior_congenial"])
 def test_exact_congenial_acceptance_rate_does_not_depend_on_x(base_measure, monkeypatch):

@@ -15,4 +15,4 @@ def test_group_rho_beyond_the_conversions_is_refused_naming_rho(rho, k):
 def test_the_largest_group_rho_still_converts():
     account = zcdp_group_account(MAX_GROUP_RHO, 1e-10)
     assert account.epsilon_gaussian <= account.epsilon_bound
-    assert account.epsilon_bound == pytest.approx(MAX_GROUP_RHO, rel=1e-6)   # rho + 2 sqrt(rho log(1/delta))
+    assert account.epsilon_bound == pytest.approx(MAX_GROUP_RHO, rel=1e-6)  # rho + 2 sqrt(rho log(1/delta))

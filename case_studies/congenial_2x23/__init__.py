@@ -9,18 +9,20 @@ acceptance curve, trace, exact rejection), ``comparison.py`` (Figure 1's four me
 from ...reproduce import CaseStudy, LazyFunction, lazy_exports
 
 # the code is imported on first use, so that ``ppdinfer --help`` stays fast
-__getattr__, __dir__ = lazy_exports(__name__, {
-    **dict.fromkeys(["CONFIDENTIAL", "PAPER_RELEASE", "free_cells", "invariants_for", "synthetic_tables"], ".data"),
-    "reproduce": ".pipeline",
-    **dict.fromkeys(["acceptance_curve", "congenial_mechanism", "mis_release", "rejection_estimate"], ".table1"),
-})
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(["CONFIDENTIAL", "PAPER_RELEASE", "free_cells", "invariants_for", "synthetic_tables"], ".data"),
+        "reproduce": ".pipeline",
+        **dict.fromkeys(["acceptance_curve", "congenial_mechanism", "mis_release", "rejection_estimate"], ".table1"),
+    },
+)
 
 CASE_STUDY = CaseStudy(
     name="congenial_2x23",
     title="congenial double-geometric release of a 2 x 23 sex-by-age table under census invariants: "
-          "the MIS's acceptance rate and traces, exact rejection, and the distance comparison of Figure 1",
-    paper="R. Gong, X.-L. Meng, Congenial Differential Privacy under Mandated Disclosure, sections 3-4 and "
-          "appendix C",
+    "the MIS's acceptance rate and traces, exact rejection, and the distance comparison of Figure 1",
+    paper="R. Gong, X.-L. Meng, Congenial Differential Privacy under Mandated Disclosure, sections 3-4 and appendix C",
     minutes=(6, 0.2),
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )

@@ -31,8 +31,12 @@ from .table1 import congenial_mechanism, mis_release
 __all__ = ["METHODS", "distances", "method_distances"]
 
 #: The four methods of Figure 1, in the order of its boxes: (key, label).
-METHODS = (("raw_eps1", "raw, eps = 1"), ("nnl2_eps1", "NNL2 of raw, eps = 1"),
-           ("congenial_eps05", "congenial (MIS), eps = 0.5"), ("raw_eps05", "raw, eps = 0.5"))
+METHODS = (
+    ("raw_eps1", "raw, eps = 1"),
+    ("nnl2_eps1", "NNL2 of raw, eps = 1"),
+    ("congenial_eps05", "congenial (MIS), eps = 0.5"),
+    ("raw_eps05", "raw, eps = 0.5"),
+)
 
 
 def distances(releases, table) -> tuple[float, float]:
@@ -47,11 +51,12 @@ def distances(releases, table) -> tuple[float, float]:
     """
     gaps = np.asarray(releases, dtype=float) - np.asarray(table, dtype=float)
     gaps = gaps.reshape(len(gaps), -1)
-    return float(np.abs(gaps).sum(axis=1).mean()), float(np.sqrt((gaps ** 2).sum(axis=1)).mean())
+    return float(np.abs(gaps).sum(axis=1).mean()), float(np.sqrt((gaps**2).sum(axis=1)).mean())
 
 
-def method_distances(tables, releases: int, *, burn_in: int, random_seed: SeedLike = None,
-                     advance: Callable[[], None] = lambda: None) -> np.ndarray:
+def method_distances(
+    tables, releases: int, *, burn_in: int, random_seed: SeedLike = None, advance: Callable[[], None] = lambda: None
+) -> np.ndarray:
     """Mean L1 and L2 distances per table and method, shape (n_tables, 4, 2) (methods as in ``METHODS``).
 
     Each MIS release is the state after ``burn_in`` iterations of its own chain; ``advance`` is

@@ -22,27 +22,67 @@ from ..._random import SeedLike, as_generator
 from ..._validation import integer_valued, positive_int
 from ...invariants import LinearInvariants
 
-__all__ = ["AGE_GROUPS", "CONFIDENTIAL", "FIRST_ADULT_COLUMN", "PAPER_RELEASE", "ROWS", "SHAPE", "SOLVED_CELLS",
-           "free_cells", "invariant_matrix", "invariants_for", "synthetic_tables"]
+__all__ = [
+    "AGE_GROUPS",
+    "CONFIDENTIAL",
+    "FIRST_ADULT_COLUMN",
+    "PAPER_RELEASE",
+    "ROWS",
+    "SHAPE",
+    "SOLVED_CELLS",
+    "free_cells",
+    "invariant_matrix",
+    "invariants_for",
+    "synthetic_tables",
+]
 
 ROWS = ("female", "male")
 #: The age groups of the columns, as printed in Table 1.
-AGE_GROUPS = ("<5", "6-10", "11-15", "16-17", "18-19", "20", "21", "22-24", "25-29", "30-34", "35-39", "40-44",
-              "45-49", "50-54", "55-59", "60-61", "62-64", "65-66", "67-69", "70-74", "75-79", "80-84", "85+")
+AGE_GROUPS = (
+    "<5",
+    "6-10",
+    "11-15",
+    "16-17",
+    "18-19",
+    "20",
+    "21",
+    "22-24",
+    "25-29",
+    "30-34",
+    "35-39",
+    "40-44",
+    "45-49",
+    "50-54",
+    "55-59",
+    "60-61",
+    "62-64",
+    "65-66",
+    "67-69",
+    "70-74",
+    "75-79",
+    "80-84",
+    "85+",
+)
 SHAPE = (len(ROWS), len(AGE_GROUPS))
 #: The first voting-age (18+) column, 0-based: columns 5-23 in the paper's 1-based numbering.
 FIRST_ADULT_COLUMN = 4
 
 #: Table 1 (top): the simulated confidential table.
-CONFIDENTIAL = np.array([
-    [8, 6, 3, 6, 4, 4, 4, 8, 5, 7, 7, 6, 1, 5, 4, 4, 9, 6, 2, 8, 8, 8, 7],
-    [3, 4, 5, 8, 6, 4, 5, 5, 5, 6, 10, 7, 3, 2, 5, 11, 6, 4, 7, 4, 5, 3, 8],
-], dtype=np.int64)
+CONFIDENTIAL = np.array(
+    [
+        [8, 6, 3, 6, 4, 4, 4, 8, 5, 7, 7, 6, 1, 5, 4, 4, 9, 6, 2, 8, 8, 8, 7],
+        [3, 4, 5, 8, 6, 4, 5, 5, 5, 6, 10, 7, 3, 2, 5, 11, 6, 4, 7, 4, 5, 3, 8],
+    ],
+    dtype=np.int64,
+)
 #: Table 1 (bottom): the paper's own congenial release of it.
-PAPER_RELEASE = np.array([
-    [6, 6, 4, 3, 2, 10, 2, 5, 6, 7, 5, 6, 0, 5, 4, 5, 10, 8, 3, 8, 8, 12, 5],
-    [9, 4, 5, 6, 3, 4, 5, 5, 3, 4, 7, 8, 5, 3, 2, 23, 8, 2, 6, 3, 0, 3, 8],
-], dtype=np.int64)
+PAPER_RELEASE = np.array(
+    [
+        [6, 6, 4, 3, 2, 10, 2, 5, 6, 7, 5, 6, 0, 5, 4, 5, 10, 8, 3, 8, 8, 12, 5],
+        [9, 4, 5, 6, 3, 4, 5, 5, 3, 4, 7, 8, 5, 3, 2, 23, 8, 2, 6, 3, 0, 3, 8],
+    ],
+    dtype=np.int64,
+)
 #: I^c, the cells the MIS solves from the equalities: {1, 23, 46} 1-based, here 0-based.
 SOLVED_CELLS = (0, 22, 45)
 

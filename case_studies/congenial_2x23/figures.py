@@ -78,7 +78,7 @@ def plot_traces(states: np.ndarray, cells: Sequence[int], solved: Sequence[int],
         ax.set_title(f"{cell_label(cell)}: {role}", fontsize=10)
         ax.set_xlabel("iteration")
         ax.set_ylabel("cell value")
-    for ax in axes.flat[len(cells):]:
+    for ax in axes.flat[len(cells) :]:
         ax.set_visible(False)
     fig.suptitle(f"Algorithm 1 on Table 1: {len(flat):,} iterations from s*")
     fig.tight_layout()

@@ -23,8 +23,14 @@ from .data import CONFIDENTIAL, SOLVED_CELLS, synthetic_tables
 from .figures import plot_acceptance_curve, plot_distances, plot_traces
 from .report import PAPER_ACCEPTANCE, Measurements, write_report
 from .settings import FULL, QUICK, Settings
-from .table1 import (PAPER_PROPOSAL_EPSILON, acceptance_curve, congenial_mechanism, mis_release, mis_trace,
-                     rejection_estimate)
+from .table1 import (
+    PAPER_PROPOSAL_EPSILON,
+    acceptance_curve,
+    congenial_mechanism,
+    mis_release,
+    mis_trace,
+    rejection_estimate,
+)
 
 __all__ = ["TRACE_CELLS", "measure", "reproduce"]
 
@@ -60,31 +66,55 @@ def measure(settings: Settings, quick: bool = False, progressbar: bool = False) 
         release = mis_release(mechanism, CONFIDENTIAL, next(seeds), burn_in=settings.burn_in)
         mechanism.invariants.check(release, "the MIS release")  # raises naming any invariant it breaks
         release_acceptance = mechanism.last_acceptance_rate
-    with _timed(seconds, "acceptance curve"), \
-            tqdm(total=len(settings.proposal_grid) * settings.grid_chains, desc="acceptance curve", **bars) as bar:
-        curve = acceptance_curve(CONFIDENTIAL, settings.proposal_grid, settings.grid_chains,
-                                 settings.grid_iterations, next(seeds), advance=bar.update,
-                                 warm_up=settings.grid_warm_up)
+    with (
+        _timed(seconds, "acceptance curve"),
+        tqdm(total=len(settings.proposal_grid) * settings.grid_chains, desc="acceptance curve", **bars) as bar,
+    ):
+        curve = acceptance_curve(
+            CONFIDENTIAL,
+            settings.proposal_grid,
+            settings.grid_chains,
+            settings.grid_iterations,
+            next(seeds),
+            advance=bar.update,
+            warm_up=settings.grid_warm_up,
+        )
     with _timed(seconds, "trace"):
         states, trace_rate = mis_trace(CONFIDENTIAL, settings.trace_iterations, next(seeds))
-    with _timed(seconds, "exact rejection"), \
-            tqdm(total=settings.rejection_budget, desc="exact rejection (proposals)", **bars) as bar:
+    with (
+        _timed(seconds, "exact rejection"),
+        tqdm(total=settings.rejection_budget, desc="exact rejection (proposals)", **bars) as bar,
+    ):
         rejection = rejection_estimate(CONFIDENTIAL, settings.rejection_budget, next(seeds), advance=bar.update)
     with _timed(seconds, "MIS releases for the exact check"):
         rng = np.random.default_rng(next(seeds))
         start = time.perf_counter()
-        check = np.array([mis_release(mechanism, CONFIDENTIAL, rng, burn_in=settings.burn_in)
-                          for _ in tqdm(range(settings.check_releases), desc="MIS releases", **bars)])
+        check = np.array(
+            [
+                mis_release(mechanism, CONFIDENTIAL, rng, burn_in=settings.burn_in)
+                for _ in tqdm(range(settings.check_releases), desc="MIS releases", **bars)
+            ]
+        )
         per_release = (time.perf_counter() - start) / settings.check_releases
     with _timed(seconds, "Figure 1"), tqdm(total=settings.n_tables, desc="Figure 1 (tables)", **bars) as bar:
         tables = synthetic_tables(settings.n_tables, next(seeds))
-        distances = method_distances(tables, settings.releases_per_table, burn_in=settings.burn_in,
-                                     random_seed=next(seeds), advance=bar.update)
+        distances = method_distances(
+            tables, settings.releases_per_table, burn_in=settings.burn_in, random_seed=next(seeds), advance=bar.update
+        )
     measurements = Measurements(
-        settings=settings, quick=quick, release=release, release_acceptance=release_acceptance, curve=curve,
-        trace_rate=trace_rate, trace_cells=TRACE_CELLS, rejection=rejection,
+        settings=settings,
+        quick=quick,
+        release=release,
+        release_acceptance=release_acceptance,
+        curve=curve,
+        trace_rate=trace_rate,
+        trace_cells=TRACE_CELLS,
+        rejection=rejection,
         mis_check_l1=np.abs(check - CONFIDENTIAL).reshape(len(check), -1).sum(axis=1),
-        mis_seconds_per_release=per_release, distances=distances, seconds=seconds)
+        mis_seconds_per_release=per_release,
+        distances=distances,
+        seconds=seconds,
+    )
     return measurements, states
 
 
@@ -97,9 +127,9 @@ def reproduce(results: Path, quick: bool = False, progressbar: bool = True) -> P
         measurements, states = measure(QUICK if quick else FULL, quick, progressbar)
         figures = {
             "Figure 1: distances by method": plot_distances(measurements.distances, results / "figure1_distances.png"),
-            "Figure 2: MIS acceptance rate": plot_acceptance_curve(measurements.curve, PAPER_ACCEPTANCE,
-                                                                   PAPER_PROPOSAL_EPSILON,
-                                                                   results / "figure2_acceptance.png"),
+            "Figure 2: MIS acceptance rate": plot_acceptance_curve(
+                measurements.curve, PAPER_ACCEPTANCE, PAPER_PROPOSAL_EPSILON, results / "figure2_acceptance.png"
+            ),
             "Figure 3: MIS traces": plot_traces(states, TRACE_CELLS, SOLVED_CELLS, results / "figure3_traces.png"),
         }
     measurements.seconds["total"] = time.perf_counter() - start

@@ -19,8 +19,19 @@ from .data import AGE_GROUPS, CONFIDENTIAL, PAPER_RELEASE, ROWS, SOLVED_CELLS, i
 from .settings import Settings
 from .table1 import EPSILON, PAPER_PROPOSAL_EPSILON, PROPOSALS_PER_DRAW, AcceptanceCurve, RejectionEstimate
 
-__all__ = ["AGREEMENT_SIGMAS", "LONG_RUN_ACCEPTANCE", "LONG_RUN_BEST", "MIN_EXACT_DRAWS", "ON_PAR", "PAPER_ACCEPTANCE",
-           "Claim", "Measurements", "acceptance_claims", "claims", "write_report"]
+__all__ = [
+    "AGREEMENT_SIGMAS",
+    "LONG_RUN_ACCEPTANCE",
+    "LONG_RUN_BEST",
+    "MIN_EXACT_DRAWS",
+    "ON_PAR",
+    "PAPER_ACCEPTANCE",
+    "Claim",
+    "Measurements",
+    "acceptance_claims",
+    "claims",
+    "write_report",
+]
 
 #: The acceptance rate the paper prints for eps~ = 0.6.
 PAPER_ACCEPTANCE = 0.0168
@@ -98,14 +109,30 @@ def _table_claims(m: Measurements) -> list[Claim]:
     confidential = invariants_for(CONFIDENTIAL)
     totals_ok = (A @ CONFIDENTIAL.reshape(-1)).tolist() == [256, 130, 213]
     return [
-        Claim("Table 1 (top): total 256, female 130, voting age (18+) 213", "256 / 130 / 213 (under-18 43)",
-              _totals(CONFIDENTIAL), "yes" if totals_ok else "no"),
-        Claim("Table 1 (bottom), the paper's release, keeps the invariants", "(printed table)",
-              _totals(PAPER_RELEASE), "yes" if confidential.contains(PAPER_RELEASE) else "no"),
-        Claim("I^c = {1, 23, 46}: A[:, I^c] is unimodular, so solved cells are integers", "det = 1 (notes)",
-              f"A[:, I^c] = {solved.tolist()}, det {det}", "yes" if abs(det) == 1 else "no"),
-        Claim("our MIS release (eps = 0.5 per cell, eps~ = 0.6) keeps every invariant", "(by construction)",
-              _totals(m.release), "yes" if confidential.contains(m.release) else "no"),
+        Claim(
+            "Table 1 (top): total 256, female 130, voting age (18+) 213",
+            "256 / 130 / 213 (under-18 43)",
+            _totals(CONFIDENTIAL),
+            "yes" if totals_ok else "no",
+        ),
+        Claim(
+            "Table 1 (bottom), the paper's release, keeps the invariants",
+            "(printed table)",
+            _totals(PAPER_RELEASE),
+            "yes" if confidential.contains(PAPER_RELEASE) else "no",
+        ),
+        Claim(
+            "I^c = {1, 23, 46}: A[:, I^c] is unimodular, so solved cells are integers",
+            "det = 1 (notes)",
+            f"A[:, I^c] = {solved.tolist()}, det {det}",
+            "yes" if abs(det) == 1 else "no",
+        ),
+        Claim(
+            "our MIS release (eps = 0.5 per cell, eps~ = 0.6) keeps every invariant",
+            "(by construction)",
+            _totals(m.release),
+            "yes" if confidential.contains(m.release) else "no",
+        ),
     ]
 
 
@@ -122,8 +149,10 @@ def _best_verdict(curve: AcceptanceCurve) -> str:
         return f"no: 0.6 is {(mean[j] - mean[k]) / gap_se[k]:.1f} SE below the best"
     if len(close) == 1:
         return "yes"
-    return (f"not resolved: {', '.join(f'{e:g}' for e in close)} are within {AGREEMENT_SIGMAS:g} SE of the best "
-            f"(the long-run best is about {LONG_RUN_BEST:g})")
+    return (
+        f"not resolved: {', '.join(f'{e:g}' for e in close)} are within {AGREEMENT_SIGMAS:g} SE of the best "
+        f"(the long-run best is about {LONG_RUN_BEST:g})"
+    )
 
 
 def _level_verdict(rate: float, se: float) -> str:
@@ -131,19 +160,25 @@ def _level_verdict(rate: float, se: float) -> str:
         return "not judged (no standard error)"
     reference, reference_se = LONG_RUN_ACCEPTANCE
     if abs(rate - PAPER_ACCEPTANCE) > AGREEMENT_SIGMAS * se:
-        return (f"no: {'lower' if rate < PAPER_ACCEPTANCE else 'higher'} by "
-                f"{abs(rate - PAPER_ACCEPTANCE) / se:.1f} SE (the notes' erratum expects lower)")
+        return (
+            f"no: {'lower' if rate < PAPER_ACCEPTANCE else 'higher'} by "
+            f"{abs(rate - PAPER_ACCEPTANCE) / se:.1f} SE (the notes' erratum expects lower)"
+        )
     if abs(rate - reference) <= AGREEMENT_SIGMAS * math.hypot(se, reference_se):
-        return (f"not resolved: within {AGREEMENT_SIGMAS:g} SE of both 1.68% and the long-run "
-                f"{_percent(reference)}; longer chains are needed")
+        return (
+            f"not resolved: within {AGREEMENT_SIGMAS:g} SE of both 1.68% and the long-run "
+            f"{_percent(reference)}; longer chains are needed"
+        )
     return "yes"
 
 
 def _acceptance_summary(curve: AcceptanceCurve) -> str:
-    rates = ", ".join(f"{e:g}: {_percent(float(r), float(se))}" for e, r, se in
-                      zip(curve.grid, curve.mean, curve.standard_error))
-    return (f"acceptance rate +- batch-means SE by eps~ ({curve.chains} chains x {curve.iterations:,} iterations) "
-            f"{rates}")
+    rates = ", ".join(
+        f"{e:g}: {_percent(float(r), float(se))}" for e, r, se in zip(curve.grid, curve.mean, curve.standard_error)
+    )
+    return (
+        f"acceptance rate +- batch-means SE by eps~ ({curve.chains} chains x {curve.iterations:,} iterations) {rates}"
+    )
 
 
 def acceptance_claims(curve: AcceptanceCurve) -> list[Claim]:
@@ -163,44 +198,73 @@ def acceptance_claims(curve: AcceptanceCurve) -> list[Claim]:
     rate, se = curve.at(PAPER_PROPOSAL_EPSILON)
     reference, reference_se = LONG_RUN_ACCEPTANCE
     gap = math.hypot(se, reference_se)
-    matches = "not judged" if math.isnan(se) else (
-        "yes" if abs(rate - reference) <= AGREEMENT_SIGMAS * gap else f"no: {(rate - reference) / gap:+.1f} SE")
-    sizes = (f"{curve.chains} chains x {curve.iterations:,} iterations after {curve.warm_up:,}, batches of "
-             f"{curve.batch_length:,}")
+    matches = (
+        "not judged"
+        if math.isnan(se)
+        else ("yes" if abs(rate - reference) <= AGREEMENT_SIGMAS * gap else f"no: {(rate - reference) / gap:+.1f} SE")
+    )
+    sizes = (
+        f"{curve.chains} chains x {curve.iterations:,} iterations after {curve.warm_up:,}, batches of "
+        f"{curve.batch_length:,}"
+    )
     j = int(np.argmax(curve.mean))
     return [
-        Claim("eps~ = 0.6 gives the MIS's best acceptance rate (Appendix C, Figure 2)", "0.6",
-              f"best on the grid {curve.grid[0]:g}..{curve.grid[-1]:g} ({len(curve.grid)} values): {curve.best:g} "
-              f"({_percent(float(curve.mean[j]), float(curve.standard_error[j]))}); at 0.6 {_percent(rate, se)}",
-              _best_verdict(curve)),
-        Claim("the acceptance rate at eps~ = 0.6 is about 1.68%", _percent(PAPER_ACCEPTANCE),
-              f"{_percent(rate, se)} (rate +- batch-means SE over {sizes})", _level_verdict(rate, se)),
-        Claim(f"(our check) our chains' rate at eps~ = 0.6 agrees with the long-run {_percent(reference)} +- "
-              f"{100 * reference_se:.3f}%", "(not in paper)", f"{_percent(rate, se)}", matches),
+        Claim(
+            "eps~ = 0.6 gives the MIS's best acceptance rate (Appendix C, Figure 2)",
+            "0.6",
+            f"best on the grid {curve.grid[0]:g}..{curve.grid[-1]:g} ({len(curve.grid)} values): {curve.best:g} "
+            f"({_percent(float(curve.mean[j]), float(curve.standard_error[j]))}); at 0.6 {_percent(rate, se)}",
+            _best_verdict(curve),
+        ),
+        Claim(
+            "the acceptance rate at eps~ = 0.6 is about 1.68%",
+            _percent(PAPER_ACCEPTANCE),
+            f"{_percent(rate, se)} (rate +- batch-means SE over {sizes})",
+            _level_verdict(rate, se),
+        ),
+        Claim(
+            f"(our check) our chains' rate at eps~ = 0.6 agrees with the long-run {_percent(reference)} +- "
+            f"{100 * reference_se:.3f}%",
+            "(not in paper)",
+            f"{_percent(rate, se)}",
+            matches,
+        ),
     ]
 
 
 def _rejection_claims(m: Measurements) -> list[Claim]:
     rej = m.rejection  # at least one exact draw: the search stops only after a release
-    claims_ = [Claim(
-        "rejection sampling (draw M(x) until it lands in S*) is 'often inefficient or even impractical' "
-        "(Section 2.3)", "(no number)",
-        f"c(x) = {rej.rate:.2e} +- {rej.standard_error:.1e} ({len(rej.draws)} exact draws in "
-        f"{rej.proposals:,} proposals): about {1 / rej.rate:,.0f} proposals, {rej.seconds_per_draw:.1f} s per "
-        f"exact table; one MIS release {m.mis_seconds_per_release:.2f} s",
-        "inefficient: yes; impractical: no (seconds per table)")]
+    claims_ = [
+        Claim(
+            "rejection sampling (draw M(x) until it lands in S*) is 'often inefficient or even impractical' "
+            "(Section 2.3)",
+            "(no number)",
+            f"c(x) = {rej.rate:.2e} +- {rej.standard_error:.1e} ({len(rej.draws)} exact draws in "
+            f"{rej.proposals:,} proposals): about {1 / rej.rate:,.0f} proposals, {rej.seconds_per_draw:.1f} s per "
+            f"exact table; one MIS release {m.mis_seconds_per_release:.2f} s",
+            "inefficient: yes; impractical: no (seconds per table)",
+        )
+    ]
     exact = np.abs(rej.draws - CONFIDENTIAL).reshape(len(rej.draws), -1).sum(axis=1)
     if len(exact) >= MIN_EXACT_DRAWS:
         se = math.sqrt(exact.var(ddof=1) / len(exact) + m.mis_check_l1.var(ddof=1) / len(m.mis_check_l1))
         z = (m.mis_check_l1.mean() - exact.mean()) / se
         verdict = "yes" if abs(z) <= AGREEMENT_SIGMAS else "no"
-        measured = (f"mean L1 to s*: MIS {m.mis_check_l1.mean():.1f} ({len(m.mis_check_l1)} releases), exact "
-                    f"{exact.mean():.1f} ({len(exact)} draws), z = {z:+.2f}")
+        measured = (
+            f"mean L1 to s*: MIS {m.mis_check_l1.mean():.1f} ({len(m.mis_check_l1)} releases), exact "
+            f"{exact.mean():.1f} ({len(exact)} draws), z = {z:+.2f}"
+        )
     else:
         verdict = f"not judged: {len(exact)} exact draws (< {MIN_EXACT_DRAWS}; the full run makes more)"
         measured = f"mean L1 to s*: MIS {m.mis_check_l1.mean():.1f} ({len(m.mis_check_l1)} releases)"
-    claims_.append(Claim("(our check) MIS releases with these chain settings follow the exact p*", "(not in paper)",
-                         measured, verdict))
+    claims_.append(
+        Claim(
+            "(our check) MIS releases with these chain settings follow the exact p*",
+            "(not in paper)",
+            measured,
+            verdict,
+        )
+    )
     return claims_
 
 
@@ -216,13 +280,25 @@ def _figure1_claims(m: Measurements) -> list[Claim]:
         return "yes" if mask.all() else ("mostly" if mask.mean() >= 0.9 else "no")
 
     return [
-        Claim("Figure 1: raw eps = 0.5 is the farthest from the confidential table (notes)", "(box plots only)",
-              f"L1: {_share(worst[:, 0])}, L2: {_share(worst[:, 1])}", judged(worst)),
-        Claim("Figure 1: the congenial mechanism (eps0 = 0.5) lies between raw eps = 0.5 and raw eps = 1",
-              "(box plots only)", f"L1: {_share(between[:, 0])}, L2: {_share(between[:, 1])}", judged(between)),
-        Claim("Figure 1: NNL2 of raw eps = 1 is 'mostly on par' with raw eps = 1", "(box plots only)",
-              f"median ratio NNL2 / raw: L1 {ratio[0]:.3f}, L2 {ratio[1]:.3f} (on par: within "
-              f"{ON_PAR[0]:g}..{ON_PAR[1]:g})", "yes" if on_par else "no"),
+        Claim(
+            "Figure 1: raw eps = 0.5 is the farthest from the confidential table (notes)",
+            "(box plots only)",
+            f"L1: {_share(worst[:, 0])}, L2: {_share(worst[:, 1])}",
+            judged(worst),
+        ),
+        Claim(
+            "Figure 1: the congenial mechanism (eps0 = 0.5) lies between raw eps = 0.5 and raw eps = 1",
+            "(box plots only)",
+            f"L1: {_share(between[:, 0])}, L2: {_share(between[:, 1])}",
+            judged(between),
+        ),
+        Claim(
+            "Figure 1: NNL2 of raw eps = 1 is 'mostly on par' with raw eps = 1",
+            "(box plots only)",
+            f"median ratio NNL2 / raw: L1 {ratio[0]:.3f}, L2 {ratio[1]:.3f} (on par: within "
+            f"{ON_PAR[0]:g}..{ON_PAR[1]:g})",
+            "yes" if on_par else "no",
+        ),
     ]
 
 
@@ -242,8 +318,10 @@ def _method_summary(d: np.ndarray) -> list[str]:
     lines = ["| method | median mean L1 | range | median mean L2 | range |", "|---|---|---|---|---|"]
     for k, (_, label) in enumerate(METHODS):
         l1, l2 = d[:, k, 0], d[:, k, 1]
-        lines.append(f"| {label} | {np.median(l1):.1f} | {l1.min():.1f}-{l1.max():.1f} | {np.median(l2):.2f} | "
-                     f"{l2.min():.2f}-{l2.max():.2f} |")
+        lines.append(
+            f"| {label} | {np.median(l1):.1f} | {l1.min():.1f}-{l1.max():.1f} | {np.median(l2):.2f} | "
+            f"{l2.min():.2f}-{l2.max():.2f} |"
+        )
     return lines
 
 

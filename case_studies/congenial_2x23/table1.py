@@ -26,9 +26,20 @@ from ..._validation import positive_int
 from ...mechanisms import Congenial, DiscreteLaplace
 from .data import SHAPE, free_cells, invariants_for
 
-__all__ = ["BATCHES_PER_CHAIN", "EPSILON", "PAPER_PROPOSAL_EPSILON", "PROPOSALS_PER_DRAW", "AcceptanceCurve",
-           "RejectionEstimate", "acceptance_curve", "chain_moves", "congenial_mechanism", "mis_release", "mis_trace",
-           "rejection_estimate"]
+__all__ = [
+    "BATCHES_PER_CHAIN",
+    "EPSILON",
+    "PAPER_PROPOSAL_EPSILON",
+    "PROPOSALS_PER_DRAW",
+    "AcceptanceCurve",
+    "RejectionEstimate",
+    "acceptance_curve",
+    "chain_moves",
+    "congenial_mechanism",
+    "mis_release",
+    "mis_trace",
+    "rejection_estimate",
+]
 
 #: The privacy loss budget per cell of the unconstrained double geometric mechanism.
 EPSILON = 0.5
@@ -52,8 +63,15 @@ def congenial_mechanism(table, epsilon: float = EPSILON) -> Congenial:
     return Congenial(DiscreteLaplace(epsilon), invariants_for(table))
 
 
-def mis_release(mechanism: Congenial, table, random_seed: SeedLike = None, *, burn_in: int,
-                proposal_epsilon: float = PAPER_PROPOSAL_EPSILON, size: int | None = None) -> np.ndarray:
+def mis_release(
+    mechanism: Congenial,
+    table,
+    random_seed: SeedLike = None,
+    *,
+    burn_in: int,
+    proposal_epsilon: float = PAPER_PROPOSAL_EPSILON,
+    size: int | None = None,
+) -> np.ndarray:
     """Algorithm 1 on the paper's free cells, started at ``table``: the state after ``burn_in`` iterations
     (``size`` None), or the ``size`` states after it (one chain, no thinning).
 
@@ -65,12 +83,21 @@ def mis_release(mechanism: Congenial, table, random_seed: SeedLike = None, *, bu
     >>> y.shape, bool(mech.invariants.contains(y)), mech.last_method
     ((2, 23), True, 'mis')
     """
-    return mechanism.release(table, random_seed=random_seed, method="mis", size=size, free_cells=free_cells(),
-                             proposal_epsilon=proposal_epsilon, burn_in=burn_in, thin=1)
+    return mechanism.release(
+        table,
+        random_seed=random_seed,
+        method="mis",
+        size=size,
+        free_cells=free_cells(),
+        proposal_epsilon=proposal_epsilon,
+        burn_in=burn_in,
+        thin=1,
+    )
 
 
-def mis_trace(table, iterations: int, random_seed: SeedLike = None,
-              proposal_epsilon: float = PAPER_PROPOSAL_EPSILON) -> tuple[np.ndarray, float]:
+def mis_trace(
+    table, iterations: int, random_seed: SeedLike = None, proposal_epsilon: float = PAPER_PROPOSAL_EPSILON
+) -> tuple[np.ndarray, float]:
     """Every state of one MIS chain of ``iterations`` steps from ``table`` (shape (iterations, 2, 23)) and
     its acceptance rate: the chain of Figure 3.
 
@@ -82,8 +109,14 @@ def mis_trace(table, iterations: int, random_seed: SeedLike = None,
     ((1000, 2, 23), True)
     """
     mechanism = congenial_mechanism(table)
-    states = mis_release(mechanism, table, random_seed, burn_in=0, proposal_epsilon=proposal_epsilon,
-                         size=positive_int(iterations, "iterations"))
+    states = mis_release(
+        mechanism,
+        table,
+        random_seed,
+        burn_in=0,
+        proposal_epsilon=proposal_epsilon,
+        size=positive_int(iterations, "iterations"),
+    )
     return states, mechanism.last_acceptance_rate
 
 
@@ -170,7 +203,7 @@ class AcceptanceCurve:
         batches, length = self.chains * self.batches_per_chain, self.batch_length
         if batches < 2 or length < 1:
             return np.full(len(self.grid), math.nan)
-        used = self.moves[:, :, :self.batches_per_chain * length]
+        used = self.moves[:, :, : self.batches_per_chain * length]
         rates = used.reshape(len(self.grid), batches, length).mean(axis=2)
         return rates.std(axis=1, ddof=1) / math.sqrt(batches)
 
@@ -187,8 +220,16 @@ class AcceptanceCurve:
         return float(self.mean[j]), float(self.standard_error[j])
 
 
-def acceptance_curve(table, grid: Sequence[float], chains: int, iterations: int, random_seed: SeedLike = None,
-                     advance: Callable[[], None] = lambda: None, *, warm_up: int = 0) -> AcceptanceCurve:
+def acceptance_curve(
+    table,
+    grid: Sequence[float],
+    chains: int,
+    iterations: int,
+    random_seed: SeedLike = None,
+    advance: Callable[[], None] = lambda: None,
+    *,
+    warm_up: int = 0,
+) -> AcceptanceCurve:
     """The MIS's acceptance rate for each eps~ of ``grid``, from ``chains`` independent chains started at
     ``table``, each run for ``warm_up`` uncounted and then ``iterations`` counted steps; ``advance`` is
     called after each chain.
@@ -209,8 +250,9 @@ def acceptance_curve(table, grid: Sequence[float], chains: int, iterations: int,
     moves = np.empty((len(grid), chains, iterations), dtype=bool)
     for j, proposal_epsilon in enumerate(grid):
         for k in range(chains):
-            states = mis_release(mechanism, table, rng, burn_in=0, proposal_epsilon=proposal_epsilon,
-                                 size=warm_up + iterations)
+            states = mis_release(
+                mechanism, table, rng, burn_in=0, proposal_epsilon=proposal_epsilon, size=warm_up + iterations
+            )
             moves[j, k] = chain_moves(states, table)[warm_up:]
             advance()
     return AcceptanceCurve(tuple(float(e) for e in grid), moves, warm_up)
@@ -248,8 +290,9 @@ class RejectionEstimate:
         return self.seconds / len(self.draws) if len(self.draws) else math.inf
 
 
-def rejection_estimate(table, budget: int, random_seed: SeedLike = None,
-                       advance: Callable[[int], None] = lambda proposals: None) -> RejectionEstimate:
+def rejection_estimate(
+    table, budget: int, random_seed: SeedLike = None, advance: Callable[[int], None] = lambda proposals: None
+) -> RejectionEstimate:
     """Exact congenial releases of ``table`` by the library's rejection sampler, one after the other,
     until ``budget`` proposals are spent (the last release may overrun it).
 
@@ -275,5 +318,6 @@ def rejection_estimate(table, budget: int, random_seed: SeedLike = None,
         used = round(1 / mechanism.last_acceptance_rate)
         spent += used
         advance(used)
-    return RejectionEstimate(np.array(draws, dtype=np.int64).reshape(len(draws), *SHAPE), spent,
-                             time.perf_counter() - start)
+    return RejectionEstimate(
+        np.array(draws, dtype=np.int64).reshape(len(draws), *SHAPE), spent, time.perf_counter() - start
+    )

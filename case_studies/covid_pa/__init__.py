@@ -14,18 +14,21 @@ See README.md in this folder. The data (JHU CSSE):
 from ...reproduce import CaseStudy, LazyFunction, lazy_exports
 
 # the code is imported on first use, so that ``ppdinfer --help`` stays fast
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "register": ".cli",
-    **dict.fromkeys(["DOCUMENTED_DEATH_CORRECTIONS", "DataError", "load_monthly"], ".data"),
-    **dict.fromkeys(["DownloadError", "download", "load_jhu_timeseries"], ".jhu"),
-    "reproduce": ".pipeline",
-    **dict.fromkeys(["Adjustment", "CovidTable"], ".table"),
-})
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "register": ".cli",
+        **dict.fromkeys(["DOCUMENTED_DEATH_CORRECTIONS", "DataError", "load_monthly"], ".data"),
+        **dict.fromkeys(["DownloadError", "download", "load_jhu_timeseries"], ".jhu"),
+        "reproduce": ".pipeline",
+        **dict.fromkeys(["Adjustment", "CovidTable"], ".table"),
+    },
+)
 
 CASE_STUDY = CaseStudy(
     name="covid_pa",
     title="COVID-19 county case rates released under DP with public totals: synthesis by four methods, "
-          "the paper's four claims, and posterior interval coverage",
+    "the paper's four claims, and posterior interval coverage",
     paper="J. Seeman, M. Reimherr, A. Slavkovic, Formal Privacy for Partially Private Data, section 4",
     minutes=(14, 3),
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),

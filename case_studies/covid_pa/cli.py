@@ -13,9 +13,11 @@ def register(commands) -> None:
     """Add the ``covid`` command and its subcommands to an argparse subparsers object."""
     from ...cli import non_negative_int, positive_float, positive_int
 
-    covid = commands.add_parser("covid", help="the COVID-19 case study on Pennsylvania county data",
-                                description="Reproduce the COVID-19 case study (paper section 4) on real "
-                                            "Pennsylvania county counts.")
+    covid = commands.add_parser(
+        "covid",
+        help="the COVID-19 case study on Pennsylvania county data",
+        description="Reproduce the COVID-19 case study (paper section 4) on real Pennsylvania county counts.",
+    )
     sub = covid.add_subparsers(dest="covid_command", metavar="SUBCOMMAND", required=True)
 
     download = sub.add_parser("download", help="fetch the JHU CSSE time series (needs a network)")
@@ -30,11 +32,15 @@ def register(commands) -> None:
     synthesize.add_argument("--seed", type=non_negative_int, default=2024)
     synthesize.add_argument("--sweeps", type=positive_int, default=None, help="MCMC sweeps per WEM release")
     synthesize.add_argument("--workers", type=positive_int, default=None, help="local processes (default: all cores)")
-    synthesize.add_argument("--scheduler", default=None,
-                            help="address of a dask.distributed scheduler (needs the 'dask' extra)")
-    synthesize.add_argument("--fresh", action="store_true",
-                            help="delete the results folder's results first (needed to change the seed, table or "
-                                 "sweeps of a run; more replicates, methods or epsilons extend it)")
+    synthesize.add_argument(
+        "--scheduler", default=None, help="address of a dask.distributed scheduler (needs the 'dask' extra)"
+    )
+    synthesize.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the results folder's results first (needed to change the seed, table or "
+        "sweeps of a run; more replicates, methods or epsilons extend it)",
+    )
     synthesize.add_argument("--no-progress", action="store_true")
     synthesize.set_defaults(handler=_synthesize)
 
@@ -43,17 +49,28 @@ def register(commands) -> None:
     infer.add_argument("--month", default="2021-01", help="the month to analyse (default 2021-01)")
     infer.add_argument("--replicates", type=positive_int, default=50)
     infer.add_argument("--epsilons", nargs="+", type=positive_float, default=[0.01, 1.0])
-    infer.add_argument("--concentration", type=positive_float, default=1000.0,
-                       help="prior concentration of the Dirichlet centred on last month (default 1000)")
+    infer.add_argument(
+        "--concentration",
+        type=positive_float,
+        default=1000.0,
+        help="prior concentration of the Dirichlet centred on last month (default 1000)",
+    )
     infer.add_argument("--seed", type=non_negative_int, default=2024)
-    infer.add_argument("--check-month", default="2020-07",
-                       help="month of the few-county check against exact samplers (small counts; default 2020-07)")
+    infer.add_argument(
+        "--check-month",
+        default="2020-07",
+        help="month of the few-county check against exact samplers (small counts; default 2020-07)",
+    )
     infer.add_argument("--workers", type=positive_int, default=None, help="local processes (default: all cores)")
-    infer.add_argument("--scheduler", default=None,
-                       help="address of a dask.distributed scheduler (needs the 'dask' extra)")
-    infer.add_argument("--fresh", action="store_true",
-                       help="delete the finished fits of an earlier study first (needed to change its seed, "
-                            "table, month or concentration; more replicates or epsilons extend it)")
+    infer.add_argument(
+        "--scheduler", default=None, help="address of a dask.distributed scheduler (needs the 'dask' extra)"
+    )
+    infer.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the finished fits of an earlier study first (needed to change its seed, "
+        "table, month or concentration; more replicates or epsilons extend it)",
+    )
     infer.add_argument("--no-progress", action="store_true")
     infer.set_defaults(handler=_infer)
 
@@ -63,10 +80,15 @@ def register(commands) -> None:
 
 
 def _add_table_arguments(parser, restrict: str = "") -> None:
-    parser.add_argument("--data", type=Path, default=None,
-                        help=f"data folder (default: ${DATA_ENV}, else the table shipped with the package)")
-    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
-                        help=f"results folder (default {DEFAULT_RESULTS})")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help=f"data folder (default: ${DATA_ENV}, else the table shipped with the package)",
+    )
+    parser.add_argument(
+        "--results", type=Path, default=DEFAULT_RESULTS, help=f"results folder (default {DEFAULT_RESULTS})"
+    )
     parser.add_argument("--counties", nargs="+", default=None, help=f"restrict to these counties{restrict}")
     parser.add_argument("--months", nargs="+", default=None, help=f"restrict to these months (YYYY-MM){restrict}")
 
@@ -97,17 +119,38 @@ def _executor(args):
 def _synthesize(args) -> None:
     from .pipeline import synthesize_step
 
-    synthesize_step(_load_table(args), args.results, methods=args.methods, epsilons=args.epsilons,
-                    replicates=args.replicates, seed=args.seed, sweeps=args.sweeps, workers=args.workers,
-                    executor=_executor(args), fresh=args.fresh, progressbar=not args.no_progress)
+    synthesize_step(
+        _load_table(args),
+        args.results,
+        methods=args.methods,
+        epsilons=args.epsilons,
+        replicates=args.replicates,
+        seed=args.seed,
+        sweeps=args.sweeps,
+        workers=args.workers,
+        executor=_executor(args),
+        fresh=args.fresh,
+        progressbar=not args.no_progress,
+    )
 
 
 def _infer(args) -> None:
     from .pipeline import infer_step
 
-    infer_step(_load_table(args), args.results, month=args.month, check_month=args.check_month,
-               replicates=args.replicates, epsilons=args.epsilons, concentration=args.concentration, seed=args.seed,
-               workers=args.workers, executor=_executor(args), fresh=args.fresh, progressbar=not args.no_progress)
+    infer_step(
+        _load_table(args),
+        args.results,
+        month=args.month,
+        check_month=args.check_month,
+        replicates=args.replicates,
+        epsilons=args.epsilons,
+        concentration=args.concentration,
+        seed=args.seed,
+        workers=args.workers,
+        executor=_executor(args),
+        fresh=args.fresh,
+        progressbar=not args.no_progress,
+    )
 
 
 def _report(args) -> None:

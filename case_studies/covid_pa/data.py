@@ -31,8 +31,17 @@ import pandas as pd
 from ...datasets import COVID_PA_DATA
 from .table import Adjustment, CovidTable, month_labels
 
-__all__ = ["DATA_ENV", "DOCUMENTED_DEATH_CORRECTIONS", "DataError", "default_data", "integers", "load_monthly",
-           "net_negative", "no_duplicates", "read_csv"]
+__all__ = [
+    "DATA_ENV",
+    "DOCUMENTED_DEATH_CORRECTIONS",
+    "DataError",
+    "default_data",
+    "integers",
+    "load_monthly",
+    "net_negative",
+    "no_duplicates",
+    "read_csv",
+]
 
 MONTHLY_FILE = "pa_monthly_new_by_county.csv"
 POPULATION_FILE = "pa_county_population.csv"
@@ -41,9 +50,14 @@ N_COUNTIES = 67
 POPULATION_COLUMN = "census_estimatesbase_2020_04_01"
 
 #: (county, month, reported new deaths) of the reporting corrections in the JHU-based table.
-DOCUMENTED_DEATH_CORRECTIONS = frozenset({
-    ("Wayne", "2020-07", -1), ("Cameron", "2021-03", -1), ("Cameron", "2021-05", -1), ("Wyoming", "2021-06", -1),
-})
+DOCUMENTED_DEATH_CORRECTIONS = frozenset(
+    {
+        ("Wayne", "2020-07", -1),
+        ("Cameron", "2021-03", -1),
+        ("Cameron", "2021-05", -1),
+        ("Wyoming", "2021-06", -1),
+    }
+)
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
@@ -97,8 +111,9 @@ def integers(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     return values.astype(np.int64).to_numpy()
 
 
-def net_negative(counts: np.ndarray, months: Sequence[str], counties: Sequence[str], fips: Sequence[int],
-                 series: str, source: str) -> tuple[np.ndarray, list[Adjustment]]:
+def net_negative(
+    counts: np.ndarray, months: Sequence[str], counties: Sequence[str], fips: Sequence[int], series: str, source: str
+) -> tuple[np.ndarray, list[Adjustment]]:
     """Set each negative count of ``counts`` (T, J) to 0, netting it against earlier months.
 
     The correction is subtracted from the same county's latest earlier months first, skipping
@@ -119,14 +134,20 @@ def net_negative(counts: np.ndarray, months: Sequence[str], counties: Sequence[s
             if not need:
                 break
         if need:
-            raise DataError(f"{source}: county {counties[j]}, month {months[t]}: {series} {reported} exceeds "
-                            f"the {series} of the earlier months, so the correction cannot be netted")
+            raise DataError(
+                f"{source}: county {counties[j]}, month {months[t]}: {series} {reported} exceeds "
+                f"the {series} of the earlier months, so the correction cannot be netted"
+            )
         adjustments.append(Adjustment(counties[j], int(fips[j]), series, months[t], reported, tuple(netted)))
     return counts, sorted(adjustments, key=lambda a: (a.month, a.county))
 
 
-def load_monthly(data_dir: str | Path, *, population_column: str = POPULATION_COLUMN,
-                 death_corrections: Collection[tuple[str, str, int]] = DOCUMENTED_DEATH_CORRECTIONS) -> CovidTable:
+def load_monthly(
+    data_dir: str | Path,
+    *,
+    population_column: str = POPULATION_COLUMN,
+    death_corrections: Collection[tuple[str, str, int]] = DOCUMENTED_DEATH_CORRECTIONS,
+) -> CovidTable:
     """Load the monthly county table of ``data_dir`` (see the module docstring).
 
     Parameters
@@ -188,8 +209,9 @@ def no_duplicates(frame: pd.DataFrame, key: list[str], path: Path) -> None:
         raise DataError(f"{path}: lines {lines}: duplicate rows for {label}")
 
 
-def _check_rows(frame: pd.DataFrame, path: Path, county_fips: dict[str, int],
-                death_corrections: Collection[tuple[str, str, int]]) -> tuple[np.ndarray, np.ndarray]:
+def _check_rows(
+    frame: pd.DataFrame, path: Path, county_fips: dict[str, int], death_corrections: Collection[tuple[str, str, int]]
+) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise checks in file order; returns new cases and new deaths as int64 (rows,)."""
     _check_names(frame, path)
     bad_month = ~frame["month"].str.fullmatch(_MONTH)
@@ -226,15 +248,18 @@ def _grid(frame: pd.DataFrame, values: np.ndarray, counties: list[str], path: Pa
     if not present.all():
         missing_months = [MONTHS[k] for k in np.flatnonzero(~present.any(axis=1))]
         if missing_months:
-            raise DataError(f"{path}: no rows for month(s) {missing_months} "
-                            f"(expected the {len(MONTHS)} months {MONTHS[0]} .. {MONTHS[-1]})")
+            raise DataError(
+                f"{path}: no rows for month(s) {missing_months} "
+                f"(expected the {len(MONTHS)} months {MONTHS[0]} .. {MONTHS[-1]})"
+            )
         k, m = np.argwhere(~present)[0]
         raise DataError(f"{path}: no row for county {counties[m]}, month {MONTHS[k]}")
     return grid
 
 
-def _check_cumulative(frame: pd.DataFrame, path: Path, cases: np.ndarray, deaths: np.ndarray,
-                      lines: np.ndarray, counties: list[str]) -> None:
+def _check_cumulative(
+    frame: pd.DataFrame, path: Path, cases: np.ndarray, deaths: np.ndarray, lines: np.ndarray, counties: list[str]
+) -> None:
     """When the file has month-end cumulative columns, they must equal the running sums."""
     for column, new in [("cum_cases_month_end", cases), ("cum_deaths_month_end", deaths)]:
         if column not in frame.columns:
@@ -243,5 +268,7 @@ def _check_cumulative(frame: pd.DataFrame, path: Path, cases: np.ndarray, deaths
         wrong = np.argwhere(stated != np.cumsum(new, axis=0))
         if len(wrong):
             t, j = wrong[0]
-            raise DataError(f"{path}: line {lines[t, j]} ({counties[j]}, {MONTHS[t]}): {column} {stated[t, j]} "
-                            f"differs from the running sum {np.cumsum(new, axis=0)[t, j]} of the new counts")
+            raise DataError(
+                f"{path}: line {lines[t, j]} ({counties[j]}, {MONTHS[t]}): {column} {stated[t, j]} "
+                f"differs from the running sum {np.cumsum(new, axis=0)[t, j]} of the new counts"
+            )

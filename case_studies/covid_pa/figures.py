@@ -23,9 +23,25 @@ from ...privacy import plot_correlated_counts
 from .synthesis import FLAGS
 from .table import CovidTable
 
-__all__ = ["FIGURE1_COUNTIES", "FIGURES", "METHOD_DIM", "RATE_SCALE", "SYMLOG_FACTOR", "case_rates",
-           "contraction_frequencies", "extreme_counties", "figure1", "figure2", "figure3", "figure4", "methods_of",
-           "relative_errors", "save_all", "synthetic_rates", "true_rates"]
+__all__ = [
+    "FIGURE1_COUNTIES",
+    "FIGURES",
+    "METHOD_DIM",
+    "RATE_SCALE",
+    "SYMLOG_FACTOR",
+    "case_rates",
+    "contraction_frequencies",
+    "extreme_counties",
+    "figure1",
+    "figure2",
+    "figure3",
+    "figure4",
+    "methods_of",
+    "relative_errors",
+    "save_all",
+    "synthetic_rates",
+    "true_rates",
+]
 
 #: The dimension of :func:`~.synthesis.load_results` that holds the method names.
 METHOD_DIM = "synthesis"
@@ -35,12 +51,23 @@ RATE_SCALE = 100_000
 SYMLOG_FACTOR = 10
 #: The counties of the paper's Figure 1: a large, a mid-sized and a small county.
 FIGURE1_COUNTIES = ("Allegheny", "Erie", "Cameron")
-METHOD_LABELS = {"postprocess": "post-processing", "wem_naive": "WEM naive", "wem_congenial": "WEM congenial",
-                 "wem_prior": "WEM prior-congenial"}
-METHOD_COLORS = {"postprocess": "tab:red", "wem_naive": "tab:orange", "wem_congenial": "tab:green",
-                 "wem_prior": "tab:blue"}
-FLAG_LABELS = {"contracted_case_zeros": "ContractedCaseZeros", "contracted_death_zeros": "ContractedDeathZeros",
-               "contracted_rates": "ContractedRates"}
+METHOD_LABELS = {
+    "postprocess": "post-processing",
+    "wem_naive": "WEM naive",
+    "wem_congenial": "WEM congenial",
+    "wem_prior": "WEM prior-congenial",
+}
+METHOD_COLORS = {
+    "postprocess": "tab:red",
+    "wem_naive": "tab:orange",
+    "wem_congenial": "tab:green",
+    "wem_prior": "tab:blue",
+}
+FLAG_LABELS = {
+    "contracted_case_zeros": "ContractedCaseZeros",
+    "contracted_death_zeros": "ContractedDeathZeros",
+    "contracted_rates": "ContractedRates",
+}
 EPSILON_COLORS = ("tab:purple", "tab:olive")
 
 
@@ -65,8 +92,9 @@ def synthetic_rates(table: CovidTable, results: xr.Dataset) -> xr.DataArray:
 
     Raises KeyError when ``results`` lack a month or county of ``table``.
     """
-    return case_rates(table, results["y"].sel(series="cases", month=list(table.months),
-                                              county=list(table.counties), drop=True))
+    return case_rates(
+        table, results["y"].sel(series="cases", month=list(table.months), county=list(table.counties), drop=True)
+    )
 
 
 def relative_errors(table: CovidTable, results: xr.Dataset) -> xr.DataArray:
@@ -101,15 +129,21 @@ def extreme_counties(table: CovidTable, n: int = 5) -> list[str]:
     return [table.counties[j] for j in picked]
 
 
-def _boxes(ax, data: Sequence[np.ndarray], positions: Sequence[float], width: float, color: str,
-           **kwargs) -> None:
+def _boxes(ax, data: Sequence[np.ndarray], positions: Sequence[float], width: float, color: str, **kwargs) -> None:
     """Filled box plots of ``data`` (NaN skipped) at ``positions`` in ``color``."""
-    ax.boxplot([values[~np.isnan(values)] for values in data], positions=positions, widths=width,
-               patch_artist=True, manage_ticks=False,
-               boxprops={"facecolor": color, "alpha": 0.6, "edgecolor": color},
-               medianprops={"color": "black", "linewidth": 1}, whiskerprops={"color": color},
-               capprops={"color": color}, flierprops={"marker": ".", "markersize": 2, "markeredgecolor": color},
-               **kwargs)
+    ax.boxplot(
+        [values[~np.isnan(values)] for values in data],
+        positions=positions,
+        widths=width,
+        patch_artist=True,
+        manage_ticks=False,
+        boxprops={"facecolor": color, "alpha": 0.6, "edgecolor": color},
+        medianprops={"color": "black", "linewidth": 1},
+        whiskerprops={"color": color},
+        capprops={"color": color},
+        flierprops={"marker": ".", "markersize": 2, "markeredgecolor": color},
+        **kwargs,
+    )
 
 
 def _method_legend(figure: Figure, methods: Sequence[str], extra: Sequence) -> None:
@@ -154,10 +188,16 @@ def figure1(table: CovidTable, results: xr.Dataset, counties: Sequence[str] = FI
     for ax, (county, eps) in zip(axes, panels):
         for k, method in enumerate(methods):
             values = rates.sel({METHOD_DIM: method, "epsilon": eps, "county": county}).transpose("month", "replicate")
-            _boxes(ax, list(values.values), months + (k - (len(methods) - 1) / 2) * step, 0.85 * step,
-                   METHOD_COLORS[method])
-        (true_line,) = ax.plot(months, truth.sel(county=county).values, color="black", marker="o", markersize=3,
-                               label="true rate")
+            _boxes(
+                ax,
+                list(values.values),
+                months + (k - (len(methods) - 1) / 2) * step,
+                0.85 * step,
+                METHOD_COLORS[method],
+            )
+        (true_line,) = ax.plot(
+            months, truth.sel(county=county).values, color="black", marker="o", markersize=3, label="true rate"
+        )
         population = int(table.population[table.counties.index(county)])
         ax.set_title(f"{county} (population {population:,}), ε = {eps:g}", fontsize="medium")
         _rate_axis(ax, rates.sel(epsilon=eps, county=county).values, truth.sel(county=county).values)
@@ -178,8 +218,7 @@ def figure2(table: CovidTable, results: xr.Dataset) -> Figure:
     errors = relative_errors(table, results)
     methods, epsilons = methods_of(results), list(errors["epsilon"].values)
     positions = np.arange(len(methods))
-    figure = Figure(figsize=(1.2 + 2.6 * len(epsilons) + 0.9 * len(methods) * len(epsilons), 5.0),
-                    layout="constrained")
+    figure = Figure(figsize=(1.2 + 2.6 * len(epsilons) + 0.9 * len(methods) * len(epsilons), 5.0), layout="constrained")
     axes = figure.subplots(1, len(epsilons), sharey=True, squeeze=False)[0]
     for ax, eps in zip(axes, epsilons):
         for position, method in zip(positions, methods):
@@ -193,10 +232,13 @@ def figure2(table: CovidTable, results: xr.Dataset) -> Figure:
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("relative error of the case rate (%, symlog)")
     excluded = int((true_rates(table) == 0).sum())
-    figure.suptitle("Relative error 100 (synthetic - true) / true of county case rates\n"
-                    f"{table.n_counties} counties x {table.n_months} months x {results.sizes['replicate']} "
-                    f"replicates ({excluded} county-months without cases excluded); box: quartiles, "
-                    "whiskers: 5th-95th percentiles, ▲: maximum", fontsize="medium")
+    figure.suptitle(
+        "Relative error 100 (synthetic - true) / true of county case rates\n"
+        f"{table.n_counties} counties x {table.n_months} months x {results.sizes['replicate']} "
+        f"replicates ({excluded} county-months without cases excluded); box: quartiles, "
+        "whiskers: 5th-95th percentiles, ▲: maximum",
+        fontsize="medium",
+    )
     return figure
 
 
@@ -216,8 +258,13 @@ def figure3(table: CovidTable, results: xr.Dataset, n: int = 5) -> Figure:
     axes = figure.subplots(len(FLAGS), 1, sharex=True, squeeze=False)[:, 0]
     for ax, flag in zip(axes, FLAGS):
         for k, (eps, color) in enumerate(zip(epsilons, EPSILON_COLORS)):
-            ax.bar(x + (k - (len(epsilons) - 1) / 2) * width, frequencies.sel(flag=flag, epsilon=eps).values,
-                   width, color=color, label=f"ε = {eps:g}")
+            ax.bar(
+                x + (k - (len(epsilons) - 1) / 2) * width,
+                frequencies.sel(flag=flag, epsilon=eps).values,
+                width,
+                color=color,
+                label=f"ε = {eps:g}",
+            )
         if len(counties) == 2 * n:
             ax.axvline(n - 0.5, color="gray", linestyle="--", linewidth=1)
         ax.set_title(FLAG_LABELS[flag], fontsize="medium")
@@ -227,8 +274,11 @@ def figure3(table: CovidTable, results: xr.Dataset, n: int = 5) -> Figure:
     axes[-1].set_xticks(x, labels, fontsize="small")
     axes[-1].set_xlabel("county and population (most populous left, least populous right)")
     axes[0].legend(loc="upper left")
-    figure.suptitle("Post-processing contractions by county and privacy budget\n"
-                    f"share of {_count(table.n_months, 'month')} x {_count(results.sizes['replicate'], 'replicate')}", fontsize="large")
+    figure.suptitle(
+        "Post-processing contractions by county and privacy budget\n"
+        f"share of {_count(table.n_months, 'month')} x {_count(results.sizes['replicate'], 'replicate')}",
+        fontsize="large",
+    )
     return figure
 
 

@@ -53,8 +53,9 @@ def laplace_quantile(mechanism: DiscreteLaplace, prob: float) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def wem_coordinate_quantile(n: int, epsilon: float, sigma: float, prob: float, draws: int = 200_000,
-                            seed: int = 0) -> float:
+def wem_coordinate_quantile(
+    n: int, epsilon: float, sigma: float, prob: float, draws: int = 200_000, seed: int = 0
+) -> float:
     """|y_j - x_j| quantile of one coordinate of the naive L2 WEM in n dimensions.
 
     Continuous approximation: the noise is R U with R ~ Gamma(n, epsilon / (2 sigma)) and U
@@ -96,8 +97,9 @@ def _wem_twin(epsilon, concentration, z, y):
     alpha = county_counts.model(epsilon=epsilon, concentration=concentration).prior.concentration_vector(z)
     with pm.Model(coords={"county": np.arange(y.size)}) as twin:
         share = pm.Dirichlet("share", a=alpha, dims="county")
-        cases = pm.Multinomial("cases", n=z["total"], p=share, dims="county",
-                               initval=feasible_total_start(y, z["total"]))
+        cases = pm.Multinomial(
+            "cases", n=z["total"], p=share, dims="county", initval=feasible_total_start(y, z["total"])
+        )
         observed = pm.Data("y_release", y, dims="county")
         ppm.WassersteinNaive("y", mu=cases, epsilon=epsilon, sigma=DELTA_Z, observed=observed)
     return twin
@@ -122,8 +124,16 @@ RELEASES = {
 
 
 #: The per-county values of a replicate's file (rates per 100,000 people), in the study's column order.
-COLUMNS = ("population", "true_rate", "bayes_mean", "bayes_lower", "bayes_upper", "plugin", "plugin_lower",
-           "plugin_upper")
+COLUMNS = (
+    "population",
+    "true_rate",
+    "bayes_mean",
+    "bayes_lower",
+    "bayes_upper",
+    "plugin",
+    "plugin_lower",
+    "plugin_upper",
+)
 
 
 @dataclass(frozen=True)
@@ -142,12 +152,22 @@ class CoverageTask:
         """The task's own stream: a function of (seed, release, epsilon, replicate) only; the
         epsilon enters by its bits, so that its position among the study's epsilons does not matter."""
         epsilon_bits = int(np.float64(self.epsilon).view(np.uint64))
-        return np.random.SeedSequence(seed, spawn_key=(list(RELEASES).index(self.release), epsilon_bits,
-                                                       self.replicate))
+        return np.random.SeedSequence(
+            seed, spawn_key=(list(RELEASES).index(self.release), epsilon_bits, self.replicate)
+        )
 
 
-def coverage_config(table: CovidTable, month: str, *, concentration: float = 1000.0, prob: float = 0.9,
-                    draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024) -> dict:
+def coverage_config(
+    table: CovidTable,
+    month: str,
+    *,
+    concentration: float = 1000.0,
+    prob: float = 0.9,
+    draws: int = 1000,
+    tune: int = 300,
+    chains: int = 2,
+    seed: int = 2024,
+) -> dict:
     """What a coverage study's results depend on besides (release, epsilon, replicate): the
     table (counties, months, digest of its counts), the month, the model, the sampler and the seed."""
     month = table.months[table.month_index(month)]  # its label, also when given by index
@@ -157,13 +177,24 @@ def coverage_config(table: CovidTable, month: str, *, concentration: float = 100
         raise ValueError(f"tune must be a non-negative integer, got {tune}")
     draws, chains = positive_int(draws, "draws"), positive_int(chains, "chains")
     prob, concentration = probability(prob, "prob"), positive_finite(concentration, "concentration")
-    return {"month": month, "concentration": float(concentration), "prob": float(prob), "draws": int(draws),
-            "tune": int(tune), "chains": int(chains), "seed": int(seed), "counties": list(table.counties),
-            "months": list(table.months), "data": rundir.table_digest(table), "version": __version__}
+    return {
+        "month": month,
+        "concentration": float(concentration),
+        "prob": float(prob),
+        "draws": int(draws),
+        "tune": int(tune),
+        "chains": int(chains),
+        "seed": int(seed),
+        "counties": list(table.counties),
+        "months": list(table.months),
+        "data": rundir.table_digest(table),
+        "version": __version__,
+    }
 
 
-def coverage_tasks(releases: Sequence[str] = ("laplace", "wem_naive"), epsilons: Sequence[float] = (0.01, 1.0),
-                   replicates: int = 20) -> list[CoverageTask]:
+def coverage_tasks(
+    releases: Sequence[str] = ("laplace", "wem_naive"), epsilons: Sequence[float] = (0.01, 1.0), replicates: int = 20
+) -> list[CoverageTask]:
     """Every (release, epsilon, replicate) of a study, validated."""
     unknown = set(releases) - set(RELEASES)
     if unknown:
@@ -188,20 +219,35 @@ def fit_replicate(table: CovidTable, task: CoverageTask, config: dict) -> xr.Dat
     rng = np.random.default_rng(task.seed(config["seed"]))
     y, plugin = _release(task.release, truth, task.epsilon, z_month["total"], rng)
     with build_twin(task.epsilon, config["concentration"], z, y), _quiet_pymc():
-        idata = ppm.sample(draws=config["draws"], tune=config["tune"], chains=config["chains"], cores=1,
-                           random_seed=rng, progressbar=False, compute_convergence_checks=False)
+        idata = ppm.sample(
+            draws=config["draws"],
+            tune=config["tune"],
+            chains=config["chains"],
+            cores=1,
+            random_seed=rng,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     cases = idata.posterior["cases"].values.reshape(-1, table.n_counties)
     # discrete quantiles: integer counts, each tail outside the interval at most (1 - prob) / 2
     lower, upper = np.quantile(cases, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf")
     per_100k = 1e5 / table.population
     # population as int32: the netCDF 3 files have no 64-bit integers
-    values = {"population": table.population.astype(np.int32), "true_rate": truth[0] * per_100k,
-              "bayes_mean": cases.mean(axis=0) * per_100k, "bayes_lower": lower * per_100k,
-              "bayes_upper": upper * per_100k, "plugin": plugin * per_100k,
-              "plugin_lower": (plugin - half_width) * per_100k, "plugin_upper": (plugin + half_width) * per_100k}
-    dataset = xr.Dataset({name: ("county", np.asarray(v)) for name, v in values.items()},
-                         coords={"county": list(table.counties)},
-                         attrs={"release": task.release, "epsilon": task.epsilon, "replicate": task.replicate})
+    values = {
+        "population": table.population.astype(np.int32),
+        "true_rate": truth[0] * per_100k,
+        "bayes_mean": cases.mean(axis=0) * per_100k,
+        "bayes_lower": lower * per_100k,
+        "bayes_upper": upper * per_100k,
+        "plugin": plugin * per_100k,
+        "plugin_lower": (plugin - half_width) * per_100k,
+        "plugin_upper": (plugin + half_width) * per_100k,
+    }
+    dataset = xr.Dataset(
+        {name: ("county", np.asarray(v)) for name, v in values.items()},
+        coords={"county": list(table.counties)},
+        attrs={"release": task.release, "epsilon": task.epsilon, "replicate": task.replicate},
+    )
     return rundir.stamp(dataset, config)
 
 
@@ -210,11 +256,24 @@ def _run_coverage_task(table: CovidTable, task: CoverageTask, config: dict, fold
     return task
 
 
-def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = ("laplace", "wem_naive"),
-                   epsilons: Sequence[float] = (0.01, 1.0), replicates: int = 20, concentration: float = 1000.0,
-                   prob: float = 0.9, draws: int = 1000, tune: int = 300, chains: int = 2, seed: int = 2024,
-                   results_dir: str | Path | None = None, executor: Executor | None = None, fresh: bool = False,
-                   progressbar: bool = True) -> pd.DataFrame:
+def coverage_study(
+    table: CovidTable,
+    month: str,
+    *,
+    releases: Sequence[str] = ("laplace", "wem_naive"),
+    epsilons: Sequence[float] = (0.01, 1.0),
+    replicates: int = 20,
+    concentration: float = 1000.0,
+    prob: float = 0.9,
+    draws: int = 1000,
+    tune: int = 300,
+    chains: int = 2,
+    seed: int = 2024,
+    results_dir: str | Path | None = None,
+    executor: Executor | None = None,
+    fresh: bool = False,
+    progressbar: bool = True,
+) -> pd.DataFrame:
     """Bayes and plug-in intervals for every county's case rate, per release, epsilon and replicate.
 
     ``releases``: "laplace" (discrete Laplace noise on every count, Delta_Z = 2; plug-in from the
@@ -238,8 +297,9 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
         deletes its results first), or another run is using it.
     """
     planned = coverage_tasks(releases, epsilons, replicates)
-    config = coverage_config(table, month, concentration=concentration, prob=prob, draws=draws, tune=tune,
-                             chains=chains, seed=seed)
+    config = coverage_config(
+        table, month, concentration=concentration, prob=prob, draws=draws, tune=tune, chains=chains, seed=seed
+    )
     with contextlib.ExitStack() as stack:
         if results_dir is None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="coverage_")))
@@ -249,17 +309,20 @@ def coverage_study(table: CovidTable, month: str, *, releases: Sequence[str] = (
         stack.enter_context(rundir.locked(folder))
         rundir.prepare(folder, config, fresh)
         todo = [task for task in planned if not rundir.usable(folder / task.filename, config)]
-        run_tasks(_run_coverage_task, todo, table, config, folder, executor=executor, desc="coverage",
-                  progressbar=progressbar)
-        return pd.concat([_rows(rundir.read_result(folder / task.filename)[0]) for task in planned],
-                         ignore_index=True)
+        run_tasks(
+            _run_coverage_task, todo, table, config, folder, executor=executor, desc="coverage", progressbar=progressbar
+        )
+        return pd.concat([_rows(rundir.read_result(folder / task.filename)[0]) for task in planned], ignore_index=True)
 
 
 def _rows(dataset: xr.Dataset) -> pd.DataFrame:
     """A task file as the study's rows, one per county."""
     rows = dataset[list(COLUMNS)].to_dataframe().reset_index()
-    keys = {"release": str(dataset.attrs["release"]), "epsilon": float(dataset.attrs["epsilon"]),
-            "replicate": int(dataset.attrs["replicate"])}
+    keys = {
+        "release": str(dataset.attrs["release"]),
+        "epsilon": float(dataset.attrs["epsilon"]),
+        "replicate": int(dataset.attrs["replicate"]),
+    }
     return rows.assign(**keys, population=rows["population"].astype(np.int64))[[*keys, "county", *COLUMNS]]
 
 
@@ -282,13 +345,22 @@ def coverage_summary(study: pd.DataFrame, small_share: float = 1 / 3, confidence
     for method in ("bayes", "plugin"):
         covered = (frame[f"{method}_lower"] <= frame["true_rate"]) & (frame["true_rate"] <= frame[f"{method}_upper"])
         width = frame[f"{method}_upper"] - frame[f"{method}_lower"]
-        summary = (frame.assign(covered=covered, width=width).groupby(["release", "epsilon", "size"])
-                   .agg(coverage=("covered", "mean"), mean_width=("width", "mean"), covered=("covered", "sum"),
-                        n=("covered", "size")))
+        summary = (
+            frame.assign(covered=covered, width=width)
+            .groupby(["release", "epsilon", "size"])
+            .agg(
+                coverage=("covered", "mean"),
+                mean_width=("width", "mean"),
+                covered=("covered", "sum"),
+                n=("covered", "size"),
+            )
+        )
         out.append(summary.assign(method=method).set_index("method", append=True))
     out = pd.concat(out).reorder_levels(["release", "epsilon", "size", "method"]).sort_index()
-    intervals = [stats.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
-                 for k, n in zip(out["covered"], out["n"])]
+    intervals = [
+        stats.binomtest(int(k), int(n)).proportion_ci(confidence, method="wilson")
+        for k, n in zip(out["covered"], out["n"])
+    ]
     return out.assign(coverage_low=[i.low for i in intervals], coverage_high=[i.high for i in intervals])
 
 
@@ -307,8 +379,15 @@ def enumerable_counties(table: CovidTable, month: str, limit: int = 200_000, mos
     return chosen
 
 
-def subproblem_check(table: CovidTable, month: str, counties: Sequence[str], *, epsilon: float = 1.0,
-                     concentration: float = 1000.0, seed: int = 2024) -> pd.DataFrame:
+def subproblem_check(
+    table: CovidTable,
+    month: str,
+    counties: Sequence[str],
+    *,
+    epsilon: float = 1.0,
+    concentration: float = 1000.0,
+    seed: int = 2024,
+) -> pd.DataFrame:
     """Posterior means of the counts on a few-county subproblem by four methods that must agree.
 
     On counties small enough to enumerate, the PyMC fit is checked against the exact posterior,
@@ -329,14 +408,24 @@ def subproblem_check(table: CovidTable, month: str, counties: Sequence[str], *, 
         rejection = rejection_sample(model, y, z, draws=4000, random_seed=seed, progressbar=False)
         importance = importance_sample(model, y, z, draws=100_000, random_seed=seed)
         with model.to_pymc(y, z):
-            mcmc = ppm.sample(draws=2000, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False,
-                              compute_convergence_checks=False)
+            mcmc = ppm.sample(
+                draws=2000,
+                tune=500,
+                chains=2,
+                cores=1,
+                random_seed=seed,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
     exact_x = exact["exact"]
-    return pd.DataFrame({
-        "true": small.x(0)[0],
-        "release": y,
-        "exact": (exact_x["x_support"].values * exact_x["x_pmf"].values[:, None]).sum(axis=0),
-        "rejection": rejection["posterior"]["cases"].mean(("chain", "draw")).values,
-        "importance": weighted_mean(importance)["cases"].values,
-        "pymc": mcmc.posterior["cases"].mean(("chain", "draw")).values,
-    }, index=pd.Index(small.counties, name="county"))
+    return pd.DataFrame(
+        {
+            "true": small.x(0)[0],
+            "release": y,
+            "exact": (exact_x["x_support"].values * exact_x["x_pmf"].values[:, None]).sum(axis=0),
+            "rejection": rejection["posterior"]["cases"].mean(("chain", "draw")).values,
+            "importance": weighted_mean(importance)["cases"].values,
+            "pymc": mcmc.posterior["cases"].mean(("chain", "draw")).values,
+        },
+        index=pd.Index(small.counties, name="county"),
+    )

@@ -50,8 +50,13 @@ class DownloadError(OSError):
     """The JHU files could not be fetched; the message says how to get them by hand."""
 
 
-def load_jhu_timeseries(confirmed_csv: str | Path, deaths_csv: str | Path, state: str = "Pennsylvania", *,
-                        months: Sequence[str] | None = None) -> CovidTable:
+def load_jhu_timeseries(
+    confirmed_csv: str | Path,
+    deaths_csv: str | Path,
+    state: str = "Pennsylvania",
+    *,
+    months: Sequence[str] | None = None,
+) -> CovidTable:
     """Monthly new cases and deaths of ``state``'s counties from JHU's US time-series files.
 
     Parameters
@@ -74,8 +79,9 @@ def load_jhu_timeseries(confirmed_csv: str | Path, deaths_csv: str | Path, state
     population = integers(deaths, "Population", deaths_csv)
     if np.any(population <= 0):
         row = deaths[population <= 0].iloc[0]
-        raise DataError(f"{deaths_csv}: line {row['line']}: Population {row['Population']} of {row['Admin2']} "
-                        "is not positive")
+        raise DataError(
+            f"{deaths_csv}: line {row['line']}: Population {row['Population']} of {row['Admin2']} is not positive"
+        )
     months = _months(months, confirmed, deaths)
     start = min(_first_date(confirmed), _first_date(deaths)).strftime("%Y-%m")
     history = month_labels(min(start, previous_month(months[0])), months[-1])
@@ -88,8 +94,18 @@ def load_jhu_timeseries(confirmed_csv: str | Path, deaths_csv: str | Path, state
         new[series], made = net_negative(counts, history, counties, fips, series, source)
         adjustments += made
     zeros = np.zeros(len(counties), dtype=np.int64)
-    table = CovidTable(history, counties, fips, population, new["cases"], new["deaths"], zeros, zeros,
-                       sorted(adjustments, key=lambda a: (a.month, a.county, a.series)), source).subset(months=months)
+    table = CovidTable(
+        history,
+        counties,
+        fips,
+        population,
+        new["cases"],
+        new["deaths"],
+        zeros,
+        zeros,
+        sorted(adjustments, key=lambda a: (a.month, a.county, a.series)),
+        source,
+    ).subset(months=months)
     _check_order(table)
     return table
 
@@ -108,8 +124,16 @@ def county_rows(frame: pd.DataFrame, path: Path, state: str) -> pd.DataFrame:
     frame = frame[frame["Province_State"].str.strip() == state]
     code = pd.to_numeric(frame["FIPS"].str.strip(), errors="coerce")
     admin = frame["Admin2"].str.strip()
-    county = (code.notna() & (code % 1 == 0) & (code >= 1000) & (code < 80000) & (code % 1000 > 0)
-              & (admin != "") & (admin != "Unassigned") & ~admin.str.startswith("Out of"))
+    county = (
+        code.notna()
+        & (code % 1 == 0)
+        & (code >= 1000)
+        & (code < 80000)
+        & (code % 1000 > 0)
+        & (admin != "")
+        & (admin != "Unassigned")
+        & ~admin.str.startswith("Out of")
+    )
     if not county.any():
         raise DataError(f"{path}: no county rows for Province_State {state!r}")
     frame = frame[county].assign(Admin2=admin[county], fips=code[county].astype(np.int64))
@@ -118,8 +142,10 @@ def county_rows(frame: pd.DataFrame, path: Path, state: str) -> pd.DataFrame:
 
 
 def _same_counties(confirmed: pd.DataFrame, deaths: pd.DataFrame, confirmed_csv: Path, deaths_csv: Path) -> None:
-    for frame, path, other, other_path in [(confirmed, confirmed_csv, deaths, deaths_csv),
-                                           (deaths, deaths_csv, confirmed, confirmed_csv)]:
+    for frame, path, other, other_path in [
+        (confirmed, confirmed_csv, deaths, deaths_csv),
+        (deaths, deaths_csv, confirmed, confirmed_csv),
+    ]:
         missing = sorted(set(other["fips"]) - set(frame["fips"]))
         if missing:
             raise DataError(f"{path}: no row for county FIPS {missing} present in {other_path}")
@@ -127,8 +153,11 @@ def _same_counties(confirmed: pd.DataFrame, deaths: pd.DataFrame, confirmed_csv:
 
 def _dates(frame: pd.DataFrame) -> dict[pd.Timestamp, str]:
     """The date columns of a JHU file, by date."""
-    return {pd.Timestamp(datetime.strptime(column, "%m/%d/%y")): column
-            for column in frame.columns if _DATE.fullmatch(column)}
+    return {
+        pd.Timestamp(datetime.strptime(column, "%m/%d/%y")): column
+        for column in frame.columns
+        if _DATE.fullmatch(column)
+    }
 
 
 def _first_date(frame: pd.DataFrame) -> pd.Timestamp:
@@ -168,8 +197,10 @@ def _month_end_counts(frame: pd.DataFrame, path: Path, months: list[str]) -> np.
         counts[t] = integers(frame, dates[end], path)
         if np.any(counts[t] < 0):
             row = frame[counts[t] < 0].iloc[0]
-            raise DataError(f"{path}: line {row['line']}: {dates[end]} {row[dates[end]]} of {row['Admin2']} "
-                            "is a negative cumulative count")
+            raise DataError(
+                f"{path}: line {row['line']}: {dates[end]} {row[dates[end]]} of {row['Admin2']} "
+                "is a negative cumulative count"
+            )
     return counts
 
 
@@ -180,8 +211,10 @@ def _check_order(table: CovidTable) -> None:
         wrong = np.flatnonzero(deaths > cases)
         if wrong.size:
             j = wrong[0]
-            raise DataError(f"{table.source}: county {table.counties[j]}, month {name}: new deaths {deaths[j]} "
-                            f"exceed new cases {cases[j]} (after netting corrections)")
+            raise DataError(
+                f"{table.source}: county {table.counties[j]}, month {name}: new deaths {deaths[j]} "
+                f"exceed new cases {cases[j]} (after netting corrections)"
+            )
 
 
 def download(dest_dir: str | Path, timeout: float = 10.0) -> tuple[Path, Path]:
@@ -210,7 +243,8 @@ def _fetch(url: str, dest_dir: Path, timeout: float) -> Path:
             f"could not download {url}: {getattr(err, 'reason', err)}. Where the network is unreachable (or slower "
             f"than the {timeout} s timeout), get the files by hand on a machine with internet access: save\n"
             f"  {CONFIRMED_URL}\n  {DEATHS_URL}\n(JHU CSSE COVID-19 repository, github.com/CSSEGISandData/COVID-19) "
-            f"into {dest_dir} and call load_jhu_timeseries(confirmed_csv, deaths_csv).") from err
+            f"into {dest_dir} and call load_jhu_timeseries(confirmed_csv, deaths_csv)."
+        ) from err
     finally:
         partial.unlink(missing_ok=True)
     return target

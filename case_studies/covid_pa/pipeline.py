@@ -18,14 +18,20 @@ from .table import CovidTable
 
 #: The quick variant: six counties (the three of Figure 1 and three of the smallest), three months,
 #: three replicates and the shortest checked WEM chains; the whole pipeline in a minute or two.
-QUICK = {"counties": ["Allegheny", "Erie", "Cameron", "Forest", "Potter", "Sullivan"],
-         "months": ["2020-11", "2020-12", "2021-01"], "replicates": 3, "sweeps": MIN_SWEEPS, "infer_replicates": 3}
+QUICK = {
+    "counties": ["Allegheny", "Erie", "Cameron", "Forest", "Potter", "Sullivan"],
+    "months": ["2020-11", "2020-12", "2021-01"],
+    "replicates": 3,
+    "sweeps": MIN_SWEEPS,
+    "infer_replicates": 3,
+}
 #: The full run: every county and month, 100 replicates, the mechanism's chain length, 50 coverage replicates.
 FULL = {"counties": None, "months": None, "replicates": 100, "sweeps": None, "infer_replicates": 50}
 
 
-def load_table(data: Path | None = None, counties: Sequence[str] | None = None,
-               months: Sequence[str] | None = None) -> CovidTable:
+def load_table(
+    data: Path | None = None, counties: Sequence[str] | None = None, months: Sequence[str] | None = None
+) -> CovidTable:
     """The monthly table from ``data`` (default :func:`.data.default_data`), restricted if asked."""
     table = load_monthly(data or default_data())
     return table.subset(counties=counties, months=months) if counties or months else table
@@ -44,35 +50,68 @@ def _pool(workers: int | None, executor: Executor | None, results: Path):
     except KeyboardInterrupt as err:
         if own:
             executor.stop()
-        raise KeyboardInterrupt(f"interrupted: finished tasks are kept in {results}; "
-                                "run the same command to resume") from err
+        raise KeyboardInterrupt(
+            f"interrupted: finished tasks are kept in {results}; run the same command to resume"
+        ) from err
     finally:
         if own:
             executor.shutdown(wait=False, cancel_futures=True)
 
 
-def synthesize_step(table: CovidTable, results: Path, *, replicates: int, seed: int = 2024, sweeps: int | None = None,
-                    methods: Sequence[str] | None = None, epsilons: Sequence[float] | None = None,
-                    workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
-                    progressbar: bool = True) -> list:
+def synthesize_step(
+    table: CovidTable,
+    results: Path,
+    *,
+    replicates: int,
+    seed: int = 2024,
+    sweeps: int | None = None,
+    methods: Sequence[str] | None = None,
+    epsilons: Sequence[float] | None = None,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    fresh: bool = False,
+    progressbar: bool = True,
+) -> list:
     """:func:`.synthesis.run_synthesis` on a local pool of ``workers`` processes (or ``executor``),
     ending the pool at once on Ctrl-C; prints what it wrote."""
     from .synthesis import EPSILONS, METHODS, run_synthesis
 
     start = time.perf_counter()
     with _pool(workers, executor, results) as pool:
-        done = run_synthesis(table, results, methods=methods or METHODS, epsilons=epsilons or EPSILONS,
-                             replicates=replicates, seed=seed, executor=pool, sweeps=sweeps,
-                             progressbar=progressbar, fresh=fresh)
-    print(f"{len(done)} tasks written to {results} in {time.perf_counter() - start:.0f} s "
-          f"({table.n_counties} counties x {table.n_months} months)")
+        done = run_synthesis(
+            table,
+            results,
+            methods=methods or METHODS,
+            epsilons=epsilons or EPSILONS,
+            replicates=replicates,
+            seed=seed,
+            executor=pool,
+            sweeps=sweeps,
+            progressbar=progressbar,
+            fresh=fresh,
+        )
+    print(
+        f"{len(done)} tasks written to {results} in {time.perf_counter() - start:.0f} s "
+        f"({table.n_counties} counties x {table.n_months} months)"
+    )
     return done
 
 
-def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", check_month: str = "2020-07",
-               replicates: int = 50, epsilons: Sequence[float] = (0.01, 1.0), concentration: float = 1000.0,
-               seed: int = 2024, workers: int | None = None, executor: Executor | None = None, fresh: bool = False,
-               progressbar: bool = True) -> Path:
+def infer_step(
+    table: CovidTable,
+    results: Path,
+    *,
+    month: str = "2021-01",
+    check_month: str = "2020-07",
+    replicates: int = 50,
+    epsilons: Sequence[float] = (0.01, 1.0),
+    concentration: float = 1000.0,
+    seed: int = 2024,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    fresh: bool = False,
+    progressbar: bool = True,
+) -> Path:
     """The coverage study and the few-county check into ``results/inference`` (``run.json`` last).
 
     The study's fits run as tasks on a local pool of ``workers`` processes (or ``executor``), each
@@ -87,9 +126,18 @@ def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", chec
     start = time.perf_counter()
     with locked(out):
         with _pool(workers, executor, out / "tasks") as pool:
-            study = coverage_study(table, month, epsilons=epsilons, replicates=replicates,
-                                   concentration=concentration, seed=seed, results_dir=out / "tasks",
-                                   executor=pool, fresh=fresh, progressbar=progressbar)
+            study = coverage_study(
+                table,
+                month,
+                epsilons=epsilons,
+                replicates=replicates,
+                concentration=concentration,
+                seed=seed,
+                results_dir=out / "tasks",
+                executor=pool,
+                fresh=fresh,
+                progressbar=progressbar,
+            )
         # the new study is complete: from here the folder's files change, and run.json (written
         # last) marks them finished again; a refused or interrupted study leaves an earlier one whole
         (out / "run.json").unlink(missing_ok=True)
@@ -101,16 +149,32 @@ def infer_step(table: CovidTable, results: Path, *, month: str = "2021-01", chec
         check = subproblem_check(table, check_month, counties, concentration=concentration, seed=seed)
         check.to_csv(out / "subproblem_check.csv")
         print(check.round(3).to_string())
-        write_json(out / "run.json", {
-            "month": month, "check_month": check_month, "seed": seed, "replicates": replicates,
-            "epsilons": list(epsilons), "concentration": concentration, "counties": list(table.counties),
-            "months": list(table.months), "data": table_digest(table), "version": __version__})
+        write_json(
+            out / "run.json",
+            {
+                "month": month,
+                "check_month": check_month,
+                "seed": seed,
+                "replicates": replicates,
+                "epsilons": list(epsilons),
+                "concentration": concentration,
+                "counties": list(table.counties),
+                "months": list(table.months),
+                "data": table_digest(table),
+                "version": __version__,
+            },
+        )
     print(f"written to {out} in {time.perf_counter() - start:.0f} s")
     return out
 
 
-def report_step(results: Path, *, data: Path | None = None, counties: Sequence[str] | None = None,
-                months: Sequence[str] | None = None) -> Path:
+def report_step(
+    results: Path,
+    *,
+    data: Path | None = None,
+    counties: Sequence[str] | None = None,
+    months: Sequence[str] | None = None,
+) -> Path:
     """Figures 1-4 and ``results/report/report.md`` from the synthesis (and inference, if finished)."""
     import pandas as pd
 
@@ -127,13 +191,18 @@ def report_step(results: Path, *, data: Path | None = None, counties: Sequence[s
     if config is not None and "data" in config:
         used = {key: config[key] for key in ("counties", "months", "data")}
         inference_table = load_table(data, config["counties"], config["months"])
-        given = {"counties": list(inference_table.counties), "months": list(inference_table.months),
-                 "data": table_digest(inference_table)}
+        given = {
+            "counties": list(inference_table.counties),
+            "months": list(inference_table.months),
+            "data": table_digest(inference_table),
+        }
         if used != given:
-            raise ResultsError(f"{folder} was made on other data than the report's "
-                               f"({differences(used, given, ('there', 'now'))}), so it would not describe the same "
-                               "table as the synthesis: run `ppdinfer covid infer` again on this data, or delete "
-                               "the folder")
+            raise ResultsError(
+                f"{folder} was made on other data than the report's "
+                f"({differences(used, given, ('there', 'now'))}), so it would not describe the same "
+                "table as the synthesis: run `ppdinfer covid infer` again on this data, or delete "
+                "the folder"
+            )
         summary = pd.read_csv(folder / "coverage_summary.csv", index_col=[0, 1, 2, 3])
         check = pd.read_csv(folder / "subproblem_check.csv", index_col=0)
         inference = (summary, check, config)
@@ -145,17 +214,29 @@ def report_step(results: Path, *, data: Path | None = None, counties: Sequence[s
     return path
 
 
-def reproduce(results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None,
-              fresh: bool = False) -> Path:
+def reproduce(
+    results: Path, quick: bool = False, progressbar: bool = True, data: Path | None = None, fresh: bool = False
+) -> Path:
     """The whole case study (the plan ``FULL``, or ``QUICK``) into ``results``; resumes an interrupted run.
 
     ``fresh`` (``ppdinfer reproduce covid_pa --fresh``) deletes the results of an earlier run first,
     which a run of another configuration (seed, table, sweeps) needs.
     """
     plan = QUICK if quick else FULL
-    synthesize_step(load_table(data, plan["counties"], plan["months"]), results, replicates=plan["replicates"],
-                    sweeps=plan["sweeps"], fresh=fresh, progressbar=progressbar)
+    synthesize_step(
+        load_table(data, plan["counties"], plan["months"]),
+        results,
+        replicates=plan["replicates"],
+        sweeps=plan["sweeps"],
+        fresh=fresh,
+        progressbar=progressbar,
+    )
     # every month: the coverage study's month and the earlier one of the few-county check
-    infer_step(load_table(data, plan["counties"]), results, replicates=plan["infer_replicates"], fresh=fresh,
-               progressbar=progressbar)
+    infer_step(
+        load_table(data, plan["counties"]),
+        results,
+        replicates=plan["infer_replicates"],
+        fresh=fresh,
+        progressbar=progressbar,
+    )
     return report_step(results, data=data)

@@ -39,8 +39,11 @@ DAILY_FROM = "2020-08"
 #: The time-series files (in the JHU folder) and the daily report of a day, e.g. 08-31-2020.csv.
 CONFIRMED_FILE, DEATHS_FILE = "time_series_covid19_confirmed_US.csv", "time_series_covid19_deaths_US.csv"
 #: The Census columns kept, under the names they have in the population file.
-CENSUS_COLUMNS = {"ESTIMATESBASE2020": "census_estimatesbase_2020_04_01", "POPESTIMATE2020": "popestimate_2020_07_01",
-                  "POPESTIMATE2021": "popestimate_2021_07_01"}
+CENSUS_COLUMNS = {
+    "ESTIMATESBASE2020": "census_estimatesbase_2020_04_01",
+    "POPESTIMATE2020": "popestimate_2020_07_01",
+    "POPESTIMATE2021": "popestimate_2021_07_01",
+}
 
 
 def _daily_name(month: str) -> str:
@@ -48,8 +51,14 @@ def _daily_name(month: str) -> str:
     return f"{end:%m-%d-%Y}.csv"
 
 
-def monthend_counts(jhu_dir: str | Path, first: str = "2020-03", last: str = "2022-02", *,
-                    state: str = "Pennsylvania", daily_from: str = DAILY_FROM) -> pd.DataFrame:
+def monthend_counts(
+    jhu_dir: str | Path,
+    first: str = "2020-03",
+    last: str = "2022-02",
+    *,
+    state: str = "Pennsylvania",
+    daily_from: str = DAILY_FROM,
+) -> pd.DataFrame:
     """Cumulative cases and deaths of ``state``'s counties at the end of each month ``previous(first)`` .. ``last``.
 
     Months before ``daily_from`` are read from the two time series in ``jhu_dir``, the others
@@ -88,15 +97,22 @@ def monthend_counts(jhu_dir: str | Path, first: str = "2020-03", last: str = "20
         missing = table[table[["cases", "deaths"]].isna().any(axis=1)].iloc[0]
         raise DataError(f"{jhu_dir}: {missing['county']} ({missing['fips']}) is in one time series only")
     _same_counties(table)
-    return (table.astype({"cases": np.int64, "deaths": np.int64})
-            .sort_values(["date", "county"], ignore_index=True)[["date", "county", "fips", "cases", "deaths"]])
+    return table.astype({"cases": np.int64, "deaths": np.int64}).sort_values(["date", "county"], ignore_index=True)[
+        ["date", "county", "fips", "cases", "deaths"]
+    ]
 
 
 def _long(rows: pd.DataFrame, months: Sequence[str], counts: np.ndarray, column: str) -> pd.DataFrame:
     """(month, row) counts as rows date, county, fips, ``column``."""
     dates = [pd.Period(month, freq="M").end_time.strftime("%Y-%m-%d") for month in months]
-    return pd.DataFrame({"date": np.repeat(dates, len(rows)), "county": np.tile(rows["Admin2"].to_numpy(), len(months)),
-                         "fips": np.tile(rows["fips"].to_numpy(), len(months)), column: counts.ravel()})
+    return pd.DataFrame(
+        {
+            "date": np.repeat(dates, len(rows)),
+            "county": np.tile(rows["Admin2"].to_numpy(), len(months)),
+            "fips": np.tile(rows["fips"].to_numpy(), len(months)),
+            column: counts.ravel(),
+        }
+    )
 
 
 def _daily(path: Path, month: str, state: str) -> pd.DataFrame:
@@ -112,8 +128,9 @@ def _same_counties(table: pd.DataFrame) -> None:
     if counties.nunique() != 1:
         first = counties.iloc[0]
         date, other = next((date, fips) for date, fips in counties.items() if fips != first)
-        raise DataError(f"the counties of {date} differ from those of {counties.index[0]}: FIPS "
-                        f"{sorted(first ^ other)}")
+        raise DataError(
+            f"the counties of {date} differ from those of {counties.index[0]}: FIPS {sorted(first ^ other)}"
+        )
 
 
 def monthly_rows(monthend: pd.DataFrame) -> pd.DataFrame:
@@ -134,10 +151,14 @@ def monthly_rows(monthend: pd.DataFrame) -> pd.DataFrame:
     wide = monthend.pivot(index="date", columns=["county", "fips"], values=["cases", "deaths"]).sort_index()
     new = wide.diff().iloc[1:].astype(np.int64)
     cumulative = wide.iloc[1:]
-    frame = pd.DataFrame({
-        "new_cases": new["cases"].stack(["county", "fips"]), "new_deaths": new["deaths"].stack(["county", "fips"]),
-        "cum_cases_month_end": cumulative["cases"].stack(["county", "fips"]),
-        "cum_deaths_month_end": cumulative["deaths"].stack(["county", "fips"])}).reset_index()
+    frame = pd.DataFrame(
+        {
+            "new_cases": new["cases"].stack(["county", "fips"]),
+            "new_deaths": new["deaths"].stack(["county", "fips"]),
+            "cum_cases_month_end": cumulative["cases"].stack(["county", "fips"]),
+            "cum_deaths_month_end": cumulative["deaths"].stack(["county", "fips"]),
+        }
+    ).reset_index()
     frame.insert(0, "month", frame.pop("date").str[:7])
     return frame.sort_values(["month", "county"], ignore_index=True)
 
@@ -159,13 +180,15 @@ def population_rows(deaths_csv: str | Path, census_csv: str | Path, state: str =
     """
     deaths_csv, census_csv = Path(deaths_csv), Path(census_csv)
     jhu = _county_rows(deaths_csv, state, [*_META, "Population"])
-    frame = pd.DataFrame({"county": jhu["Admin2"], "fips": jhu["fips"],
-                          "pop_jhu_lookup_v2019": integers(jhu, "Population", deaths_csv)})
+    frame = pd.DataFrame(
+        {"county": jhu["Admin2"], "fips": jhu["fips"], "pop_jhu_lookup_v2019": integers(jhu, "Population", deaths_csv)}
+    )
     census = _read_census(census_csv)
     census = census[(census["STNAME"] == state) & (census["COUNTY"].str.strip() != "000")]
     fips = integers(census, "STATE", census_csv) * 1000 + integers(census, "COUNTY", census_csv)
-    values = pd.DataFrame({name: integers(census, column, census_csv) for column, name in CENSUS_COLUMNS.items()},
-                          index=fips)
+    values = pd.DataFrame(
+        {name: integers(census, column, census_csv) for column, name in CENSUS_COLUMNS.items()}, index=fips
+    )
     missing = sorted(set(frame["fips"]) - set(values.index))
     if missing:
         raise DataError(f"{census_csv}: no row for county FIPS {missing} of {deaths_csv}")
@@ -183,8 +206,15 @@ def _read_census(path: Path) -> pd.DataFrame:
     return frame.assign(line=np.arange(2, len(frame) + 2))
 
 
-def rebuild(jhu_dir: str | Path, census_csv: str | Path, out_dir: str | Path, first: str = "2020-03",
-            last: str = "2022-02", *, state: str = "Pennsylvania") -> dict[Path, str]:
+def rebuild(
+    jhu_dir: str | Path,
+    census_csv: str | Path,
+    out_dir: str | Path,
+    first: str = "2020-03",
+    last: str = "2022-02",
+    *,
+    state: str = "Pennsylvania",
+) -> dict[Path, str]:
     """Write the monthly table and the population file into ``out_dir``; returns each file's SHA-256.
 
     ``jhu_dir`` holds the time series and daily reports :func:`monthend_counts` reads, ``census_csv``
@@ -209,8 +239,10 @@ def rebuild(jhu_dir: str | Path, census_csv: str | Path, out_dir: str | Path, fi
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    tables = {out_dir / MONTHLY_FILE: monthly_rows(monthend_counts(jhu_dir, first, last, state=state)),
-              out_dir / POPULATION_FILE: population_rows(Path(jhu_dir) / DEATHS_FILE, census_csv, state)}
+    tables = {
+        out_dir / MONTHLY_FILE: monthly_rows(monthend_counts(jhu_dir, first, last, state=state)),
+        out_dir / POPULATION_FILE: population_rows(Path(jhu_dir) / DEATHS_FILE, census_csv, state),
+    }
     for path, table in tables.items():
         table.to_csv(path, index=False, lineterminator="\r\n")  # the line ends of the shipped files
     return {path: sha256(path) for path in tables}
@@ -241,11 +273,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> "--census" in text.getvalue()
     True
     """
-    parser = argparse.ArgumentParser(prog="python -m ppdinfer.case_studies.covid_pa.rebuild",
-                                     description="Rebuild the shipped COVID-19 tables from JHU CSSE's files.")
-    parser.add_argument("--jhu", type=Path, required=True,
-                        help=f"folder with {CONFIRMED_FILE}, {DEATHS_FILE} (as of 2020-08-18) and the daily reports "
-                             f"MM-DD-YYYY.csv of the month-ends from {DAILY_FROM} on")
+    parser = argparse.ArgumentParser(
+        prog="python -m ppdinfer.case_studies.covid_pa.rebuild",
+        description="Rebuild the shipped COVID-19 tables from JHU CSSE's files.",
+    )
+    parser.add_argument(
+        "--jhu",
+        type=Path,
+        required=True,
+        help=f"folder with {CONFIRMED_FILE}, {DEATHS_FILE} (as of 2020-08-18) and the daily reports "
+        f"MM-DD-YYYY.csv of the month-ends from {DAILY_FROM} on",
+    )
     parser.add_argument("--census", type=Path, required=True, help="the Census Bureau's co-est2021-alldata.csv")
     parser.add_argument("--out", type=Path, required=True, help="folder for the two CSV files")
     args = parser.parse_args(argv)

@@ -53,9 +53,14 @@ def run_config(table: CovidTable, seed: int, sweeps: int | None = None) -> dict:
     """The configuration of a synthesis of ``table`` (``sweeps=None``: the mechanism's default)."""
     if int(seed) != seed or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed}")
-    return {"seed": int(seed), "sweeps": DEFAULT_SWEEPS if sweeps is None else int(sweeps),
-            "counties": list(table.counties), "months": list(table.months), "data": table_digest(table),
-            "version": __version__}
+    return {
+        "seed": int(seed),
+        "sweeps": DEFAULT_SWEEPS if sweeps is None else int(sweeps),
+        "counties": list(table.counties),
+        "months": list(table.months),
+        "data": table_digest(table),
+        "version": __version__,
+    }
 
 
 def checksum(dataset: xr.Dataset) -> str:
@@ -65,8 +70,11 @@ def checksum(dataset: xr.Dataset) -> str:
     for name in sorted(dataset.variables):
         values = dataset[name].values
         digest.update(name.encode())
-        digest.update("\x1f".join(map(str, values.ravel())).encode() if values.dtype.kind in "OSU"
-                      else np.ascontiguousarray(values).tobytes())
+        digest.update(
+            "\x1f".join(map(str, values.ravel())).encode()
+            if values.dtype.kind in "OSU"
+            else np.ascontiguousarray(values).tobytes()
+        )
     return digest.hexdigest()
 
 
@@ -84,8 +92,7 @@ def read_result(path: Path) -> tuple[xr.Dataset, dict]:
     except Exception as err:  # an empty, truncated or overwritten file fails in many ways
         raise DamagedResult(f"{path}: cannot read it ({type(err).__name__}: {err})") from err
     if "sha256" not in dataset.attrs or "run" not in dataset.attrs:
-        raise DamagedResult(f"{path}: no configuration or checksum (an older ppdinfer's result?); start the run "
-                            "afresh")
+        raise DamagedResult(f"{path}: no configuration or checksum (an older ppdinfer's result?); start the run afresh")
     if checksum(dataset) != dataset.attrs["sha256"]:
         raise DamagedResult(f"{path}: its contents do not match its checksum")
     return dataset, json.loads(dataset.attrs["run"])
@@ -93,14 +100,19 @@ def read_result(path: Path) -> tuple[xr.Dataset, dict]:
 
 def differences(old: dict, new: dict, labels: tuple[str, str] = ("there", "now")) -> str:
     """The keys on which two configurations differ, with both values, labelled."""
+
     def show(value):
         if isinstance(value, list) and len(value) > 6:
             return f"{len(value)} from {value[0]} to {value[-1]}"
         if isinstance(value, list):
             return ", ".join(map(str, value))
         return f"{value[:12]}..." if isinstance(value, str) and len(value) > 16 else str(value)  # a digest
-    return "; ".join(f"{key} {show(old.get(key))} {labels[0]}, {show(new.get(key))} {labels[1]}"
-                     for key in dict.fromkeys([*new, *old]) if old.get(key) != new.get(key))
+
+    return "; ".join(
+        f"{key} {show(old.get(key))} {labels[0]}, {show(new.get(key))} {labels[1]}"
+        for key in dict.fromkeys([*new, *old])
+        if old.get(key) != new.get(key)
+    )
 
 
 def write_atomically(path: Path, content: bytes) -> None:
@@ -144,8 +156,9 @@ def locked(results_dir: Path):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise ResultsError(f"{results_dir} is in use by another run (pid {owner}); "
-                               "wait for it to end or stop it") from None
+            raise ResultsError(
+                f"{results_dir} is in use by another run (pid {owner}); wait for it to end or stop it"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         try:
@@ -173,12 +186,16 @@ def prepare(results_dir: Path, config: dict, fresh: bool = False) -> None:
     if manifest.exists():
         recorded = read_json(manifest)
         if recorded != config:
-            raise ResultsError(f"{results_dir} holds a run of another configuration ({differences(recorded, config)}); "
-                               "choose another results folder, or start afresh with --fresh (fresh=True), "
-                               "which deletes its results")
+            raise ResultsError(
+                f"{results_dir} holds a run of another configuration ({differences(recorded, config)}); "
+                "choose another results folder, or start afresh with --fresh (fresh=True), "
+                "which deletes its results"
+            )
     elif any(results_dir.glob("*.nc")):
-        raise ResultsError(f"{results_dir} holds results without {MANIFEST} (an older ppdinfer's?); choose another "
-                           "results folder, or start afresh with --fresh (fresh=True), which deletes them")
+        raise ResultsError(
+            f"{results_dir} holds results without {MANIFEST} (an older ppdinfer's?); choose another "
+            "results folder, or start afresh with --fresh (fresh=True), which deletes them"
+        )
     else:
         write_json(manifest, config)
 

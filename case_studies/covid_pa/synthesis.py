@@ -61,6 +61,7 @@ def wem_mechanism(method: str, epsilon: float) -> WassersteinExponential:
 def _wem(method):
     def release(x, z, epsilon, rng, sweeps):
         return wem_mechanism(method, epsilon).release(x, z, random_seed=rng, sweeps=sweeps), {}
+
     return release
 
 
@@ -111,11 +112,14 @@ def synthesize(table: CovidTable, task: Task, seed: int, sweeps: int | None = No
         for name, values in month_flags.items():
             flags[name].append(values)
     data = {"y": (("month", "series", "county"), np.asarray(months, dtype=np.int32))}
-    data.update({name: (("month", "county"), np.asarray(values, dtype=np.int8))
-                 for name, values in flags.items() if values})
-    dataset = xr.Dataset(data, coords={"month": list(table.months), "series": ["cases", "deaths"],
-                                       "county": list(table.counties)},
-                         attrs={"method": task.method, "epsilon": task.epsilon, "replicate": task.replicate})
+    data.update(
+        {name: (("month", "county"), np.asarray(values, dtype=np.int8)) for name, values in flags.items() if values}
+    )
+    dataset = xr.Dataset(
+        data,
+        coords={"month": list(table.months), "series": ["cases", "deaths"], "county": list(table.counties)},
+        attrs={"method": task.method, "epsilon": task.epsilon, "replicate": task.replicate},
+    )
     return rundir.stamp(dataset, config)
 
 
@@ -175,8 +179,12 @@ class LocalPool(ProcessPoolExecutor):
             raise ValueError(f"workers must be a positive integer, got {workers}")
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
-        super().__init__(max_workers=workers or os.cpu_count(), mp_context=context, initializer=_die_with_parent,
-                         initargs=(os.getpid(), self._stop))
+        super().__init__(
+            max_workers=workers or os.cpu_count(),
+            mp_context=context,
+            initializer=_die_with_parent,
+            initargs=(os.getpid(), self._stop),
+        )
 
     def stop(self) -> None:
         """Cancel the tasks not started and end the workers now, abandoning the running tasks
@@ -196,8 +204,15 @@ def share(executor: Executor, value):
     return executor._client.scatter(value, broadcast=True, hash=False)  # the Client the executor submits to
 
 
-def run_tasks(function, todo: Sequence, shared, *args, executor: Executor | None = None, desc: str = "tasks",
-              progressbar: bool = True) -> list:
+def run_tasks(
+    function,
+    todo: Sequence,
+    shared,
+    *args,
+    executor: Executor | None = None,
+    desc: str = "tasks",
+    progressbar: bool = True,
+) -> list:
     """``function(shared, task, *args)`` for every task of ``todo`` on ``executor`` (default: a
     :class:`LocalPool` of all cores); returns the results in the order they finished.
 
@@ -229,10 +244,19 @@ def run_tasks(function, todo: Sequence, shared, *args, executor: Executor | None
     return done
 
 
-def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequence[str] = METHODS,
-                  epsilons: Sequence[float] = EPSILONS, replicates: int = 100, seed: int = 2024,
-                  executor: Executor | None = None, sweeps: int | None = None,
-                  progressbar: bool = True, fresh: bool = False) -> list[Task]:
+def run_synthesis(
+    table: CovidTable,
+    results_dir: str | Path,
+    *,
+    methods: Sequence[str] = METHODS,
+    epsilons: Sequence[float] = EPSILONS,
+    replicates: int = 100,
+    seed: int = 2024,
+    executor: Executor | None = None,
+    sweeps: int | None = None,
+    progressbar: bool = True,
+    fresh: bool = False,
+) -> list[Task]:
     """Run every missing task and return the tasks completed in this call.
 
     The directory's configuration must be this run's (more replicates, methods or epsilons
@@ -260,8 +284,17 @@ def run_synthesis(table: CovidTable, results_dir: str | Path, *, methods: Sequen
     with rundir.locked(results_dir):
         rundir.prepare(results_dir, config, fresh)
         todo = [task for task in planned if not rundir.usable(results_dir / task.filename, config)]
-        return run_tasks(_run_task, todo, table, seed, results_dir, sweeps, executor=executor, desc="synthesis",
-                         progressbar=progressbar)
+        return run_tasks(
+            _run_task,
+            todo,
+            table,
+            seed,
+            results_dir,
+            sweeps,
+            executor=executor,
+            desc="synthesis",
+            progressbar=progressbar,
+        )
 
 
 def load_results(results_dir: str | Path) -> xr.Dataset:
@@ -295,12 +328,15 @@ def load_results(results_dir: str | Path) -> xr.Dataset:
         raise rundir.ResultsError(
             f"{results_dir} mixes results of {len(configs)} configurations "
             f"({', '.join(f'{len(names)} files like {names[0]}' for names in configs.values())}): "
-            f"{rundir.differences(config, other, ('in the first', 'in the second'))}")
+            f"{rundir.differences(config, other, ('in the first', 'in the second'))}"
+        )
     manifest = results_dir / rundir.MANIFEST
     recorded = rundir.read_json(manifest) if manifest.exists() else config
     if recorded != config:
-        raise rundir.ResultsError(f"{results_dir}: its files are of another configuration than {manifest.name} "
-                                  f"({rundir.differences(recorded, config, ('in ' + manifest.name, 'in the files'))})")
+        raise rundir.ResultsError(
+            f"{results_dir}: its files are of another configuration than {manifest.name} "
+            f"({rundir.differences(recorded, config, ('in ' + manifest.name, 'in the files'))})"
+        )
     methods = [m for m in METHODS if any(key[0] == m for key in found)]
     epsilons = sorted({key[1] for key in found})
     replicates = sorted({key[2] for key in found})
@@ -314,6 +350,10 @@ def load_results(results_dir: str | Path) -> xr.Dataset:
             if name in ds:
                 values[methods.index(m), epsilons.index(e), replicates.index(r)] = ds[name].values
         data[name] = (("synthesis", "epsilon", "replicate", *dims), values)
-    coords = {"synthesis": methods, "epsilon": epsilons, "replicate": replicates,
-              **{d: template[d].values for d in ("month", "series", "county")}}
+    coords = {
+        "synthesis": methods,
+        "epsilon": epsilons,
+        "replicate": replicates,
+        **{d: template[d].values for d in ("month", "series", "county")},
+    }
     return xr.Dataset(data, coords=coords, attrs=config)

@@ -51,8 +51,10 @@ class Adjustment:
 
     def __str__(self) -> str:
         taken = ", ".join(f"{amount} from {month}" for month, amount in self.netted)
-        return (f"{self.county} ({self.fips}) {self.series} {self.month}: reported {self.reported}, "
-                f"set to 0; netted against earlier months: {taken}")
+        return (
+            f"{self.county} ({self.fips}) {self.series} {self.month}: reported {self.reported}, "
+            f"set to 0; netted against earlier months: {taken}"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +87,14 @@ class CovidTable:
 
     def __post_init__(self):
         shape = (len(self.months), len(self.counties))
-        for name, expected in [("fips", shape[1:]), ("population", shape[1:]), ("cases", shape),
-                               ("deaths", shape), ("previous_cases", shape[1:]), ("previous_deaths", shape[1:])]:
+        for name, expected in [
+            ("fips", shape[1:]),
+            ("population", shape[1:]),
+            ("cases", shape),
+            ("deaths", shape),
+            ("previous_cases", shape[1:]),
+            ("previous_deaths", shape[1:]),
+        ]:
             values = np.array(getattr(self, name), dtype=np.int64)
             if values.shape != expected:
                 raise ValueError(f"{name} must have shape {expected}, got {values.shape}")
@@ -135,8 +143,11 @@ class CovidTable:
             previous_cases, previous_deaths = self.previous_cases, self.previous_deaths
         else:
             previous_cases, previous_deaths = self.cases[t - 1], self.deaths[t - 1]
-        return {"previous_cases": previous_cases.copy(), "previous_deaths": previous_deaths.copy(),
-                "total": int(self.cases[t].sum())}
+        return {
+            "previous_cases": previous_cases.copy(),
+            "previous_deaths": previous_deaths.copy(),
+            "total": int(self.cases[t].sum()),
+        }
 
     def subset(self, counties: Sequence[str] | None = None, months: Sequence[str] | None = None) -> CovidTable:
         """A smaller table: some counties (kept in table order) and a run of consecutive months.
@@ -148,17 +159,26 @@ class CovidTable:
         columns = self._county_columns(counties)
         rows = self._month_rows(months)
         first = rows[0]
-        previous = (self.previous_cases, self.previous_deaths) if first == 0 else (self.cases[first - 1],
-                                                                                    self.deaths[first - 1])
+        previous = (
+            (self.previous_cases, self.previous_deaths)
+            if first == 0
+            else (self.cases[first - 1], self.deaths[first - 1])
+        )
         kept_months = {self.months[t] for t in rows} | {previous_month(self.months[first])}
         kept_counties = {self.counties[j] for j in columns}
         adjustments = [a for a in self.adjustments if a.county in kept_counties and kept_months & set(a.months)]
         return CovidTable(
-            months=[self.months[t] for t in rows], counties=[self.counties[j] for j in columns],
-            fips=self.fips[columns], population=self.population[columns],
-            cases=self.cases[np.ix_(rows, columns)], deaths=self.deaths[np.ix_(rows, columns)],
-            previous_cases=previous[0][columns], previous_deaths=previous[1][columns],
-            adjustments=adjustments, source=self.source)
+            months=[self.months[t] for t in rows],
+            counties=[self.counties[j] for j in columns],
+            fips=self.fips[columns],
+            population=self.population[columns],
+            cases=self.cases[np.ix_(rows, columns)],
+            deaths=self.deaths[np.ix_(rows, columns)],
+            previous_cases=previous[0][columns],
+            previous_deaths=previous[1][columns],
+            adjustments=adjustments,
+            source=self.source,
+        )
 
     def _county_columns(self, counties: Sequence[str] | None) -> list[int]:
         if counties is None:
@@ -190,8 +210,13 @@ class CovidTable:
         ``adjustments`` (one line per adjustment).
         """
         return xr.Dataset(
-            {"cases": (("month", "county"), self.cases), "deaths": (("month", "county"), self.deaths),
-             "population": ("county", self.population), "previous_cases": ("county", self.previous_cases),
-             "previous_deaths": ("county", self.previous_deaths)},
+            {
+                "cases": (("month", "county"), self.cases),
+                "deaths": (("month", "county"), self.deaths),
+                "population": ("county", self.population),
+                "previous_cases": ("county", self.previous_cases),
+                "previous_deaths": ("county", self.previous_deaths),
+            },
             coords={"month": list(self.months), "county": list(self.counties), "fips": ("county", self.fips)},
-            attrs={"source": self.source, "adjustments": "\n".join(map(str, self.adjustments))})
+            attrs={"source": self.source, "adjustments": "\n".join(map(str, self.adjustments))},
+        )

@@ -15,10 +15,10 @@ __getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 CASE_STUDY = CaseStudy(
     name="distribution_privacy_adult",
     title="Distribution privacy for the income share of Adult subsets: ExpM(G), EigM(G), DauM(G) against the "
-          "group-DP Gaussian (Table 2, Figures 2, 3, 5) and a meta-classifier property inference attack "
-          "(Figure 4, Table 3), with exact audits of the Gaussian calibrations",
+    "group-DP Gaussian (Table 2, Figures 2, 3, 5) and a meta-classifier property inference attack "
+    "(Figure 4, Table 3), with exact audits of the Gaussian calibrations",
     paper="M. Chen, O. Ohrimenko, Protecting Global Properties of Datasets with Distribution Privacy Mechanisms, "
-          "section 5 and Appendix C",
+    "section 5 and Appendix C",
     minutes=(1.5, 0.3),
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )

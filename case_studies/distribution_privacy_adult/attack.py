@@ -57,9 +57,16 @@ def _noise_factor(covariance) -> np.ndarray:
     return vectors * np.sqrt(np.clip(values, 0.0, None))
 
 
-def attack_accuracies(auxiliary: IncomePools, test: IncomePools, secrets: tuple[float, float],
-                      defenses: Mapping[object, np.ndarray | None], per_class: tuple[int, int], repetitions: int,
-                      random_seed: SeedLike = None, attacker: str = "informed") -> dict[object, np.ndarray]:
+def attack_accuracies(
+    auxiliary: IncomePools,
+    test: IncomePools,
+    secrets: tuple[float, float],
+    defenses: Mapping[object, np.ndarray | None],
+    per_class: tuple[int, int],
+    repetitions: int,
+    random_seed: SeedLike = None,
+    attacker: str = "informed",
+) -> dict[object, np.ndarray]:
     """Accuracy of the meta-classifier against each defense, one value per repetition.
 
     ``defenses`` maps a key to the noise covariance C of an additive Gaussian defense, y = F + N(0, C)
@@ -79,7 +86,7 @@ def attack_accuracies(auxiliary: IncomePools, test: IncomePools, secrets: tuple[
     """
     if attacker not in ATTACKERS:
         raise ValueError(f"attacker must be one of {ATTACKERS}, got {attacker!r}")
-    from sklearn.linear_model import LogisticRegression   # the optional extra "pufferfish": imported when used
+    from sklearn.linear_model import LogisticRegression  # the optional extra "pufferfish": imported when used
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -93,19 +100,31 @@ def attack_accuracies(auxiliary: IncomePools, test: IncomePools, secrets: tuple[
         train = np.vstack([subset_queries(auxiliary, share, shadows, rng) for share in secrets])
         held_out = np.vstack([subset_queries(test, share, tests, rng) for share in secrets])
         for key, factor in factors.items():
-            noisy_train, noisy_test = ((rows if factor is None or (rows is train and attacker == "naive")
-                                        else rows + rng.standard_normal(rows.shape) @ factor.T)
-                                       for rows in (train, held_out))
+            noisy_train, noisy_test = (
+                (
+                    rows
+                    if factor is None or (rows is train and attacker == "naive")
+                    else rows + rng.standard_normal(rows.shape) @ factor.T
+                )
+                for rows in (train, held_out)
+            )
             classifier = make_pipeline(StandardScaler(), LogisticRegression(solver="newton-cholesky"))
             classifier.fit(noisy_train, labels[shadows])
             accuracies[key][repetition] = classifier.score(noisy_test, labels[tests])
     return accuracies
 
 
-def attack_table(auxiliary: IncomePools, test: IncomePools, family: DistributionFamily,
-                 settings: Iterable[tuple[str, str, float, float]], record_sensitivity: float,
-                 per_class: tuple[int, int], repetitions: int, random_seed: SeedLike = None,
-                 attacker: str = "informed") -> pd.DataFrame:
+def attack_table(
+    auxiliary: IncomePools,
+    test: IncomePools,
+    family: DistributionFamily,
+    settings: Iterable[tuple[str, str, float, float]],
+    record_sensitivity: float,
+    per_class: tuple[int, int],
+    repetitions: int,
+    random_seed: SeedLike = None,
+    attacker: str = "informed",
+) -> pd.DataFrame:
     """The attack against no defense and against each (mechanism, calibration, eps, delta) of ``settings``.
 
     The defenses are calibrated on ``family`` (whose two secrets the attack tells apart); ``attacker``
@@ -138,14 +157,22 @@ def attack_table(auxiliary: IncomePools, test: IncomePools, family: Distribution
     for key, covariance in defenses.items():
         covariance = np.zeros((family.dim, family.dim)) if covariance is None else covariance
         values = accuracies[key]
-        rows.append(dict(zip(("mechanism", "calibration", "epsilon", "delta"), key), attacker=attacker,
-                         accuracy=values.mean(),
-                         accuracy_se=values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else np.nan,
-                         best_accuracy=best_accuracy(family, covariance), releases=2 * tests * repetitions))
+        rows.append(
+            dict(
+                zip(("mechanism", "calibration", "epsilon", "delta"), key),
+                attacker=attacker,
+                accuracy=values.mean(),
+                accuracy_se=values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else np.nan,
+                best_accuracy=best_accuracy(family, covariance),
+                releases=2 * tests * repetitions,
+            )
+        )
     return pd.DataFrame(rows)
 
 
-def bayesian_log_odds(family: DistributionFamily, covariance, releases: int, random_seed: SeedLike = None) -> np.ndarray:
+def bayesian_log_odds(
+    family: DistributionFamily, covariance, releases: int, random_seed: SeedLike = None
+) -> np.ndarray:
     """The Bayesian attacker: log P(y | theta_1) / P(y | theta_0), the factor a release applies to the prior odds.
 
     Releases y = F + N(0, C) are drawn, half under each of the family's two shares, and the factor is the
@@ -167,12 +194,16 @@ def bayesian_log_odds(family: DistributionFamily, covariance, releases: int, ran
     laws = list(family.laws.values())
     if len(laws) != 2:
         raise ValueError(f"the family must hold two shares, got {len(laws)}")
-    model = property_secret.model([law.mean for law in laws], [law.covariance for law in laws],
-                                  CorrelatedGaussian(np.asarray(covariance, dtype=float)))
+    model = property_secret.model(
+        [law.mean for law in laws],
+        [law.covariance for law in laws],
+        CorrelatedGaussian(np.asarray(covariance, dtype=float)),
+    )
     rng = as_generator(random_seed)
     secrets = np.repeat([0.0, 1.0], [releases // 2, releases - releases // 2])
     queries = model.simulate(secrets, None, rng)
-    y = queries + rng.multivariate_normal(np.zeros(queries.shape[1]), model.mechanism.covariance, size=len(queries),
-                                          method="eigh")
+    y = queries + rng.multivariate_normal(
+        np.zeros(queries.shape[1]), model.mechanism.covariance, size=len(queries), method="eigh"
+    )
     posterior = model.secret_posterior(y)
     return np.log(posterior[:, 1]) - np.log(posterior[:, 0])

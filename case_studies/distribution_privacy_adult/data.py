@@ -23,8 +23,17 @@ import pandas as pd
 from ..._random import SeedLike, as_generator
 from ..._validation import positive_int, probability
 
-__all__ = ["QUERY_NAMES", "RECORD_FEATURES", "SUBSET_SIZE", "IncomePools", "income_pools", "query_weights",
-           "record_features", "record_sensitivities", "subset_queries"]
+__all__ = [
+    "QUERY_NAMES",
+    "RECORD_FEATURES",
+    "SUBSET_SIZE",
+    "IncomePools",
+    "income_pools",
+    "query_weights",
+    "record_features",
+    "record_sensitivities",
+    "subset_queries",
+]
 
 #: Records per released subset (the paper's n).
 SUBSET_SIZE = 100
@@ -46,10 +55,15 @@ def record_features(frame: pd.DataFrame) -> np.ndarray:
     array([[39., 13.,  1.,  0., 40.],
            [50.,  9.,  0.,  1., 45.]])
     """
-    return np.column_stack([frame["age"].to_numpy(float), frame["education_num"].to_numpy(float),
-                            (frame["marital_status"].astype(str) == "Never-married").to_numpy(float),
-                            (frame["sex"].astype(str) == "Female").to_numpy(float),
-                            frame["hours_per_week"].to_numpy(float)])
+    return np.column_stack(
+        [
+            frame["age"].to_numpy(float),
+            frame["education_num"].to_numpy(float),
+            (frame["marital_status"].astype(str) == "Never-married").to_numpy(float),
+            (frame["sex"].astype(str) == "Female").to_numpy(float),
+            frame["hours_per_week"].to_numpy(float),
+        ]
+    )
 
 
 def query_weights(n: int = SUBSET_SIZE) -> np.ndarray:
@@ -90,7 +104,7 @@ class IncomePools:
     positive: np.ndarray
     negative: np.ndarray
 
-    def split(self, random_seed: SeedLike = None) -> tuple["IncomePools", "IncomePools"]:
+    def split(self, random_seed: SeedLike = None) -> tuple[IncomePools, IncomePools]:
         """Two disjoint halves of both pools, drawn at random (the attack's auxiliary and test data).
 
         Examples
@@ -104,7 +118,7 @@ class IncomePools:
         halves = []
         for pool in (self.positive, self.negative):
             order = rng.permutation(len(pool))
-            halves.append((pool[order[: len(pool) // 2]], pool[order[len(pool) // 2:]]))
+            halves.append((pool[order[: len(pool) // 2]], pool[order[len(pool) // 2 :]]))
         return IncomePools(halves[0][0], halves[1][0]), IncomePools(halves[0][1], halves[1][1])
 
 
@@ -125,8 +139,9 @@ def income_pools(frame: pd.DataFrame) -> IncomePools:
     return IncomePools(features[rich], features[~rich])
 
 
-def subset_queries(pools: IncomePools, share: float, count: int, random_seed: SeedLike = None,
-                   n: int = SUBSET_SIZE) -> np.ndarray:
+def subset_queries(
+    pools: IncomePools, share: float, count: int, random_seed: SeedLike = None, n: int = SUBSET_SIZE
+) -> np.ndarray:
     """F on ``count`` subsets of n records with round(share n) of them from the positive pool.
 
     Returns an array of shape (count, 5). Each subset is drawn without replacement within each pool.
@@ -147,6 +162,7 @@ def subset_queries(pools: IncomePools, share: float, count: int, random_seed: Se
     rng = as_generator(random_seed)
     sums = np.empty((count, pools.positive.shape[1]))
     for row in range(count):
-        sums[row] = (pools.positive[rng.choice(len(pools.positive), rich, replace=False)].sum(axis=0)
-                     + pools.negative[rng.choice(len(pools.negative), n - rich, replace=False)].sum(axis=0))
+        sums[row] = pools.positive[rng.choice(len(pools.positive), rich, replace=False)].sum(axis=0) + pools.negative[
+            rng.choice(len(pools.negative), n - rich, replace=False)
+        ].sum(axis=0)
     return sums * query_weights(n)

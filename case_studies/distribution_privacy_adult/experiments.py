@@ -46,8 +46,20 @@ from ...mechanisms.distribution import (
 )
 from .data import SUBSET_SIZE, IncomePools, subset_queries
 
-__all__ = ["CALIBRATIONS", "DISTRIBUTION_MECHANISMS", "GROUP_SIZE", "MECHANISMS", "audited_delta", "build_mechanisms",
-           "expected_error", "fit_family", "noise_covariance", "secret_queries", "shares", "utility"]
+__all__ = [
+    "CALIBRATIONS",
+    "DISTRIBUTION_MECHANISMS",
+    "GROUP_SIZE",
+    "MECHANISMS",
+    "audited_delta",
+    "build_mechanisms",
+    "expected_error",
+    "fit_family",
+    "noise_covariance",
+    "secret_queries",
+    "shares",
+    "utility",
+]
 
 #: The group size of the group-DP baseline (k = n, the whole subset).
 GROUP_SIZE = SUBSET_SIZE
@@ -70,8 +82,9 @@ def shares(gap: float) -> tuple[float, float]:
     return round(0.5 - gap / 2, 6), round(0.5 + gap / 2, 6)
 
 
-def secret_queries(pools: IncomePools, gap: float, subsets: int,
-                   random_seed: SeedLike = None) -> dict[float, np.ndarray]:
+def secret_queries(
+    pools: IncomePools, gap: float, subsets: int, random_seed: SeedLike = None
+) -> dict[float, np.ndarray]:
     """F on ``subsets`` subsets per secret 0.5 -+ gap / 2, as arrays of shape (subsets, 5) keyed by the secret.
 
     Examples
@@ -105,8 +118,9 @@ def fit_family(queries: Mapping[float, np.ndarray]) -> DistributionFamily:
     return DistributionFamily(laws)
 
 
-def build_mechanisms(family: DistributionFamily, epsilon: float, delta: float, calibration: str,
-                     record_sensitivity: float) -> dict[str, Gaussian | CorrelatedGaussian]:
+def build_mechanisms(
+    family: DistributionFamily, epsilon: float, delta: float, calibration: str, record_sensitivity: float
+) -> dict[str, Gaussian | CorrelatedGaussian]:
     """Every mechanism of :data:`MECHANISMS` at (eps, delta), calibrated ``calibration``.
 
     ``record_sensitivity`` is the L2 norm of the per-record sensitivities of F (1.8750 on Adult).
@@ -128,12 +142,14 @@ def build_mechanisms(family: DistributionFamily, epsilon: float, delta: float, c
     record_sensitivity = positive_finite(record_sensitivity, "record_sensitivity")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DistributionPrivacyWarning)
-        limit = mahalanobis_limit(epsilon, delta, calibration)    # sigma = sensitivity / limit for the DP Gaussians
-        return {"ExpM(G)": expected_value_gaussian(family, epsilon, delta, calibration),
-                "EigM(G)": eigenvector_gaussian(family, epsilon, delta, calibration),
-                "DauM(G)": directional_gaussian(family, epsilon, delta, calibration),
-                "GroupDP(G)": Gaussian(GROUP_SIZE * record_sensitivity / limit),
-                "DP(G)": Gaussian(record_sensitivity / limit)}
+        limit = mahalanobis_limit(epsilon, delta, calibration)  # sigma = sensitivity / limit for the DP Gaussians
+        return {
+            "ExpM(G)": expected_value_gaussian(family, epsilon, delta, calibration),
+            "EigM(G)": eigenvector_gaussian(family, epsilon, delta, calibration),
+            "DauM(G)": directional_gaussian(family, epsilon, delta, calibration),
+            "GroupDP(G)": Gaussian(GROUP_SIZE * record_sensitivity / limit),
+            "DP(G)": Gaussian(record_sensitivity / limit),
+        }
 
 
 def noise_covariance(mechanism: Gaussian | CorrelatedGaussian, dim: int) -> np.ndarray:
@@ -183,14 +199,22 @@ def audited_delta(family: DistributionFamily, covariance, epsilon: float) -> flo
     worst = 0.0
     for i, j in family.pairs:
         shared = family.laws[i].covariance
-        pair = DistributionFamily({i: GaussianLaw(family.laws[i].mean, shared),
-                                   j: GaussianLaw(family.laws[j].mean, shared)}, pairs=[(i, j)])
+        pair = DistributionFamily(
+            {i: GaussianLaw(family.laws[i].mean, shared), j: GaussianLaw(family.laws[j].mean, shared)}, pairs=[(i, j)]
+        )
         worst = max(worst, release_delta(pair, covariance, epsilon))
     return worst
 
 
-def utility(pools: IncomePools, family: DistributionFamily, epsilons, delta: float, record_sensitivity: float,
-            repetitions: int, random_seed: SeedLike = None) -> pd.DataFrame:
+def utility(
+    pools: IncomePools,
+    family: DistributionFamily,
+    epsilons,
+    delta: float,
+    record_sensitivity: float,
+    repetitions: int,
+    random_seed: SeedLike = None,
+) -> pd.DataFrame:
     """L2 errors of every mechanism and calibration at each eps over ``repetitions`` subsets.
 
     Each repetition draws one subset (at a secret of ``family`` taken in turn) and releases its F
@@ -217,8 +241,15 @@ def utility(pools: IncomePools, family: DistributionFamily, epsilons, delta: flo
             for name, mechanism in build_mechanisms(family, epsilon, delta, calibration, record_sensitivity).items():
                 errors = np.array([np.linalg.norm(mechanism.release(x, random_seed=rng) - x) for x in queries])
                 covariance = noise_covariance(mechanism, family.dim)
-                rows.append({"mechanism": name, "calibration": calibration, "epsilon": float(epsilon),
-                             "error": errors.mean(), "error_se": errors.std(ddof=1) / np.sqrt(repetitions),
-                             "expected_error": expected_error(covariance),
-                             "delta_audited": audited_delta(family, covariance, epsilon)})
+                rows.append(
+                    {
+                        "mechanism": name,
+                        "calibration": calibration,
+                        "epsilon": float(epsilon),
+                        "error": errors.mean(),
+                        "error_se": errors.std(ddof=1) / np.sqrt(repetitions),
+                        "expected_error": expected_error(covariance),
+                        "delta_audited": audited_delta(family, covariance, epsilon),
+                    }
+                )
     return pd.DataFrame(rows)

@@ -13,8 +13,13 @@ from .data import QUERY_NAMES
 
 __all__ = ["figure2", "figure3", "figure4", "figure5"]
 
-_COLORS = {"ExpM(G)": "tab:blue", "EigM(G)": "tab:orange", "DauM(G)": "tab:green", "GroupDP(G)": "tab:red",
-           "DP(G)": "tab:purple"}
+_COLORS = {
+    "ExpM(G)": "tab:blue",
+    "EigM(G)": "tab:orange",
+    "DauM(G)": "tab:green",
+    "GroupDP(G)": "tab:red",
+    "DP(G)": "tab:purple",
+}
 
 
 def figure2(table: pd.DataFrame) -> Figure:
@@ -30,10 +35,21 @@ def figure2(table: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(6.5, 4.5), layout="constrained")
     ax = fig.subplots()
     for (mechanism, calibration), rows in table.groupby(["mechanism", "calibration"], sort=False):
-        ax.plot(rows["epsilon"], rows["error"], color=_COLORS[mechanism], marker="o",
-                linestyle="-" if calibration == "classical" else "--", label=f"{mechanism}, {calibration}")
-    ax.set(xscale="log", yscale="log", xlabel="epsilon (delta = 0.001)", ylabel="mean L2 error",
-           title="Figure 2 / Table 2: income, Delta_p = 0.1")
+        ax.plot(
+            rows["epsilon"],
+            rows["error"],
+            color=_COLORS[mechanism],
+            marker="o",
+            linestyle="-" if calibration == "classical" else "--",
+            label=f"{mechanism}, {calibration}",
+        )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="epsilon (delta = 0.001)",
+        ylabel="mean L2 error",
+        title="Figure 2 / Table 2: income, Delta_p = 0.1",
+    )
     ax.legend(fontsize=7, ncol=2)
     return fig
 
@@ -52,10 +68,20 @@ def figure3(table: pd.DataFrame) -> Figure:
     ax = fig.subplots()
     rows = table[table["calibration"] == "classical"]
     for mechanism, lines in rows.groupby("mechanism", sort=False):
-        ax.plot(lines["gap"], lines["expected_error"], color=_COLORS[mechanism], marker="o",
-                linestyle=":" if mechanism in ("DP(G)", "GroupDP(G)") else "-", label=mechanism)
-    ax.set(yscale="log", xlabel="Delta_p (secrets 0.5 -+ Delta_p / 2)", ylabel="expected L2 error",
-           title=f"Figure 3: income, eps = {rows['epsilon'].iloc[0]:g}, delta = 0.001 (classical c)")
+        ax.plot(
+            lines["gap"],
+            lines["expected_error"],
+            color=_COLORS[mechanism],
+            marker="o",
+            linestyle=":" if mechanism in ("DP(G)", "GroupDP(G)") else "-",
+            label=mechanism,
+        )
+    ax.set(
+        yscale="log",
+        xlabel="Delta_p (secrets 0.5 -+ Delta_p / 2)",
+        ylabel="expected L2 error",
+        title=f"Figure 3: income, eps = {rows['epsilon'].iloc[0]:g}, delta = 0.001 (classical c)",
+    )
     ax.legend(fontsize=8)
     return fig
 
@@ -79,13 +105,24 @@ def figure4(accuracy: pd.DataFrame) -> Figure:
     ax.axhline(0.5, color="grey", linewidth=0.8)
     rows = accuracy[(accuracy["calibration"] == "classical") & np.isclose(accuracy["delta"], 1e-3)]
     for (mechanism, attacker), lines in rows.groupby(["mechanism", "attacker"], sort=False):
-        ax.errorbar(lines["epsilon"], lines["accuracy"], yerr=2 * lines["accuracy_se"], color=_COLORS[mechanism],
-                    marker="o", capsize=2, linestyle="-" if attacker == "naive" else "--",
-                    label=f"{mechanism}, {attacker} attacker")
+        ax.errorbar(
+            lines["epsilon"],
+            lines["accuracy"],
+            yerr=2 * lines["accuracy_se"],
+            color=_COLORS[mechanism],
+            marker="o",
+            capsize=2,
+            linestyle="-" if attacker == "naive" else "--",
+            label=f"{mechanism}, {attacker} attacker",
+        )
         if attacker == "naive":
             ax.plot(lines["epsilon"], lines["best_accuracy"], color=_COLORS[mechanism], linestyle=":")
-    ax.set(xscale="log", xlabel="epsilon (delta = 0.001, classical c)", ylabel="meta-classifier accuracy",
-           title="Figure 4: attack on p_I = 0.45 vs 0.55 (dotted: Phi(m/2))")
+    ax.set(
+        xscale="log",
+        xlabel="epsilon (delta = 0.001, classical c)",
+        ylabel="meta-classifier accuracy",
+        title="Figure 4: attack on p_I = 0.45 vs 0.55 (dotted: Phi(m/2))",
+    )
     ax.legend(fontsize=7, ncol=2)
     return fig
 
@@ -104,8 +141,14 @@ def figure5(queries: Mapping[float, np.ndarray], components=(0, 3)) -> Figure:
     for ax, component in zip(np.atleast_1d(axes), components):
         for (share, rows), color in zip(queries.items(), ("tab:green", "tab:purple")):
             values = rows[:, component]
-            ax.hist(values, bins=30, density=True, alpha=0.45, color=color,
-                    label=f"p_I = {share:g} (variance {values.var(ddof=1):.2f})")
+            ax.hist(
+                values,
+                bins=30,
+                density=True,
+                alpha=0.45,
+                color=color,
+                label=f"p_I = {share:g} (variance {values.var(ddof=1):.2f})",
+            )
             grid = np.linspace(values.min(), values.max(), 200)
             ax.plot(grid, stats.norm.pdf(grid, values.mean(), values.std(ddof=1)), color=color)
         ax.set(xlabel=QUERY_NAMES[component], ylabel="density")

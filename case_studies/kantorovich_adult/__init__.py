@@ -14,7 +14,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 CASE_STUDY = CaseStudy(
     name="kantorovich_adult",
     title="Kantorovich optimal-transport calibration of Laplace and Gaussian noise for Pufferfish privacy: "
-          "Appendix C's plans, counting queries, Adult race -> education and Figure 4, with exact privacy losses",
+    "Appendix C's plans, counting queries, Adult race -> education and Figure 4, with exact privacy losses",
     paper="N. Ding, Kantorovich Mechanism for Pufferfish Privacy, sections 3-5 and Appendix C",
     minutes=(0.5, 0.2),
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),

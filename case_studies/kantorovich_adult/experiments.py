@@ -26,36 +26,73 @@ from ppdinfer.privacy.kantorovich import (
     support_diameter,
 )
 
-__all__ = ["APPENDIX_C", "COUNTING_SYSTEMS", "PAPER_ORDER", "SECRETS", "TIE_TOLERANCE", "AdultPlan", "AttackerOdds",
-           "adult_plans", "appendix_c_plans", "attacker_odds", "calibrations", "counting_plans", "figure4_variances", "orders"]
+__all__ = [
+    "APPENDIX_C",
+    "COUNTING_SYSTEMS",
+    "PAPER_ORDER",
+    "SECRETS",
+    "TIE_TOLERANCE",
+    "AdultPlan",
+    "AttackerOdds",
+    "adult_plans",
+    "appendix_c_plans",
+    "attacker_odds",
+    "calibrations",
+    "counting_plans",
+    "figure4_variances",
+    "orders",
+]
 
 #: Masses of the examples are decimals or thirds: merge cumulative levels closer than this (rounding only).
 TIE_TOLERANCE = 1e-12
 
 #: Appendix C (Song et al. 2017, section 3.1): (p, q, support) and the printed plan's nonzeros (x, x') -> mass.
 APPENDIX_C = {
-    "example 1": (([1 / 3, 1 / 6, 1 / 3, 1 / 6], [1 / 4, 1 / 4, 1 / 6, 1 / 3], [1, 2, 3, 4]),
-                  {(1, 1): 1 / 4, (1, 2): 1 / 12, (2, 2): 1 / 6, (3, 3): 1 / 6, (3, 4): 1 / 6, (4, 4): 1 / 6}, 1.0),
-    "example 2": (([0.2, 0.225, 0.5, 0.075, 0.0], [0.0, 0.075, 0.5, 0.225, 0.2], [1, 2, 3, 4, 5]),
-                  {(1, 2): 0.075, (1, 3): 0.125, (2, 3): 0.225, (3, 3): 0.15, (3, 4): 0.225, (3, 5): 0.125,
-                   (4, 5): 0.075}, 2.0),
+    "example 1": (
+        ([1 / 3, 1 / 6, 1 / 3, 1 / 6], [1 / 4, 1 / 4, 1 / 6, 1 / 3], [1, 2, 3, 4]),
+        {(1, 1): 1 / 4, (1, 2): 1 / 12, (2, 2): 1 / 6, (3, 3): 1 / 6, (3, 4): 1 / 6, (4, 4): 1 / 6},
+        1.0,
+    ),
+    "example 2": (
+        ([0.2, 0.225, 0.5, 0.075, 0.0], [0.0, 0.075, 0.5, 0.225, 0.2], [1, 2, 3, 4, 5]),
+        {(1, 2): 0.075, (1, 3): 0.125, (2, 3): 0.225, (3, 3): 0.15, (3, 4): 0.225, (3, 5): 0.125, (4, 5): 0.075},
+        2.0,
+    ),
 }
 
 #: Figures 1 and 5: V = 25 users with p = 0.7; Figure 2: V = 10 users with their own p_i (the paper
 #: prints none; these are spread over (0, 1)).
-COUNTING_SYSTEMS = {"binomial V = 25, p = 0.7": [0.7] * 25,
-                    "Poisson-binomial V = 10": np.linspace(0.05, 0.95, 10).round(2).tolist()}
+COUNTING_SYSTEMS = {
+    "binomial V = 25, p = 0.7": [0.7] * 25,
+    "Poisson-binomial V = 10": np.linspace(0.05, 0.95, 10).round(2).tolist(),
+}
 
 #: The secret pair of Section 4.
 SECRETS = ("White", "Asian-Pac-Islander")
 #: The paper's 14 education levels in its index order (Figure 3's axis): it drops 5th-6th and Preschool.
-PAPER_ORDER = ("Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc", "9th",
-               "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate")
+PAPER_ORDER = (
+    "Bachelors",
+    "Some-college",
+    "11th",
+    "HS-grad",
+    "Prof-school",
+    "Assoc-acdm",
+    "Assoc-voc",
+    "9th",
+    "7th-8th",
+    "12th",
+    "Masters",
+    "1st-4th",
+    "10th",
+    "Doctorate",
+)
 
 
 def appendix_c_plans() -> dict[str, KantorovichPlan]:
     """The plans of Appendix C's two examples."""
-    return {name: kantorovich_plan(*example, tie_tolerance=TIE_TOLERANCE) for name, (example, _, _) in APPENDIX_C.items()}
+    return {
+        name: kantorovich_plan(*example, tie_tolerance=TIE_TOLERANCE) for name, (example, _, _) in APPENDIX_C.items()
+    }
 
 
 def counting_plans() -> dict[str, dict[str, KantorovichPlan]]:
@@ -63,8 +100,10 @@ def counting_plans() -> dict[str, dict[str, KantorovichPlan]]:
     plans = {}
     for name, probabilities in COUNTING_SYSTEMS.items():
         pmfs = counting_query_conditionals(probabilities, user=0)
-        plans[name] = {"(0, 1)": pmfs.plan(0, 1, tie_tolerance=1e-10),
-                       "(0, absent)": pmfs.plan(0, ABSENT, tie_tolerance=1e-10)}
+        plans[name] = {
+            "(0, 1)": pmfs.plan(0, 1, tie_tolerance=1e-10),
+            "(0, absent)": pmfs.plan(0, ABSENT, tie_tolerance=1e-10),
+        }
     return plans
 
 
@@ -72,9 +111,11 @@ def orders(frame: pd.DataFrame) -> dict[str, tuple[str, ...]]:
     """The category orders compared: the paper's 14, the paper's order with the two dropped levels
     appended (adult.names' order), and all 16 by education-num."""
     by_number = frame.drop_duplicates("education").assign(number=lambda d: d["education_num"].astype(int))
-    return {"paper, 14 levels": PAPER_ORDER,
-            "paper order, all 16 levels": PAPER_ORDER + ("5th-6th", "Preschool"),
-            "education-num, all 16 levels": tuple(by_number.sort_values("number")["education"])}
+    return {
+        "paper, 14 levels": PAPER_ORDER,
+        "paper order, all 16 levels": PAPER_ORDER + ("5th-6th", "Preschool"),
+        "education-num, all 16 levels": tuple(by_number.sort_values("number")["education"]),
+    }
 
 
 @dataclass(frozen=True)
@@ -106,9 +147,16 @@ def figure4_variances(plan: KantorovichPlan, epsilons) -> pd.DataFrame:
         theorem1 = kantorovich_laplace(plan, epsilon)
         theorem2 = kantorovich_laplace(plan, epsilon, relaxed=True)
         smallest = smallest_laplace_scale(plan, epsilon)
-        rows.append({"epsilon": epsilon, "theorem1": 2 / theorem1.rate**2, "theorem2": 2 / theorem2.rate**2,
-                     "smallest": 2 * smallest**2, "loss_theorem1": privacy_loss(plan, theorem1),
-                     "loss_theorem2": privacy_loss(plan, theorem2)})
+        rows.append(
+            {
+                "epsilon": epsilon,
+                "theorem1": 2 / theorem1.rate**2,
+                "theorem2": 2 / theorem2.rate**2,
+                "smallest": 2 * smallest**2,
+                "loss_theorem1": privacy_loss(plan, theorem1),
+                "loss_theorem2": privacy_loss(plan, theorem2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -121,17 +169,38 @@ def calibrations(plan: KantorovichPlan, settings) -> pd.DataFrame:
             smallest = smallest_laplace_scale(plan, epsilon)
             for label, relaxed in (("Laplace, Theorem 1", False), ("Laplace, Theorem 2", True)):
                 mechanism = kantorovich_laplace(plan, epsilon, relaxed=relaxed)
-                rows.append({"calibration": label, "epsilon": epsilon, "delta": np.nan, "scale": 1 / mechanism.rate,
-                             "exact": privacy_loss(plan, mechanism), "target": epsilon, "smallest": smallest})
+                rows.append(
+                    {
+                        "calibration": label,
+                        "epsilon": epsilon,
+                        "delta": np.nan,
+                        "scale": 1 / mechanism.rate,
+                        "exact": privacy_loss(plan, mechanism),
+                        "target": epsilon,
+                        "smallest": smallest,
+                    }
+                )
             continue
         smallest = smallest_gaussian_sigma(plan, epsilon, delta)
         methods = (["classical"] if epsilon < 1 else []) + ["bound", "analytic"]
         for method in methods:
             mechanism = kantorovich_gaussian(plan, epsilon, delta, method=method)
-            label = {"classical": "Gaussian, Theorem 3(a)", "bound": "Gaussian, Theorem 3(b), k = 0.4187",
-                     "analytic": "Gaussian, analytic (Balle & Wang) at the plan sensitivity"}[method]
-            rows.append({"calibration": label, "epsilon": epsilon, "delta": delta, "scale": mechanism.sigma,
-                         "exact": privacy_delta(plan, mechanism, epsilon), "target": delta, "smallest": smallest})
+            label = {
+                "classical": "Gaussian, Theorem 3(a)",
+                "bound": "Gaussian, Theorem 3(b), k = 0.4187",
+                "analytic": "Gaussian, analytic (Balle & Wang) at the plan sensitivity",
+            }[method]
+            rows.append(
+                {
+                    "calibration": label,
+                    "epsilon": epsilon,
+                    "delta": delta,
+                    "scale": mechanism.sigma,
+                    "exact": privacy_delta(plan, mechanism, epsilon),
+                    "target": delta,
+                    "smallest": smallest,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -157,8 +226,9 @@ def attacker_odds(plan: KantorovichPlan, epsilon: float, releases: int, seed: in
     rng = np.random.default_rng(seed)
     calibrated = kantorovich_laplace([plan], epsilon)
     under = Laplace(epsilon=1.0, sensitivity=smallest_laplace_scale([plan], epsilon) / 2)
-    x = np.concatenate([rng.choice(plan.support, size=releases, p=plan.p),
-                        rng.choice(plan.support, size=releases, p=plan.q)])
+    x = np.concatenate(
+        [rng.choice(plan.support, size=releases, p=plan.p), rng.choice(plan.support, size=releases, p=plan.q)]
+    )
     found = []
     for label, mechanism in (("Theorem 1", calibrated), ("half the exact scale", under)):
         y = mechanism.release(x.astype(float), random_seed=rng)

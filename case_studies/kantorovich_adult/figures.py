@@ -50,8 +50,11 @@ def figure4(curves: Mapping[str, pd.DataFrame]) -> Figure:
         ax.plot(frame["epsilon"], frame["theorem1"], color=color, linestyle="-", label=f"Theorem 1, {name}")
         ax.plot(frame["epsilon"], frame["theorem2"], color=color, linestyle="--", label=f"Theorem 2, {name}")
         ax.plot(frame["epsilon"], frame["smallest"], color=color, linestyle=":", label=f"exact smallest, {name}")
-    ax.set(xlabel="privacy budget epsilon", ylabel="utility loss VAR[N] = 2 theta^2",
-           title="Figure 4: Laplace noise variance, White vs Asian-Pac-Islander")
+    ax.set(
+        xlabel="privacy budget epsilon",
+        ylabel="utility loss VAR[N] = 2 theta^2",
+        title="Figure 4: Laplace noise variance, White vs Asian-Pac-Islander",
+    )
     ax.legend(fontsize=7)
     return fig
 

@@ -13,7 +13,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {"reproduce": ".pipeline"})
 CASE_STUDY = CaseStudy(
     name="semidp_tables",
     title="Semi-DP Gaussian and K-norm releases of k x k tables with public margins against naive DP designs, "
-          "and the 2020 Census guarantee under Semi-DP",
+    "and the 2020 Census guarantee under Semi-DP",
     paper="Y. Cho, J. Awan, Formal Privacy Guarantees with Invariant Statistics, sections 5.3 and 6",
     minutes=(1, 0.2),
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),

@@ -34,8 +34,18 @@ from ...mechanisms import Gaussian
 from ...mechanisms.semidp import KNormMechanism, NormBallMechanism, SemiDPGaussian
 from ...privacy import SensitivitySpace, contingency_sensitivity_space
 
-__all__ = ["GAUSSIAN_DESIGNS", "KNORM_DESIGNS", "MODELS", "N_RECORDS", "NAIVE_CHANGES", "cell_probabilities",
-           "expected_gaussian_cost", "gaussian_designs", "knorm_designs", "simulate_costs"]
+__all__ = [
+    "GAUSSIAN_DESIGNS",
+    "KNORM_DESIGNS",
+    "MODELS",
+    "N_RECORDS",
+    "NAIVE_CHANGES",
+    "cell_probabilities",
+    "expected_gaussian_cost",
+    "gaussian_designs",
+    "knorm_designs",
+    "simulate_costs",
+]
 
 #: Records per table.
 N_RECORDS = 500
@@ -58,7 +68,7 @@ def cell_probabilities(model: str, k: int) -> np.ndarray:
     return pi.reshape(k, k)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _spaces(k: int) -> tuple[SensitivitySpace, SensitivitySpace]:
     """The k x k spaces of two changes (rectangles) and three (3-cycles too), built once per run."""
     return contingency_sensitivity_space(k, k, changes=2), contingency_sensitivity_space(k, k, changes=NAIVE_CHANGES)
@@ -67,20 +77,24 @@ def _spaces(k: int) -> tuple[SensitivitySpace, SensitivitySpace]:
 def gaussian_designs(k: int, mu: float) -> dict[str, object]:
     """Figure 2's mechanisms for a k x k table at mu-GDP (see the module docstring)."""
     rectangles, enumerated = _spaces(k)
-    return {"semidp_rectangles": SemiDPGaussian(mu, rectangles),
-            "semidp_enumerated": SemiDPGaussian(mu, enumerated),
-            "naive": Gaussian(sigma=NAIVE_CHANGES * math.sqrt(2) / mu)}
+    return {
+        "semidp_rectangles": SemiDPGaussian(mu, rectangles),
+        "semidp_enumerated": SemiDPGaussian(mu, enumerated),
+        "naive": Gaussian(sigma=NAIVE_CHANGES * math.sqrt(2) / mu),
+    }
 
 
 def knorm_designs(k: int, epsilon: float) -> dict[str, object]:
     """Figure 3's mechanisms for a k x k table at eps-DP (see the module docstring)."""
     rectangles, enumerated = _spaces(k)
     naive_epsilon = epsilon / NAIVE_CHANGES
-    return {"knorm_rectangles": KNormMechanism(epsilon, rectangles),
-            "knorm_enumerated": KNormMechanism(epsilon, enumerated),
-            "naive_l1": NormBallMechanism(naive_epsilon, sensitivity=2.0, norm=1),
-            "naive_l2": NormBallMechanism(naive_epsilon, sensitivity=math.sqrt(2), norm=2),
-            "naive_linf": NormBallMechanism(naive_epsilon, sensitivity=1.0, norm=math.inf)}
+    return {
+        "knorm_rectangles": KNormMechanism(epsilon, rectangles),
+        "knorm_enumerated": KNormMechanism(epsilon, enumerated),
+        "naive_l1": NormBallMechanism(naive_epsilon, sensitivity=2.0, norm=1),
+        "naive_l2": NormBallMechanism(naive_epsilon, sensitivity=math.sqrt(2), norm=2),
+        "naive_linf": NormBallMechanism(naive_epsilon, sensitivity=1.0, norm=math.inf),
+    }
 
 
 def expected_gaussian_cost(sigma: float, dim: int) -> float:
@@ -88,8 +102,14 @@ def expected_gaussian_cost(sigma: float, dim: int) -> float:
     return sigma * math.sqrt(2) * math.exp(special.gammaln((dim + 1) / 2) - special.gammaln(dim / 2))
 
 
-def simulate_costs(sizes: Iterable[int], levels: Iterable[float], designs: Callable[[int, float], dict],
-                   replicates: int, seed: int, progress=None) -> xr.Dataset:
+def simulate_costs(
+    sizes: Iterable[int],
+    levels: Iterable[float],
+    designs: Callable[[int, float], dict],
+    replicates: int,
+    seed: int,
+    progress=None,
+) -> xr.Dataset:
     """Mean L2 cost (unclamped and clamped at zero) of every design over ``replicates`` tables.
 
     Returns a Dataset with variables ``cost`` and ``cost_clamped`` (mean over replicates) and
@@ -108,7 +128,7 @@ def simulate_costs(sizes: Iterable[int], levels: Iterable[float], designs: Calla
         k = sizes[s]
         pi = cell_probabilities(MODELS[m], k).reshape(-1)
         tables = rng.multinomial(N_RECORDS, pi, size=replicates).reshape(replicates, k, k)
-        for d, (name, mechanism) in enumerate(designs(k, levels[l]).items()):
+        for d, mechanism in enumerate(designs(k, levels[l]).values()):
             releases = np.stack([mechanism.release(table, random_seed=rng) for table in tables])
             for key, values in (("cost", releases), ("cost_clamped", np.maximum(releases, 0.0))):
                 costs = np.sqrt(((values - tables) ** 2).sum(axis=(1, 2)))
@@ -117,5 +137,8 @@ def simulate_costs(sizes: Iterable[int], levels: Iterable[float], designs: Calla
         if progress is not None:
             progress.update(1)
     coords = {"model": list(MODELS), "k": sizes, "level": levels, "design": names}
-    return xr.Dataset({key: (("model", "k", "level", "design"), value) for key, value in out.items()},
-                      coords=coords, attrs={"replicates": replicates, "seed": seed, "n_records": N_RECORDS})
+    return xr.Dataset(
+        {key: (("model", "k", "level", "design"), value) for key, value in out.items()},
+        coords=coords,
+        attrs={"replicates": replicates, "seed": seed, "n_records": N_RECORDS},
+    )

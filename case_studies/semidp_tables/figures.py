@@ -17,9 +17,16 @@ DESIGN_LABELS = {
     "naive_l2": "naive l2 (eps/3)",
     "naive_linf": "naive l_inf (eps/3)",
 }
-_STYLE = {"semidp_rectangles": ("tab:blue", "o"), "semidp_enumerated": ("tab:cyan", "s"), "naive": ("tab:red", "^"),
-          "knorm_rectangles": ("tab:blue", "o"), "knorm_enumerated": ("tab:cyan", "s"),
-          "naive_l1": ("tab:red", "^"), "naive_l2": ("tab:orange", "v"), "naive_linf": ("tab:purple", "D")}
+_STYLE = {
+    "semidp_rectangles": ("tab:blue", "o"),
+    "semidp_enumerated": ("tab:cyan", "s"),
+    "naive": ("tab:red", "^"),
+    "knorm_rectangles": ("tab:blue", "o"),
+    "knorm_enumerated": ("tab:cyan", "s"),
+    "naive_l1": ("tab:red", "^"),
+    "naive_l2": ("tab:orange", "v"),
+    "naive_linf": ("tab:purple", "D"),
+}
 
 
 def figure2(costs: xr.Dataset, variable: str = "cost") -> Figure:
@@ -33,7 +40,9 @@ def figure2(costs: xr.Dataset, variable: str = "cost") -> Figure:
             values = costs[variable].sel(model=model, design=design).isel(level=0)
             ax.plot(costs["k"], values, color=color, marker=marker, label=DESIGN_LABELS[design])
         ax.set(title=f"Model {model}", xlabel="table size k (k x k)", yscale="log")
-    axes[0].set_ylabel(f"mean L2 cost over {costs.attrs['replicates']} tables" + (" (clamped at 0)" if "clamped" in variable else ""))
+    axes[0].set_ylabel(
+        f"mean L2 cost over {costs.attrs['replicates']} tables" + (" (clamped at 0)" if "clamped" in variable else "")
+    )
     axes[-1].legend(fontsize=8)
     fig.suptitle(f"Figure 2: Semi-DP Gaussian vs naive Gaussian, mu = {mu:g}")
     return fig
@@ -47,10 +56,17 @@ def figure3(costs: xr.Dataset, variable: str = "cost") -> Figure:
     for ax, (model, k) in zip(axes, [(m, k) for m in models for k in sizes]):
         for design in costs["design"].values:
             color, marker = _STYLE[design]
-            ax.plot(costs["level"], costs[variable].sel(model=model, k=k, design=design), color=color,
-                    marker=marker, label=DESIGN_LABELS[design])
+            ax.plot(
+                costs["level"],
+                costs[variable].sel(model=model, k=k, design=design),
+                color=color,
+                marker=marker,
+                label=DESIGN_LABELS[design],
+            )
         ax.set(title=f"Model {model}, k = {k}", xlabel="epsilon", xscale="log", yscale="log")
-    axes[0].set_ylabel(f"mean L2 cost over {costs.attrs['replicates']} tables" + (" (clamped at 0)" if "clamped" in variable else ""))
+    axes[0].set_ylabel(
+        f"mean L2 cost over {costs.attrs['replicates']} tables" + (" (clamped at 0)" if "clamped" in variable else "")
+    )
     axes[-1].legend(fontsize=8)
     fig.suptitle("Figure 3: optimal K-norm vs naive norm mechanisms")
     return fig

@@ -34,8 +34,11 @@ def public_names(module) -> list[str]:
     names = getattr(module, "__all__", None)
     if names is not None:
         return list(names)
-    return [name for name, value in vars(module).items()
-            if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__]
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
+    ]
 
 
 def public_objects(module_names) -> dict[str, object]:

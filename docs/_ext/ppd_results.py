@@ -79,13 +79,21 @@ def _studies() -> dict:
 
 # --- the case studies' table, in the docs and the README ---------------------------------------------------------
 
+
 def docs_table(here: str) -> str:
     """The registry as a Markdown table for the page ``here`` (a docname), each study linked to its page."""
     from ppdinfer.reproduce import markdown_table
 
     base = os.path.dirname(here)
-    rows = [[f"[{s.name}]({os.path.relpath(f'case_studies/{s.name}.md', base or '.')})", s.title, s.paper,
-             f"{s.minutes[0]:g} / {s.minutes[1]:g}"] for s in _studies().values()]
+    rows = [
+        [
+            f"[{s.name}]({os.path.relpath(f'case_studies/{s.name}.md', base or '.')})",
+            s.title,
+            s.paper,
+            f"{s.minutes[0]:g} / {s.minutes[1]:g}",
+        ]
+        for s in _studies().values()
+    ]
     return markdown_table(["case study", "reproduces", "paper", "minutes (full / quick)"], rows)
 
 
@@ -93,8 +101,10 @@ def readme_table() -> str:
     """The README's table of case studies, from the registry (``tests/test_docs.py`` checks the README holds it)."""
     from ppdinfer.reproduce import markdown_table
 
-    rows = [[f"[`{s.name}`](case_studies/{s.name}/README.md)", s.paper, f"{s.minutes[0]:g} / {s.minutes[1]:g}"]
-            for s in _studies().values()]
+    rows = [
+        [f"[`{s.name}`](case_studies/{s.name}/README.md)", s.paper, f"{s.minutes[0]:g} / {s.minutes[1]:g}"]
+        for s in _studies().values()
+    ]
     return markdown_table(["case study", "reproduces", "minutes (full / quick)"], rows)
 
 
@@ -143,14 +153,28 @@ def run_case_studies(app) -> None:
         logger.info(f"ppd_results: running {name} --quick into {folder}")
         start = time.perf_counter()
         try:
-            child = subprocess.run([sys.executable, "-c", _CHILD, name, str(folder), str(outcome)], cwd=ROOT,
-                                   capture_output=True, text=True, timeout=app.config.ppd_case_study_timeout)
-            result = json.loads(outcome.read_text()) if outcome.is_file() else {
-                "error": "ChildProcessError", "errors": ["ChildProcessError"],
-                "message": f"exit status {child.returncode}: {child.stderr.strip()[-300:]}"}
+            child = subprocess.run(
+                [sys.executable, "-c", _CHILD, name, str(folder), str(outcome)],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=app.config.ppd_case_study_timeout,
+            )
+            result = (
+                json.loads(outcome.read_text())
+                if outcome.is_file()
+                else {
+                    "error": "ChildProcessError",
+                    "errors": ["ChildProcessError"],
+                    "message": f"exit status {child.returncode}: {child.stderr.strip()[-300:]}",
+                }
+            )
         except subprocess.TimeoutExpired:
-            result = {"error": "TimeoutError", "errors": ["TimeoutError"],
-                      "message": f"no report after {app.config.ppd_case_study_timeout} s"}
+            result = {
+                "error": "TimeoutError",
+                "errors": ["TimeoutError"],
+                "message": f"no report after {app.config.ppd_case_study_timeout} s",
+            }
         outcome.unlink(missing_ok=True)
         if "report" in result:
             result.update(digest=digest, version=_version())
@@ -177,15 +201,19 @@ def _run_markdown(app, docname: str, name: str) -> str:
     command = f"`ppdinfer reproduce {name} --quick`"
     if stamp is None or not (root / name / stamp["report"]).is_file():
         why = app.env.ppd_case_study_notes.get(name, "case study runs are off in this build (ppd_case_study_runs)")
-        return (f"No quick run is shown here: {why}. {command} makes one (its report.md has the claims table and "
-                f"the figures); `make docs` runs it and shows it on this page.")
+        return (
+            f"No quick run is shown here: {why}. {command} makes one (its report.md has the claims table and "
+            f"the figures); `make docs` runs it and shows it on this page."
+        )
     report = root / name / stamp["report"]
     app.env.note_dependency(str(report))
     include = os.path.relpath(report, Path(app.srcdir, docname).parent)
-    return (f"From the quick run ({command}, {stamp['seconds']:.0f} s) made when these pages were built, with "
-            f"ppdinfer {stamp['version']} (code digest {stamp['digest']}): its report follows, claims table and "
-            f"figures included. The full run (`ppdinfer reproduce {name}`) checks the same claims on more "
-            f"replicates.\n\n```{{include}} {include}\n:relative-images:\n:heading-offset: 2\n```\n")
+    return (
+        f"From the quick run ({command}, {stamp['seconds']:.0f} s) made when these pages were built, with "
+        f"ppdinfer {stamp['version']} (code digest {stamp['digest']}): its report follows, claims table and "
+        f"figures included. The full run (`ppdinfer reproduce {name}`) checks the same claims on more "
+        f"replicates.\n\n```{{include}} {include}\n:relative-images:\n:heading-offset: 2\n```\n"
+    )
 
 
 def expand_blocks(app, docname: str, source: list[str]) -> None:
@@ -203,6 +231,7 @@ def check_pages(app, env) -> None:
 
 
 # --- notebooks whose data are absent ---------------------------------------------------------------------------------
+
 
 def data_absent(message: str, errors) -> str | None:
     """The error line of a failed notebook's traceback when its error is one of ``errors``, else None."""
@@ -229,8 +258,9 @@ class _DataAbsentFilter(logging.Filter):
                 return True
             self.app.env.ppd_unexecuted[self.docname] = line
             message = f"{self.docname}: shown without outputs, its data are absent here ({line})"
-        elif not (message.startswith("Notebook exception traceback saved in")
-                  and self.docname in self.app.env.ppd_unexecuted):
+        elif not (
+            message.startswith("Notebook exception traceback saved in") and self.docname in self.app.env.ppd_unexecuted
+        ):
             return True
         record.levelno, record.levelname = logging.INFO, "INFO"
         record.msg, record.args = message, ()
@@ -267,8 +297,13 @@ def strip_unexecuted(app, doctree) -> None:
     for output in list(doctree.findall(lambda n: isinstance(n, nodes.container) and "cell_output" in n["classes"])):
         output.parent.remove(output)
     section = next(doctree.findall(nodes.section), doctree)
-    note = nodes.note("", nodes.paragraph(text=f"Shown without outputs: the data this notebook reads are absent where "
-                                               f"these pages were built ({line})."))
+    note = nodes.note(
+        "",
+        nodes.paragraph(
+            text=f"Shown without outputs: the data this notebook reads are absent where "
+            f"these pages were built ({line})."
+        ),
+    )
     section.insert(1 if section is not doctree else 0, note)
 
 
@@ -285,6 +320,10 @@ def setup(app):
     app.connect("doctree-read", strip_unexecuted)
     app.connect("env-check-consistency", check_pages)
     # the case-study pages depend on the runs: read them every time
-    app.connect("env-get-outdated", lambda app, env, added, changed, removed:
-                [d for d in env.found_docs if d.startswith(f"{app.config.ppd_case_study_pages}/")])
+    app.connect(
+        "env-get-outdated",
+        lambda app, env, added, changed, removed: [
+            d for d in env.found_docs if d.startswith(f"{app.config.ppd_case_study_pages}/")
+        ],
+    )
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}

@@ -147,7 +147,8 @@ class SensitivitySpace:
                 f"predicted cost {self.vectors.shape[0]}^({self.rank}/2) = {self.hull_cost:.2g} exceeds "
                 f"HULL_COST_LIMIT = {HULL_COST_LIMIT:.2g} (Qhull would run for minutes or hours and cannot be "
                 f"interrupted); the facets, volume and gauge need it. A Gaussian release needs only the span and "
-                f"Delta_2 (SemiDPGaussian)")
+                f"Delta_2 (SemiDPGaussian)"
+            )
         return spatial.ConvexHull(self.vectors @ self.basis)
 
     @functools.cached_property
@@ -193,8 +194,9 @@ class SensitivitySpace:
         if not self.in_span(v)[0]:
             return float("inf")
         generators = self.vectors  # symmetric, so lambda >= 0 over S covers the +- pairs
-        result = optimize.linprog(np.ones(generators.shape[0]), A_eq=generators.T, b_eq=v,
-                                  bounds=(0, None), method="highs")
+        result = optimize.linprog(
+            np.ones(generators.shape[0]), A_eq=generators.T, b_eq=v, bounds=(0, None), method="highs"
+        )
         if result.status != 0:
             raise RuntimeError(f"the gauge LP failed: {result.message}")
         return float(result.fun)
@@ -202,4 +204,3 @@ class SensitivitySpace:
     def box(self) -> np.ndarray:
         """Half-widths of the smallest box around K in basis coordinates: max over S of |w_i|."""
         return np.abs(self.vectors @ self.basis).max(axis=0)
-

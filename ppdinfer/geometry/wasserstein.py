@@ -156,8 +156,10 @@ def _dyadic_from_log(log_masses: np.ndarray) -> list[int]:
     finite = np.isfinite(log_masses)
     exponents = np.floor(np.where(finite, log_masses, 0.0) / _LOG_2).astype(np.int64)
     lowest = int(exponents[finite].min())
-    return [round(math.exp(value - exponent * _LOG_2) * 2**52) << (exponent - lowest) if keep else 0
-            for keep, exponent, value in zip(finite.tolist(), exponents.tolist(), log_masses.tolist())]
+    return [
+        round(math.exp(value - exponent * _LOG_2) * 2**52) << (exponent - lowest) if keep else 0
+        for keep, exponent, value in zip(finite.tolist(), exponents.tolist(), log_masses.tolist())
+    ]
 
 
 def _exact_coupling(p: list[int], q: list[int], support: np.ndarray, tie_tolerance: float) -> QuantileCoupling:

@@ -85,13 +85,17 @@ def check_z_keys(model: PPDModel, y: np.ndarray, z, caller: str) -> None:
         x = model.simulate_x(theta, recording, rng)
         model.mechanism.logpdf(y.reshape(-1), x, recording)
         model.mechanism.log_bound(recording, size=y.size)
-    except Exception:  # noqa: BLE001  the sampler meets (and reports) any failure itself
+    except Exception:
         return
     unread = [key for key in z if key not in recording.read]
     if unread:
-        warnings.warn(f"{caller}: z has {'keys' if len(unread) > 1 else 'key'} {', '.join(map(repr, unread))}, "
-                      f"which neither the prior, the data model nor the mechanism reads (a misspelt key?); "
-                      f"they read {sorted(map(str, recording.read)) or 'no key'}", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{caller}: z has {'keys' if len(unread) > 1 else 'key'} {', '.join(map(repr, unread))}, "
+            f"which neither the prior, the data model nor the mechanism reads (a misspelt key?); "
+            f"they read {sorted(map(str, recording.read)) or 'no key'}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def check_possible(model: PPDModel, y: np.ndarray, z, support_loglik: np.ndarray | None = None) -> None:
@@ -119,8 +123,10 @@ def check_possible(model: PPDModel, y: np.ndarray, z, support_loglik: np.ndarray
 def _impossible_by_y(mechanism, y: np.ndarray, z) -> str | None:
     """Why y is impossible whatever x, for mechanisms where y alone decides it; else None."""
     if isinstance(mechanism, PostProcessedRelease) and mechanism.preimage(y, z).shape[0] == 0:
-        return (f"no raw release of the box ({mechanism.box.shape[0]} values) is published as y = "
-                f"{np.asarray(y).reshape(-1).tolist()[:10]} (y lies outside the post-processing's image)")
+        return (
+            f"no raw release of the box ({mechanism.box.shape[0]} values) is published as y = "
+            f"{np.asarray(y).reshape(-1).tolist()[:10]} (y lies outside the post-processing's image)"
+        )
     if isinstance(mechanism, Congenial) and np.asarray(y).size == mechanism.n_cells:
         if not mechanism.invariants.contains(np.asarray(y).reshape(mechanism.invariants.shape)):
             return "y breaks the congenial mechanism's invariants, which every release keeps"
@@ -158,10 +164,12 @@ def check_proposal(model: PPDModel, proposal, y: np.ndarray, z) -> str | None:
     missed = float(weights[outside].sum() / weights.sum())
     if missed <= PROPOSAL_MISS_TOLERANCE:
         return None
-    return (f"the proposal's density is zero at {outside.mean():.0%} of {PILOT_DRAWS} prior draws, which hold about "
-            f"{missed:.0%} of the posterior (a pilot weighted by the likelihood): it does not cover the posterior's "
-            "support, so the weights never reach that part and the estimates are biased; use a proposal whose "
-            "support contains the prior's")
+    return (
+        f"the proposal's density is zero at {outside.mean():.0%} of {PILOT_DRAWS} prior draws, which hold about "
+        f"{missed:.0%} of the posterior (a pilot weighted by the likelihood): it does not cover the posterior's "
+        "support, so the weights never reach that part and the estimates are biased; use a proposal whose "
+        "support contains the prior's"
+    )
 
 
 def check_box(model: PPDModel, x: np.ndarray, z, caller: str) -> None:

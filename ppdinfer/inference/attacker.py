@@ -32,13 +32,18 @@ import numpy as np
 from scipy import special
 
 from .._random import SeedLike, as_generator
-from .._validation import finite_array, positive_finite, positive_int
+from .._validation import finite_array, positive_finite, positive_int, probability_vector
 from ..mechanisms.base import Mechanism
-from .._validation import probability_vector
 from ..priors import Categorical
 
-__all__ = ["MonteCarloSecretPosterior", "plot_prior_posterior_odds", "posterior_odds_ratio", "secret_log_likelihood",
-           "secret_posterior", "secret_posterior_mc"]
+__all__ = [
+    "MonteCarloSecretPosterior",
+    "plot_prior_posterior_odds",
+    "posterior_odds_ratio",
+    "secret_log_likelihood",
+    "secret_posterior",
+    "secret_posterior_mc",
+]
 
 
 def secret_log_likelihood(conditionals, support, mechanism: Mechanism, y) -> np.ndarray:
@@ -137,8 +142,9 @@ class MonteCarloSecretPosterior(NamedTuple):
     relative_se: np.ndarray
 
 
-def secret_posterior_mc(prior, samplers: Sequence[Callable], mechanism: Mechanism, y, *, draws: int = 10_000,
-                        random_seed: SeedLike = None) -> MonteCarloSecretPosterior:
+def secret_posterior_mc(
+    prior, samplers: Sequence[Callable], mechanism: Mechanism, y, *, draws: int = 10_000, random_seed: SeedLike = None
+) -> MonteCarloSecretPosterior:
     r"""The attacker's posterior P(s | y) with p(y | s) estimated by Monte Carlo over x given s.
 
     For continuous x, or a support too large to sum over: draw x_1..x_N from P(x | s_k) and
@@ -239,8 +245,9 @@ def posterior_odds_ratio(conditionals, support, mechanism: Mechanism, y, pair: t
     return np.exp(log_likelihood[..., i] - log_likelihood[..., j])
 
 
-def plot_prior_posterior_odds(odds_ratios, epsilon: float, prior_odds_range: tuple[float, float] = (1e-2, 1e2),
-                              max_lines: int = 2000):
+def plot_prior_posterior_odds(
+    odds_ratios, epsilon: float, prior_odds_range: tuple[float, float] = (1e-2, 1e2), max_lines: int = 2000
+):
     r"""Plot posterior odds against prior odds, one line per release, with the e^(+-eps) band.
 
     A release y multiplies every prior odds by the same factor r(y) (:func:`~ppdinfer.posterior_odds_ratio`),
@@ -297,16 +304,26 @@ def plot_prior_posterior_odds(odds_ratios, epsilon: float, prior_odds_range: tup
     ax.set(xscale="log", yscale="log")
     ax.fill_between(prior, prior * np.exp(-epsilon), prior * np.exp(epsilon), color="0.85")
     for sign in (-1, 1):
-        ax.plot(prior, prior * np.exp(sign * epsilon), color="black", linestyle=":", linewidth=1.2, zorder=3,
-                label=rf"$e^{{\pm {epsilon:g}}}$ band" if sign > 0 else None)
+        ax.plot(
+            prior,
+            prior * np.exp(sign * epsilon),
+            color="black",
+            linestyle=":",
+            linewidth=1.2,
+            zorder=3,
+            label=rf"$e^{{\pm {epsilon:g}}}$ band" if sign > 0 else None,
+        )
     ax.plot(prior, prior, color="0.4", linestyle="--", linewidth=1, zorder=3, label="posterior = prior")
     shown = ratios[:max_lines]
     segments = np.stack([np.broadcast_to(prior, (shown.size, 2)), prior * shown[:, None]], axis=-1)
     colors = np.where(outside[:max_lines, None], [[0.8, 0.1, 0.1, 0.5]], [[0.1, 0.3, 0.8, 0.2]])
     ax.add_collection(LineCollection(segments, colors=colors, linewidths=0.8))
     ax.autoscale_view()
-    ax.set(xlabel=r"prior odds $P(s_i) / P(s_j)$", ylabel=r"posterior odds $P(s_i \mid y) / P(s_j \mid y)$",
-           title=rf"{int(outside.sum())} of {ratios.size} releases outside $e^{{\pm {epsilon:g}}}$")
+    ax.set(
+        xlabel=r"prior odds $P(s_i) / P(s_j)$",
+        ylabel=r"posterior odds $P(s_i \mid y) / P(s_j \mid y)$",
+        title=rf"{int(outside.sum())} of {ratios.size} releases outside $e^{{\pm {epsilon:g}}}$",
+    )
     ax.legend(loc="upper left", fontsize="small")
     return figure
 
@@ -318,8 +335,10 @@ def _conditionals(conditionals, support) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"support must hold at least 2 values of x (one per row), got {support!r}")
     table = finite_array(conditionals, "conditionals")
     if table.ndim != 2 or table.shape[0] < 2 or table.shape[1] != support.shape[0]:
-        raise ValueError(f"conditionals must have shape (K, S) with K >= 2 secrets and S = {support.shape[0]} "
-                         f"support points, got shape {table.shape}")
+        raise ValueError(
+            f"conditionals must have shape (K, S) with K >= 2 secrets and S = {support.shape[0]} "
+            f"support points, got shape {table.shape}"
+        )
     return np.stack([probability_vector(row, f"conditionals[{k}]") for k, row in enumerate(table)]), support
 
 
@@ -336,8 +355,11 @@ def _releases(y, x_shape: tuple, mechanism: Mechanism) -> tuple[np.ndarray, bool
 
 
 def _pair(pair, n_secrets: int) -> tuple[int, int]:
-    if len(pair) != 2 or not all(isinstance(k, (int, np.integer)) and 0 <= k < n_secrets for k in pair) \
-            or pair[0] == pair[1]:
+    if (
+        len(pair) != 2
+        or not all(isinstance(k, (int, np.integer)) and 0 <= k < n_secrets for k in pair)
+        or pair[0] == pair[1]
+    ):
         raise ValueError(f"pair must be two different secret indices in 0..{n_secrets - 1}, got {pair!r}")
     return int(pair[0]), int(pair[1])
 

@@ -98,10 +98,12 @@ class BetaMixture:
         return np.linspace(low, high, size)
 
     def cdf(self, grid):
-        return np.column_stack([
-            (w[None, :] * special.betainc(a[None, :], b[None, :], grid[:, j, None])).sum(axis=1)
-            for j, (w, a, b) in enumerate(self.components)
-        ])
+        return np.column_stack(
+            [
+                (w[None, :] * special.betainc(a[None, :], b[None, :], grid[:, j, None])).sum(axis=1)
+                for j, (w, a, b) in enumerate(self.components)
+            ]
+        )
 
     def pdf(self, grid):
         columns = []

@@ -22,8 +22,16 @@ from .results import _dims, assemble, posterior_dataset
 _MAX_CELLS = 50_000_000
 
 
-def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: int = 2000,
-                    draws: int = 4000, random_seed: SeedLike = None) -> xr.DataTree:
+def exact_posterior(
+    model: PPDModel,
+    y,
+    z=None,
+    *,
+    theta_grid=None,
+    grid_size: int = 2000,
+    draws: int = 4000,
+    random_seed: SeedLike = None,
+) -> xr.DataTree:
     r"""The posterior of theta and x given y and z, by enumerating x.
 
     Over the finite support of x given z,
@@ -76,27 +84,35 @@ def exact_posterior(model: PPDModel, y, z=None, *, theta_grid=None, grid_size: i
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
     if model.blocks is not None:
-        raise ValueError(f"exact_posterior cannot integrate the hyperparameters and {model.prior.units} unit "
-                         f"parameters of {type(model.prior).__name__} jointly; use ppdinfer.pymc.sample_model")
+        raise ValueError(
+            f"exact_posterior cannot integrate the hyperparameters and {model.prior.units} unit "
+            f"parameters of {type(model.prior).__name__} jointly; use ppdinfer.pymc.sample_model"
+        )
     if getattr(model.prior, "units", None) is not None:
-        raise ValueError(f"exact_posterior handles a scalar theta or a conjugate Dirichlet, not {model.prior.units} "
-                         "per-unit parameters: rejection_sample draws them exactly, one unit at a time")
+        raise ValueError(
+            f"exact_posterior handles a scalar theta or a conjugate Dirichlet, not {model.prior.units} "
+            "per-unit parameters: rejection_sample draws them exactly, one unit at a time"
+        )
     generator = model.simulate
     if not (hasattr(generator, "support") and hasattr(generator, "logpmf")):
         raise ValueError("exact_posterior needs a data model with support(z, theta_dim) and logpmf(x, theta, z)")
     theta_dim = int(np.prod(theta_shape))
     pair = conjugate_pair(model.prior, generator)  # none for a shared p over units of several n_k: the grid
     if pair is None and theta_dim != 1:
-        raise ValueError("exact_posterior sums over a grid for scalar theta only; this model has "
-                         f"{theta_dim} components and no conjugate form")
+        raise ValueError(
+            "exact_posterior sums over a grid for scalar theta only; this model has "
+            f"{theta_dim} components and no conjugate form"
+        )
     grid = None if pair is not None else _checked_grid(model, theta_grid, grid_size)
     check_z_keys(model, y, z, "exact_posterior")
     support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
     n_grid = None if grid is None else np.size(grid) if isinstance(grid, np.ndarray) else grid
     if n_grid is not None and n_grid * support.shape[0] > _MAX_CELLS:  # before the grid's values are computed
-        raise ValueError(f"a grid of {n_grid:,} theta values times {support.shape[0]:,} support points of x is "
-                         f"too large to enumerate (at most {_MAX_CELLS:,} cells): use a smaller grid_size or "
-                         "theta_grid")
+        raise ValueError(
+            f"a grid of {n_grid:,} theta values times {support.shape[0]:,} support points of x is "
+            f"too large to enumerate (at most {_MAX_CELLS:,} cells): use a smaller grid_size or "
+            "theta_grid"
+        )
     loglik = model.loglik(y, support, z)
     check_possible(model, y, z, support_loglik=loglik)
     if pair is not None:
@@ -119,7 +135,9 @@ def _conjugate(pair, support, loglik, z, draws, rng):
     a, b = pair.component_betas(support, z)
     mixture = BetaMixture(x_pmf, a, b)
     grid = mixture.grid(2001)
-    exact = _exact_dataset(x_pmf, log_evidence, mixture.mean(), mixture.sd(), grid, mixture.cdf(grid), mixture.pdf(grid))
+    exact = _exact_dataset(
+        x_pmf, log_evidence, mixture.mean(), mixture.sd(), grid, mixture.cdf(grid), mixture.pdf(grid)
+    )
     x = support[rng.choice(support.shape[0], size=draws, p=x_pmf)]
     return exact, pair.sample_theta(x, z, rng), x
 
@@ -133,12 +151,16 @@ def _checked_grid(model, theta_grid, grid_size: int) -> np.ndarray | int:
         return grid_size
     grid = np.sort(np.asarray(theta_grid, dtype=float).reshape(-1))
     if grid.size < 3 or not np.all(np.isfinite(grid)):
-        raise ValueError(f"theta_grid must hold at least 3 finite values, got {grid.size} values"
-                         + ("" if np.all(np.isfinite(grid)) else " with non-finite ones"))
+        raise ValueError(
+            f"theta_grid must hold at least 3 finite values, got {grid.size} values"
+            + ("" if np.all(np.isfinite(grid)) else " with non-finite ones")
+        )
     repeated = grid[1:][np.diff(grid) == 0]
     if repeated.size:
-        raise ValueError(f"theta_grid holds {repeated[0]:g} more than once ({repeated.size} repeats): give each value "
-                         "once, or its prior mass counts twice")
+        raise ValueError(
+            f"theta_grid holds {repeated[0]:g} more than once ({repeated.size} repeats): give each value "
+            "once, or its prior mass counts twice"
+        )
     return grid
 
 
@@ -157,20 +179,23 @@ def _gridded(model, generator, support, loglik, z, grid, draws, rng):
     sd = np.sqrt(max(np.sum(theta_pmf * grid**2) - mean**2, 0.0))
     cdf = np.cumsum(theta_pmf) - theta_pmf / 2  # midpoint convention for interval masses
     density = theta_pmf / np.gradient(grid)
-    exact = _exact_dataset(x_pmf, log_evidence, np.array([mean]), np.array([sd]), grid[:, None], cdf[:, None],
-                           density[:, None])
+    exact = _exact_dataset(
+        x_pmf, log_evidence, np.array([mean]), np.array([sd]), grid[:, None], cdf[:, None], density[:, None]
+    )
     cell = rng.choice(joint.size, size=draws, p=joint.reshape(-1))
     g, s = np.divmod(cell, support.shape[0])
     return exact, grid[g][:, None], support[s]
 
 
 def _exact_dataset(x_pmf, log_evidence, mean, sd, grid, cdf, density) -> xr.Dataset:
-    return xr.Dataset({
-        "x_pmf": (["support"], x_pmf),
-        "log_evidence": ((), log_evidence),
-        "theta_mean": (["component"], mean),
-        "theta_sd": (["component"], sd),
-        "theta_grid": (["grid", "component"], grid),
-        "theta_cdf": (["grid", "component"], cdf),
-        "theta_density": (["grid", "component"], density),
-    })
+    return xr.Dataset(
+        {
+            "x_pmf": (["support"], x_pmf),
+            "log_evidence": ((), log_evidence),
+            "theta_mean": (["component"], mean),
+            "theta_sd": (["component"], sd),
+            "theta_grid": (["grid", "component"], grid),
+            "theta_cdf": (["grid", "component"], cdf),
+            "theta_density": (["grid", "component"], density),
+        }
+    )

@@ -34,8 +34,17 @@ SUPPORT_LIMIT = 2_000_000
 PROPOSALS = ("unit",)
 
 
-def exchange_sample(model: PPDModel, y, z=None, *, draws: int = 1000, tune: int = 500, proposal: str = "unit",
-                    random_seed: SeedLike = None, progressbar: bool = True) -> xr.DataTree:
+def exchange_sample(
+    model: PPDModel,
+    y,
+    z=None,
+    *,
+    draws: int = 1000,
+    tune: int = 500,
+    proposal: str = "unit",
+    random_seed: SeedLike = None,
+    progressbar: bool = True,
+) -> xr.DataTree:
     r"""Posterior draws of x (and theta) by the exchange algorithm, without the normalizer c(x).
 
     The state is the confidential table x, with target
@@ -115,16 +124,22 @@ def exchange_sample(model: PPDModel, y, z=None, *, draws: int = 1000, tune: int 
     y, z, theta_shape, x_shape = model.prepare(y, z)
     model.check_memory(draws, theta_shape, x_shape)
     mechanism = model.mechanism
-    if not (callable(getattr(mechanism, "unnormalized_logpdf", None)) and callable(getattr(mechanism, "release", None))):
-        raise ValueError(f"exchange_sample needs a mechanism with an exact release and unnormalized_logpdf(y, x, z); "
-                         f"{mechanism!r} has no unnormalized_logpdf (with a computable likelihood, use "
-                         "exact_posterior, rejection_sample or importance_sample)")
+    if not (
+        callable(getattr(mechanism, "unnormalized_logpdf", None)) and callable(getattr(mechanism, "release", None))
+    ):
+        raise ValueError(
+            f"exchange_sample needs a mechanism with an exact release and unnormalized_logpdf(y, x, z); "
+            f"{mechanism!r} has no unnormalized_logpdf (with a computable likelihood, use "
+            "exact_posterior, rejection_sample or importance_sample)"
+        )
     generator = model.simulate
     pair = conjugate_pair(model.prior, generator)
     if pair is None:
-        raise ValueError("exchange_sample needs the prior marginal pi(x | z) in closed form: a conjugate prior and "
-                         "data model (Beta-Binomial, Dirichlet-Multinomial); "
-                         f"got {model.prior!r} and {generator!r}")
+        raise ValueError(
+            "exchange_sample needs the prior marginal pi(x | z) in closed form: a conjugate prior and "
+            "data model (Beta-Binomial, Dirichlet-Multinomial); "
+            f"got {model.prior!r} and {generator!r}"
+        )
     if not hasattr(generator, "support"):
         raise ValueError("exchange_sample needs a data model that reports its finite support(z, theta_dim)")
     theta_dim = int(np.prod(theta_shape))
@@ -134,12 +149,15 @@ def exchange_sample(model: PPDModel, y, z=None, *, draws: int = 1000, tune: int 
         raise ValueError(f"the support of x has {support.shape[0]} tables, over SUPPORT_LIMIT = {SUPPORT_LIMIT}")
     log_prior = pair.log_marginal(support, z)
     y_flat = np.asarray(y).reshape(-1).astype(np.int64)
-    y_term = np.asarray(mechanism.unnormalized_logpdf(y_flat.reshape(x_shape), support.reshape(-1, *x_shape), z),
-                        dtype=float)
+    y_term = np.asarray(
+        mechanism.unnormalized_logpdf(y_flat.reshape(x_shape), support.reshape(-1, *x_shape), z), dtype=float
+    )
     target = log_prior + y_term
     if not np.any(np.isfinite(target)):
-        raise ValueError("no table in the support of x has positive prior mass and p(y - x) 1{y in S*} > 0: "
-                         "y does not conform to the invariants, or z contradicts them")
+        raise ValueError(
+            "no table in the support of x has positive prior mass and p(y - x) 1{y in S*} > 0: "
+            "y does not conform to the invariants, or z contradicts them"
+        )
     index = {tuple(row): i for i, row in enumerate(support)}
     moves = _moves(support, d)
     start = int(np.argmax(target))
@@ -147,8 +165,9 @@ def exchange_sample(model: PPDModel, y, z=None, *, draws: int = 1000, tune: int 
 
     bar = tqdm(total=tune + draws, desc="exchange", unit="it", disable=not progressbar, leave=False)
     try:
-        states, accepted = _run_chain(support, target, index, moves, start, tune + draws, rng, draw_w, aux_log_ratio,
-                                      bar.update)
+        states, accepted = _run_chain(
+            support, target, index, moves, start, tune + draws, rng, draw_w, aux_log_ratio, bar.update
+        )
     finally:
         bar.close()
     kept = states[tune:]
@@ -156,13 +175,22 @@ def exchange_sample(model: PPDModel, y, z=None, *, draws: int = 1000, tune: int 
     theta = np.asarray(pair.sample_theta(x, z, rng), dtype=float).reshape(draws, -1)
     posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
     kept_accepted = accepted[tune:]
-    stats = xr.Dataset({"accepted": (["chain", "draw"], kept_accepted.reshape(1, draws))},
-                       coords={"chain": [0], "draw": np.arange(draws)},
-                       attrs={"acceptance_rate": float(kept_accepted.mean()),
-                              "tune_acceptance_rate": float(accepted[:tune].mean()) if tune else math.nan})
-    attrs = {"sampler": "exchange", "draws": draws, "tune": tune, "proposal": proposal,
-             "note": "x by the exchange algorithm (auxiliary exact releases; c(x) never computed); "
-                     "theta from its conjugate conditional given each x"}
+    stats = xr.Dataset(
+        {"accepted": (["chain", "draw"], kept_accepted.reshape(1, draws))},
+        coords={"chain": [0], "draw": np.arange(draws)},
+        attrs={
+            "acceptance_rate": float(kept_accepted.mean()),
+            "tune_acceptance_rate": float(accepted[:tune].mean()) if tune else math.nan,
+        },
+    )
+    attrs = {
+        "sampler": "exchange",
+        "draws": draws,
+        "tune": tune,
+        "proposal": proposal,
+        "note": "x by the exchange algorithm (auxiliary exact releases; c(x) never computed); "
+        "theta from its conjugate conditional given each x",
+    }
     return assemble(model, y, z, posterior, stats, attrs=attrs)
 
 
@@ -176,6 +204,7 @@ def _auxiliary(mechanism, x_shape, z, rng):
     from ..mechanisms.congenial import MAX_PROPOSALS, Congenial
 
     if isinstance(mechanism, Congenial):
+
         def draw_w(candidate):
             return mechanism._rejection(candidate, rng, 1, MAX_PROPOSALS, strict=True)[0][0]
 
@@ -183,13 +212,16 @@ def _auxiliary(mechanism, x_shape, z, rng):
             both = mechanism._log_noise(w.astype(float), np.stack([current, candidate]).astype(float))
             return float(both[0] - both[1])
     else:
+
         def draw_w(candidate):
             return np.asarray(mechanism.release(candidate.reshape(x_shape), z, rng)).reshape(-1)
 
         def aux_log_ratio(w, current, candidate):
-            both = mechanism.unnormalized_logpdf(w.reshape(x_shape), np.stack([current, candidate])
-                                                 .reshape(2, *x_shape), z)
+            both = mechanism.unnormalized_logpdf(
+                w.reshape(x_shape), np.stack([current, candidate]).reshape(2, *x_shape), z
+            )
             return float(np.asarray(both, dtype=float)[0] - np.asarray(both, dtype=float)[1])
+
     return draw_w, aux_log_ratio
 
 

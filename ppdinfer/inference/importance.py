@@ -51,9 +51,17 @@ class ImportanceWarning(UserWarning):
     """
 
 
-def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, proposal=None,
-                      random_seed: SeedLike = None, cores: int | None = None,
-                      executor: Executor | None = None) -> xr.DataTree:
+def importance_sample(
+    model: PPDModel,
+    y,
+    z=None,
+    *,
+    draws: int = 10_000,
+    proposal=None,
+    random_seed: SeedLike = None,
+    cores: int | None = None,
+    executor: Executor | None = None,
+) -> xr.DataTree:
     r"""Weighted draws of theta and x given the release y and public information z.
 
     The corrected Algorithm 2: theta_j ~ g, x_j ~ pi(x | theta_j, z), and the self-normalized
@@ -135,33 +143,42 @@ def importance_sample(model: PPDModel, y, z=None, *, draws: int = 10_000, propos
         chunks = pool.map(weigh_block, pool.even_chunks(range(n_blocks)))
         theta, x, log_w = (np.concatenate(part) for part in zip(*(parts for _, parts in chunks)))
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
-        raise ValueError(f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}")
+        raise ValueError(
+            f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}"
+        )
     if not np.any(np.isfinite(log_w)):
-        raise ValueError("every importance weight is zero: the proposal puts no mass where the posterior is, "
-                         "or y has probability zero under the model")
+        raise ValueError(
+            "every importance weight is zero: the proposal puts no mass where the posterior is, "
+            "or y has probability zero under the model"
+        )
     log_w, weights = _normalized(log_w)
     psis_log_w, pareto_k = pareto_smooth(log_w)
     ess = float(1 / np.dot(weights, weights))
     if coverage is not None:
         warnings.warn(f"importance_sample: {coverage}", ImportanceWarning, stacklevel=2)
     if pareto_k > PARETO_K_THRESHOLD or ess < MIN_ESS:
-        problem = (f"Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy tail"
-                   if pareto_k > PARETO_K_THRESHOLD else f"the effective sample size is below {MIN_ESS}")
+        problem = (
+            f"Pareto k = {pareto_k:.2f} > {PARETO_K_THRESHOLD}: the weights have a heavy tail"
+            if pareto_k > PARETO_K_THRESHOLD
+            else f"the effective sample size is below {MIN_ESS}"
+        )
         warnings.warn(
             f"importance_sample: {problem} and the estimates are unreliable (ESS {ess:.0f} of {draws}); "
             "use a proposal closer to the posterior, more draws, or rejection_sample",
-            ImportanceWarning, stacklevel=2,
+            ImportanceWarning,
+            stacklevel=2,
         )
     proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
     index = _stratified(weights, draws, block_generator(root, n_blocks))
     posterior = posterior_dataset(model, theta[index], x[index], theta_shape, x_shape)  # NumPy indexing: 2x xarray's
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
     check_box(model, x[index], z, "importance_sample")
-    proposals = proposals.assign(log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
-                                 psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)))
+    proposals = proposals.assign(
+        log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
+        psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)),
+    )
     stats = xr.Dataset({"ess": ((), ess), "pareto_k": ((), pareto_k)})
-    return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, labels=labels,
-                    proposal=proposals)
+    return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, labels=labels, proposal=proposals)
 
 
 @dataclass(frozen=True)
@@ -271,8 +288,9 @@ def weighted_mean(result: xr.DataTree, smoothed: bool = False) -> xr.Dataset:
     return (proposals * w).sum(("chain", "draw")) / w.sum()
 
 
-def resample(result: xr.DataTree, draws: int | None = None, random_seed: SeedLike = None,
-             smoothed: bool = False) -> xr.DataTree:
+def resample(
+    result: xr.DataTree, draws: int | None = None, random_seed: SeedLike = None, smoothed: bool = False
+) -> xr.DataTree:
     """Equal-weight posterior draws: a stratified resample of an importance result's proposals.
 
     As the ``posterior`` group of :func:`importance_sample`, but of any size (default: the number
@@ -293,8 +311,11 @@ def resample(result: xr.DataTree, draws: int | None = None, random_seed: SeedLik
     w = w.values.reshape(-1)
     draws = w.size if draws is None else positive_int(draws, "draws")
     posterior = _take(proposals, _stratified(w, draws, as_generator(random_seed)))
-    groups = {name: result[name].to_dataset() for name in result.children
-              if name not in ("posterior", "proposal", "sample_stats")}
+    groups = {
+        name: result[name].to_dataset()
+        for name in result.children
+        if name not in ("posterior", "proposal", "sample_stats")
+    }
     tree = xr.DataTree.from_dict({"posterior": posterior, **groups})
     tree.attrs.update(result.attrs, sampler="importance-resampled")
     return tree

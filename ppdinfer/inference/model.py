@@ -76,9 +76,16 @@ class PPDModel:
     ({'a': (), 'm': (), 'rate': (3,)}, 'rate')
     """
 
-    def __init__(self, prior, simulate, mechanism: Mechanism, names: str | Sequence[str] | None = None,
-                 x_name: str = "x", dims: Mapping[str, str | Sequence[str]] | None = None,
-                 coords: Mapping[str, Sequence] | None = None):
+    def __init__(
+        self,
+        prior,
+        simulate,
+        mechanism: Mechanism,
+        names: str | Sequence[str] | None = None,
+        x_name: str = "x",
+        dims: Mapping[str, str | Sequence[str]] | None = None,
+        coords: Mapping[str, Sequence] | None = None,
+    ):
         check_distribution(prior, "prior")
         if not callable(simulate):
             raise ValueError("simulate must be callable as simulate(theta, z, rng)")
@@ -95,8 +102,10 @@ class PPDModel:
         if x_name in names:
             raise ValueError(f"x_name {x_name!r} clashes with a name in names")
         if prior_blocks and len(names) != len(prior_blocks):
-            raise ValueError(f"names has {len(names)} entries but the prior has {len(prior_blocks)} blocks "
-                             f"{list(prior_blocks)}: give one name per block")
+            raise ValueError(
+                f"names has {len(names)} entries but the prior has {len(prior_blocks)} blocks "
+                f"{list(prior_blocks)}: give one name per block"
+            )
         self.prior = prior
         self.simulate = simulate
         self.mechanism = mechanism
@@ -107,12 +116,17 @@ class PPDModel:
         #: name -> shape of each block of theta (a prior with blocks), else None
         self.blocks = dict(zip(names, prior_blocks.values(), strict=True)) if prior_blocks else None
         #: the name of the per-unit parameters that the data model sees, or None
-        self.unit_name = names[list(prior_blocks).index(prior.unit)] if prior_blocks else (
-            names[0] if getattr(prior, "units", None) is not None and len(names) == 1 else None)
+        self.unit_name = (
+            names[list(prior_blocks).index(prior.unit)]
+            if prior_blocks
+            else (names[0] if getattr(prior, "units", None) is not None and len(names) == 1 else None)
+        )
 
     def __repr__(self) -> str:
-        return (f"PPDModel(prior={self.prior!r}, simulate={self.simulate!r}, "
-                f"mechanism={self.mechanism!r}, names={self.names!r})")
+        return (
+            f"PPDModel(prior={self.prior!r}, simulate={self.simulate!r}, "
+            f"mechanism={self.mechanism!r}, names={self.names!r})"
+        )
 
     def to_pymc(self, y, z=None):
         """The same posterior as a ``pymc.Model``; gallery models implement it (see ppdinfer.models)."""
@@ -134,15 +148,13 @@ class PPDModel:
         """The part of theta (B, k) that the data model sees: the prior's unit block, or all of theta."""
         if self.blocks is None:
             return theta
-        return theta[:, len(self.blocks) - 1:]
+        return theta[:, len(self.blocks) - 1 :]
 
     def simulate_x(self, theta: np.ndarray, z, rng: np.random.Generator) -> np.ndarray:
         """x draws as a 2-D array (B, d) for theta of shape (B, k)."""
         x = np.asarray(self.simulate(_natural(self.unit_parameters(theta)), z, rng))
         if x.shape[0] != theta.shape[0]:
-            raise ValueError(
-                f"simulate returned {x.shape[0]} rows of x for {theta.shape[0]} values of theta"
-            )
+            raise ValueError(f"simulate returned {x.shape[0]} rows of x for {theta.shape[0]} values of theta")
         return x.reshape(theta.shape[0], -1)
 
     def loglik(self, y: np.ndarray, x: np.ndarray, z) -> np.ndarray:
@@ -178,8 +190,10 @@ class PPDModel:
         if y.shape != x_shape:
             like = [f"z[{key!r}]" for key, value in (z or {}).items() if x_shape and np.shape(value) == x_shape]
             named = f" (dims {self.dims[self.x_name]})" if self.x_name in self.dims else ""
-            raise ValueError(f"y has shape {y.shape} but the model's x has shape {x_shape}{named}"
-                             + (f", the shape of {' and '.join(like)}: y and z do not fit together" if like else ""))
+            raise ValueError(
+                f"y has shape {y.shape} but the model's x has shape {x_shape}{named}"
+                + (f", the shape of {' and '.join(like)}: y and z do not fit together" if like else "")
+            )
         if not np.all(np.isfinite(y)):
             raise ValueError("y must be finite")
         if self.mechanism.discrete and np.any(y != np.round(y)):
@@ -211,14 +225,17 @@ class PPDModel:
         raise ValueError(
             f"the prior has {prior_units} units ({self.unit_name}{', dims ' + str(prior_dims) if prior_dims else ''}) "
             f"but the data model {type(self.simulate).__name__} has {data_units} "
-            f"({self.x_name}{', dims ' + str(data_dims) if data_dims else ''}): the two sizes must agree")
+            f"({self.x_name}{', dims ' + str(data_dims) if data_dims else ''}): the two sizes must agree"
+        )
 
     def _check_coords(self, theta_shape, x_shape) -> None:
         for name, dims in self.dims.items():
             for dim, size in zip(dims, self._shape(name, theta_shape, x_shape), strict=True):
                 if dim in self.coords and self.coords[dim].size != size:
-                    raise ValueError(f"coords[{dim!r}] has {self.coords[dim].size} labels but dimension {dim!r} "
-                                     f"of {name} has size {size}")
+                    raise ValueError(
+                        f"coords[{dim!r}] has {self.coords[dim].size} labels but dimension {dim!r} "
+                        f"of {name} has size {size}"
+                    )
 
     def labels(self, y, z=None) -> tuple[dict[str, tuple[str, ...]], dict[str, np.ndarray]]:
         """The dimension names and coordinates of results for the data (y, z): ``(dims, coords)``.
@@ -241,20 +258,21 @@ class PPDModel:
         ({'x': ('county',), 'rate': ('county',)}, ['Adams', 'Bucks'])
         """
         dims, coords = dict(self.dims), dict(self.coords)
-        source = y if _axes(y) else next((v for v in (z or {}).values() if _axes(v) and np.shape(v) == np.shape(y)),
-                                          None)
+        source = (
+            y if _axes(y) else next((v for v in (z or {}).values() if _axes(v) and np.shape(v) == np.shape(y)), None)
+        )
         axes = _axes(source) if source is not None else []
         x_ndim = np.ndim(y)
         x_dims = dims.get(self.x_name) or tuple(
             axes[i].name if i < len(axes) and isinstance(axes[i].name, str) else f"{self.x_name}_dim_{i}"
-            for i in range(x_ndim))
+            for i in range(x_ndim)
+        )
         if x_ndim:
             dims[self.x_name] = tuple(x_dims)
         for dim, axis in zip(x_dims, axes, strict=False):
             coords.setdefault(dim, np.asarray(axis))
         units = getattr(self.prior, "units", None)
-        if (self.unit_name is not None and self.unit_name not in dims and x_ndim == 1
-                and units == np.shape(y)[0]):
+        if self.unit_name is not None and self.unit_name not in dims and x_ndim == 1 and units == np.shape(y)[0]:
             dims[self.unit_name] = tuple(x_dims)
         return dims, coords
 
@@ -302,8 +320,10 @@ def check_distribution(distribution, name: str) -> None:
     """Raise ValueError unless ``distribution`` can serve as a prior or proposal (``name`` says which)."""
     if callable(distribution) and type(distribution).__module__.startswith("scipy.stats"):
         family = getattr(distribution, "name", None) or type(distribution).__name__.removesuffix("_gen")
-        raise ValueError(f"{name} is the distribution family scipy.stats.{family}, not a distribution: freeze it "
-                         f"with its parameters, e.g. stats.{family}(...)")
+        raise ValueError(
+            f"{name} is the distribution family scipy.stats.{family}, not a distribution: freeze it "
+            f"with its parameters, e.g. stats.{family}(...)"
+        )
     if not (hasattr(distribution, "rvs") and hasattr(distribution, "logpdf")):
         raise ValueError(f"{name} must have rvs(size, random_state) and logpdf(theta) methods")
 
@@ -355,10 +375,14 @@ def _as_dims(dims, variables) -> dict[str, tuple[str, ...]]:
         if name not in variables:
             raise ValueError(f"dims names {name!r}, which is none of the model's variables {list(variables)}")
         value = (value,) if isinstance(value, str) else tuple(value)
-        if (not all(isinstance(d, str) and d for d in value) or len(set(value)) != len(value)
-                or {"chain", "draw"} & set(value)):
-            raise ValueError(f"dims[{name!r}] must be distinct non-empty strings other than chain and draw, "
-                             f"got {value!r}")
+        if (
+            not all(isinstance(d, str) and d for d in value)
+            or len(set(value)) != len(value)
+            or {"chain", "draw"} & set(value)
+        ):
+            raise ValueError(
+                f"dims[{name!r}] must be distinct non-empty strings other than chain and draw, got {value!r}"
+            )
         out[name] = value
     return out
 
@@ -372,8 +396,10 @@ def _as_coords(coords) -> dict[str, np.ndarray]:
     for dim, values in coords.items():
         labels = np.asarray(values)
         if not isinstance(dim, str) or not dim or labels.ndim != 1 or len(set(labels.tolist())) != labels.size:
-            raise ValueError(f"coords[{dim!r}] must be one distinct label per position of a named dimension, "
-                             f"got {summarize(labels) if labels.ndim else repr(values)}")
+            raise ValueError(
+                f"coords[{dim!r}] must be one distinct label per position of a named dimension, "
+                f"got {summarize(labels) if labels.ndim else repr(values)}"
+            )
         out[dim] = labels
     return out
 

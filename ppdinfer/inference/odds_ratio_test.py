@@ -123,8 +123,9 @@ def odds_ratio_test(u, row_totals, col_total, noise, alternative: str = "greater
     return float(p) if p.ndim == 0 else p
 
 
-def odds_ratio_power(odds_ratio, row_totals, col_total, noise, alpha: float = 0.05,
-                     alternative: str = "greater") -> float:
+def odds_ratio_power(
+    odds_ratio, row_totals, col_total, noise, alpha: float = 0.05, alternative: str = "greater"
+) -> float:
     r"""The exact rejection probability P_psi(p(U) <= alpha) of ``odds_ratio_test`` at odds ratio psi.
 
     The p-value ``p_>`` decreases in u, so the test rejects exactly when U >= m with ``p_>(m) = alpha``
@@ -214,15 +215,19 @@ def _margins(row_totals, col_total) -> dict:
     if col.ndim != 0:
         raise ValueError(f"col_total must be one count (n.1), got {col_total!r}")
     if col > rows.sum():
-        raise ValueError(f"col_total = {int(col)} exceeds the table total {int(rows.sum())}: no table has these margins")
+        raise ValueError(
+            f"col_total = {int(col)} exceeds the table total {int(rows.sum())}: no table has these margins"
+        )
     if 0 in rows:
         empty = f"row_totals = {rows.tolist()}: row {int(np.argmin(rows)) + 1} is empty"
     elif col in (0, rows.sum()):
         empty = f"col_total = {int(col)}: column {1 if col == 0 else 2} is empty"
     else:
         return {"row_totals": rows, "col_total": col}
-    raise ValueError(f"{empty}, so the margins fix n11: the release carries no information on the odds ratio "
-                     "(it is not identified) and no test of it exists")
+    raise ValueError(
+        f"{empty}, so the margins fix n11: the release carries no information on the odds ratio "
+        "(it is not identified) and no test of it exists"
+    )
 
 
 def _noise_functions(noise):

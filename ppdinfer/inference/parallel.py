@@ -60,8 +60,9 @@ def resolve_cores(cores: int | None) -> int:
     if cores is not None:
         cores, available = positive_int(cores, "cores"), available_cores()
         if cores > available:
-            warnings.warn(f"cores={cores} exceeds the {available} cores available: using {available}", UserWarning,
-                          stacklevel=4)
+            warnings.warn(
+                f"cores={cores} exceeds the {available} cores available: using {available}", UserWarning, stacklevel=4
+            )
             return available
         return cores
     top_level = threading.current_thread() is threading.main_thread() and multiprocessing.parent_process() is None
@@ -98,12 +99,15 @@ class BlockPool:
 
     def __init__(self, cores: int | None = None, executor: Executor | None = None):
         if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise ValueError(f"executor must be a concurrent.futures.Executor (with a submit method), e.g. "
-                             f"ThreadPoolExecutor(4), or None for the sampler's own threads; got {executor!r}")
+            raise ValueError(
+                f"executor must be a concurrent.futures.Executor (with a submit method), e.g. "
+                f"ThreadPoolExecutor(4), or None for the sampler's own threads; got {executor!r}"
+            )
         self.workers = available_cores() if executor is not None else resolve_cores(cores)
         self._own = executor is None and self.workers > 1
-        self._executor = (ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ppdinfer-block")
-                          if self._own else executor)
+        self._executor = (
+            ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ppdinfer-block") if self._own else executor
+        )
 
     def __enter__(self) -> BlockPool:
         return self
@@ -115,7 +119,7 @@ class BlockPool:
     def even_chunks(self, blocks: range) -> list[range]:
         """``blocks`` as contiguous ranges, ``CHUNKS_PER_WORKER`` per worker (one range for one core)."""
         size = len(blocks) if self._executor is None else -(-len(blocks) // (CHUNKS_PER_WORKER * self.workers))
-        return [blocks[start:start + size] for start in range(0, len(blocks), max(size, 1))]
+        return [blocks[start : start + size] for start in range(0, len(blocks), max(size, 1))]
 
     def map(self, function: Callable[[int], tuple], chunks: Iterable[range]) -> Iterator[tuple[range, tuple]]:
         """``(chunk, parts)`` for each chunk, in order: ``parts`` is the tuple of arrays that

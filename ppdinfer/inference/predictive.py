@@ -38,8 +38,15 @@ from .model import PPDModel
 GROUP = "posterior_predictive"
 
 
-def posterior_predictive(result: xr.DataTree, mechanism_or_model: Mechanism | PPDModel, z=None, *,
-                         random_seed: SeedLike = None, x_name: str | None = None, y=None) -> xr.DataTree:
+def posterior_predictive(
+    result: xr.DataTree,
+    mechanism_or_model: Mechanism | PPDModel,
+    z=None,
+    *,
+    random_seed: SeedLike = None,
+    x_name: str | None = None,
+    y=None,
+) -> xr.DataTree:
     r"""Replicated releases y_rep, one per posterior draw of x, drawn by the mechanism itself.
 
     For each draw x_i of the result's ``posterior`` group, ``mechanism.release(x_i, z)`` draws
@@ -107,8 +114,9 @@ def posterior_predictive(result: xr.DataTree, mechanism_or_model: Mechanism | PP
     return tree
 
 
-def posterior_predictive_pvalue(result: xr.DataTree, mechanism_or_model: Mechanism | PPDModel, statistics=None,
-                                z=None, *, x_name: str | None = None) -> pd.Series:
+def posterior_predictive_pvalue(
+    result: xr.DataTree, mechanism_or_model: Mechanism | PPDModel, statistics=None, z=None, *, x_name: str | None = None
+) -> pd.Series:
     r"""Posterior predictive p-values of test statistics, from a result with a posterior predictive.
 
     For each statistic T, the share of draws with T(y_rep_i, x_i) > T(y, x_i), ties counting
@@ -150,13 +158,28 @@ def posterior_predictive_pvalue(result: xr.DataTree, mechanism_or_model: Mechani
     >>> p.round(3).to_dict()        # the released counts sum to 39, not 30: the noise is too large
     {'spread': 0.484, 'total': 0.0}
     """
-    return pd.Series({name: _p_value(observed, replicated) for name, (observed, replicated)
-                      in _statistic_draws(result, mechanism_or_model, statistics, z, x_name).items()},
-                     name="p_value", dtype=float)
+    return pd.Series(
+        {
+            name: _p_value(observed, replicated)
+            for name, (observed, replicated) in _statistic_draws(
+                result, mechanism_or_model, statistics, z, x_name
+            ).items()
+        },
+        name="p_value",
+        dtype=float,
+    )
 
 
-def plot_posterior_predictive(result: xr.DataTree, mechanism_or_model: Mechanism | PPDModel, statistics=None,
-                              z=None, *, x_name: str | None = None, prob: float = 0.9, max_coordinates: int = 100):
+def plot_posterior_predictive(
+    result: xr.DataTree,
+    mechanism_or_model: Mechanism | PPDModel,
+    statistics=None,
+    z=None,
+    *,
+    x_name: str | None = None,
+    prob: float = 0.9,
+    max_coordinates: int = 100,
+):
     """Plot the observed release against the replicated ones.
 
     The first panel shows, per coordinate of the release, the central ``prob`` interval and the
@@ -239,8 +262,10 @@ def _x_draws(result: xr.DataTree, x_name: str) -> xr.DataArray:
     if "posterior" not in result.children:
         raise ValueError("result has no posterior group")
     if x_name not in result["posterior"].data_vars:
-        raise ValueError(f"result's posterior has no draws of x named {x_name!r} (it holds "
-                         f"{list(result['posterior'].data_vars)}): pass x_name, or sample a model that keeps x")
+        raise ValueError(
+            f"result's posterior has no draws of x named {x_name!r} (it holds "
+            f"{list(result['posterior'].data_vars)}): pass x_name, or sample a model that keeps x"
+        )
     draws = result["posterior"][x_name]
     if draws.dims[:2] != ("chain", "draw"):
         raise ValueError(f"result: the posterior draws of {x_name!r} have dims {draws.dims}, not (chain, draw, ...)")
@@ -256,8 +281,11 @@ def _public_information(result: xr.DataTree, z) -> dict | None:
     if "constant_data" not in result.children:
         return None
     data = result["constant_data"]
-    z = {key: (value.values.item() if value.ndim == 0 else value.values)
-         for key, value in data.data_vars.items() if not key.startswith("mechanism_")}
+    z = {
+        key: (value.values.item() if value.ndim == 0 else value.values)
+        for key, value in data.data_vars.items()
+        if not key.startswith("mechanism_")
+    }
     return z or None
 
 
@@ -275,14 +303,18 @@ def _observed_name(result: xr.DataTree) -> str:
 
 def _statistics(statistics, mechanism: Mechanism, z) -> dict[str, Callable]:
     if statistics is None:
+
         def discrepancy(y, x):
             return -float(mechanism.logpdf(y, np.asarray(x)[None], z)[0])
 
         return {"sum": lambda y, x: float(np.sum(y)), "discrepancy": discrepancy}
     if callable(statistics):
         statistics = {getattr(statistics, "__name__", "statistic"): statistics}
-    if not isinstance(statistics, Mapping) or not statistics or not all(
-            isinstance(key, str) and callable(value) for key, value in statistics.items()):
+    if (
+        not isinstance(statistics, Mapping)
+        or not statistics
+        or not all(isinstance(key, str) and callable(value) for key, value in statistics.items())
+    ):
         raise ValueError(f"statistics must be a callable T(y, x) or a dict of them by name, got {statistics!r}")
     return dict(statistics)
 
@@ -301,8 +333,10 @@ def _statistic_draws(result, mechanism_or_model, statistics, z, x_name) -> dict[
     replicated = result[GROUP][name].values.reshape(-1, *shape)
     draws = {}
     for label, statistic in statistics.items():
-        draws[label] = (np.array([statistic(observed, row) for row in x], dtype=float),
-                        np.array([statistic(y_rep, row) for y_rep, row in zip(replicated, x)], dtype=float))
+        draws[label] = (
+            np.array([statistic(observed, row) for row in x], dtype=float),
+            np.array([statistic(y_rep, row) for y_rep, row in zip(replicated, x)], dtype=float),
+        )
     return draws
 
 

@@ -21,11 +21,11 @@ from tqdm import tqdm
 from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
+from ..mechanisms.base import AdditiveNoiseMechanism
+from ..mechanisms.canonical import CanonicalNoise, Tulap
 from ._guards import check_box, check_possible, check_z_keys
 from .model import PPDModel
 from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
-from ..mechanisms.base import AdditiveNoiseMechanism
-from ..mechanisms.canonical import CanonicalNoise, Tulap
 from .results import _dims, assemble, posterior_dataset
 
 #: Proposals per random stream. A task is a whole number of blocks, which makes the draws
@@ -57,10 +57,20 @@ class BudgetWarning(UserWarning):
     """
 
 
-def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_seed: SeedLike = None,
-                     batch_size: int | str = "auto", max_proposals: int | None = None,
-                     max_seconds: float | None = None, progressbar: bool = True, cores: int | None = None,
-                     executor: Executor | None = None) -> xr.DataTree:
+def rejection_sample(
+    model: PPDModel,
+    y,
+    z=None,
+    *,
+    draws: int = 1000,
+    random_seed: SeedLike = None,
+    batch_size: int | str = "auto",
+    max_proposals: int | None = None,
+    max_seconds: float | None = None,
+    progressbar: bool = True,
+    cores: int | None = None,
+    executor: Executor | None = None,
+) -> xr.DataTree:
     r"""Exact posterior draws of theta and x given the release y and public information z.
 
     The corrected Algorithm 1: propose theta ~ pi(theta | z) and x ~ pi(x | theta, z), draw
@@ -161,24 +171,46 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
     check_possible(model, y, z)
     unit_models = _unit_models(model, x_shape)
     root = root_seed(random_seed)
-    settings = dict(draws=draws, blocks_per_chunk=blocks_per_chunk, max_proposals=max_proposals,
-                    progressbar=progressbar, cores=cores, executor=executor)
+    settings = dict(
+        draws=draws,
+        blocks_per_chunk=blocks_per_chunk,
+        max_proposals=max_proposals,
+        progressbar=progressbar,
+        cores=cores,
+        executor=executor,
+    )
     start = time.perf_counter()
     if unit_models is None:
         run = _run(model, y, z, theta_shape, x_shape, root, max_seconds=max_seconds, **settings)
         theta, x, stop_reason = run.theta, run.x, run.stop_reason
-        stats = xr.Dataset({"proposals": (["chain", "draw"], run.per_draw().reshape(1, -1)),
-                            "total_proposals": ((), run.n_proposals),
-                            "acceptance_rate": ((), theta.shape[0] / max(run.n_proposals, 1)),
-                            "seconds": ((), run.seconds), "log_bound": ((), run.log_bound)})
+        stats = xr.Dataset(
+            {
+                "proposals": (["chain", "draw"], run.per_draw().reshape(1, -1)),
+                "total_proposals": ((), run.n_proposals),
+                "acceptance_rate": ((), theta.shape[0] / max(run.n_proposals, 1)),
+                "seconds": ((), run.seconds),
+                "log_bound": ((), run.log_bound),
+            }
+        )
     else:
         runs = []
         for unit, unit_model in enumerate(unit_models):  # independent posteriors: one exact rejection each
             unit_y, unit_z, unit_theta_shape, unit_x_shape = unit_model.prepare(y[unit], z)
             unit_root = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, unit))
             remaining = max_seconds - (time.perf_counter() - start)
-            runs.append(_run(unit_model, unit_y, unit_z, unit_theta_shape, unit_x_shape, unit_root,
-                             max_seconds=max(remaining, 1e-9), desc=f"rejection unit {unit}", **settings))
+            runs.append(
+                _run(
+                    unit_model,
+                    unit_y,
+                    unit_z,
+                    unit_theta_shape,
+                    unit_x_shape,
+                    unit_root,
+                    max_seconds=max(remaining, 1e-9),
+                    desc=f"rejection unit {unit}",
+                    **settings,
+                )
+            )
             if runs[-1].stop_reason is not None:
                 runs[-1].stop_reason += f" in unit {unit} of {len(unit_models)}"
                 break
@@ -193,19 +225,37 @@ def rejection_sample(model: PPDModel, y, z=None, *, draws: int = 1000, random_se
         unit_dim = _dims(model.unit_name, 1, model.dims)
         proposals = np.array([run.n_proposals for run in runs] + [0] * missing)
         accepted = np.array([run.theta.shape[0] for run in runs] + [0] * missing)
-        stats = xr.Dataset({"proposals": (["chain", "draw", *unit_dim], stack(_Run.per_draw)[None]),
-                            "total_proposals": (unit_dim, proposals),
-                            "acceptance_rate": (unit_dim, accepted / np.maximum(proposals, 1)),
-                            "seconds": ((), time.perf_counter() - start),
-                            "log_bound": (unit_dim, np.array([run.log_bound for run in runs] + [np.nan] * missing))})
+        stats = xr.Dataset(
+            {
+                "proposals": (["chain", "draw", *unit_dim], stack(_Run.per_draw)[None]),
+                "total_proposals": (unit_dim, proposals),
+                "acceptance_rate": (unit_dim, accepted / np.maximum(proposals, 1)),
+                "seconds": ((), time.perf_counter() - start),
+                "log_bound": (unit_dim, np.array([run.log_bound for run in runs] + [np.nan] * missing)),
+            }
+        )
     if stop_reason is not None:  # the run (per unit: the unit) that the budget stopped
         stopped = run if unit_models is None else runs[-1]
-        warnings.warn(_stop_message(stop_reason, stopped.theta.shape[0], draws, stopped.n_proposals,
-                                    float(stats["seconds"])), BudgetWarning, stacklevel=2)
+        warnings.warn(
+            _stop_message(stop_reason, stopped.theta.shape[0], draws, stopped.n_proposals, float(stats["seconds"])),
+            BudgetWarning,
+            stacklevel=2,
+        )
     check_box(model, x, z, "rejection_sample")
-    return assemble(model, y, z, posterior_dataset(model, theta, x, theta_shape, x_shape), stats,
-                    attrs={"sampler": "rejection", "complete": stop_reason is None,
-                           "stopped_by": stop_reason or "", "per_unit": unit_models is not None}, labels=labels)
+    return assemble(
+        model,
+        y,
+        z,
+        posterior_dataset(model, theta, x, theta_shape, x_shape),
+        stats,
+        attrs={
+            "sampler": "rejection",
+            "complete": stop_reason is None,
+            "stopped_by": stop_reason or "",
+            "per_unit": unit_models is not None,
+        },
+        labels=labels,
+    )
 
 
 #: Mechanisms whose density is a product over coordinates of one density of y_k - x_k, independent of z.
@@ -222,21 +272,35 @@ def _unit_models(model: PPDModel, x_shape) -> list[PPDModel] | None:
     """
     advice = "; use ppdinfer.pymc.sample_model (MCMC) for this model"
     if model.blocks is not None:
-        raise ValueError(f"the hyperprior of {type(model.prior).__name__} couples the units, so the posterior does "
-                         "not factorize over them and exact rejection would accept with the product of their "
-                         f"acceptance rates{advice}")
+        raise ValueError(
+            f"the hyperprior of {type(model.prior).__name__} couples the units, so the posterior does "
+            "not factorize over them and exact rejection would accept with the product of their "
+            f"acceptance rates{advice}"
+        )
     units = getattr(model.prior, "units", None)
     if units is None:
         return None
     if not (hasattr(model.prior, "unit") and hasattr(model.simulate, "unit")) or x_shape != (units,):
-        raise ValueError(f"rejection_sample runs exactly per unit only for a per-unit data model "
-                         f"(generators.Binomial or Poisson, x of shape ({units},)), not {model.simulate!r} with x of "
-                         f"shape {x_shape}: the posterior may not factorize over the {units} units{advice}")
+        raise ValueError(
+            f"rejection_sample runs exactly per unit only for a per-unit data model "
+            f"(generators.Binomial or Poisson, x of shape ({units},)), not {model.simulate!r} with x of "
+            f"shape {x_shape}: the posterior may not factorize over the {units} units{advice}"
+        )
     if not isinstance(model.mechanism, _SEPARABLE):
-        raise ValueError(f"{model.mechanism!r} is not separable over coordinates (iid noise per coordinate), so the "
-                         f"posterior does not factorize over the {units} units{advice}")
-    return [PPDModel(model.prior.unit(unit), model.simulate.unit(unit), model.mechanism, names=model.unit_name,
-                     x_name=model.x_name) for unit in range(units)]
+        raise ValueError(
+            f"{model.mechanism!r} is not separable over coordinates (iid noise per coordinate), so the "
+            f"posterior does not factorize over the {units} units{advice}"
+        )
+    return [
+        PPDModel(
+            model.prior.unit(unit),
+            model.simulate.unit(unit),
+            model.mechanism,
+            names=model.unit_name,
+            x_name=model.x_name,
+        )
+        for unit in range(units)
+    ]
 
 
 @dataclass
@@ -267,8 +331,23 @@ def finite_log_bound(model: PPDModel, y, z) -> float:
     return log_bound
 
 
-def _run(model, y, z, theta_shape, x_shape, root, *, draws, blocks_per_chunk, max_proposals, max_seconds,
-         progressbar, cores, executor, desc="rejection") -> _Run:
+def _run(
+    model,
+    y,
+    z,
+    theta_shape,
+    x_shape,
+    root,
+    *,
+    draws,
+    blocks_per_chunk,
+    max_proposals,
+    max_seconds,
+    progressbar,
+    cores,
+    executor,
+    desc="rejection",
+) -> _Run:
     """Propose and test blocks until ``draws`` acceptances or a budget: the joint rejection sampler."""
     log_bound = finite_log_bound(model, y, z)
     y_flat = y.reshape(-1).astype(np.float64)
@@ -284,8 +363,13 @@ def _run(model, y, z, theta_shape, x_shape, root, *, draws, blocks_per_chunk, ma
     start = time.perf_counter()
     bar = tqdm(total=draws, desc=desc, unit="draw", disable=not progressbar, leave=False)
     with BlockPool(cores, executor) as pool:
-        plan = _ChunkPlan(draws, pool.workers, blocks_per_chunk, max_blocks,
-                          last_block=math.inf if math.isinf(max_proposals) else -(-max_proposals // BLOCK_SIZE))
+        plan = _ChunkPlan(
+            draws,
+            pool.workers,
+            blocks_per_chunk,
+            max_blocks,
+            last_block=math.inf if math.isinf(max_proposals) else -(-max_proposals // BLOCK_SIZE),
+        )
         try:
             for chunk, (keep_theta, keep_x, index) in pool.map(propose_block, plan):
                 if math.isfinite(max_proposals):
@@ -404,12 +488,16 @@ def _duration(seconds: float) -> str:
 def _projection(n_accepted, n_proposals, draws, seconds) -> str:
     rate = n_proposals / seconds
     if n_accepted == 0:
-        return (f"no proposal of {n_proposals} was accepted (acceptance rate < {1 / n_proposals:.1e}), so "
-                f"{draws} draws need more than {_duration(draws * n_proposals / rate)}")
+        return (
+            f"no proposal of {n_proposals} was accepted (acceptance rate < {1 / n_proposals:.1e}), so "
+            f"{draws} draws need more than {_duration(draws * n_proposals / rate)}"
+        )
     acceptance = n_accepted / n_proposals
     needed = draws / acceptance
-    return (f"the acceptance rate is {acceptance:.2e} at {rate:.3g} proposals/s, so {draws} draws need "
-            f"about {needed:.3g} proposals, {_duration(needed / rate)}")
+    return (
+        f"the acceptance rate is {acceptance:.2e} at {rate:.3g} proposals/s, so {draws} draws need "
+        f"about {needed:.3g} proposals, {_duration(needed / rate)}"
+    )
 
 
 def _warn_if_over_budget(n_accepted, n_proposals, draws, seconds, max_seconds, max_proposals):
@@ -419,10 +507,13 @@ def _warn_if_over_budget(n_accepted, n_proposals, draws, seconds, max_seconds, m
         warnings.warn(
             f"rejection_sample pilot: {_projection(n_accepted, n_proposals, draws, seconds)}; the budget "
             f"will stop it first (max_seconds={max_seconds:g}, max_proposals={max_proposals})",
-            BudgetWarning, stacklevel=4,
+            BudgetWarning,
+            stacklevel=4,
         )
 
 
 def _stop_message(reason, n_draws, draws, n_proposals, seconds) -> str:
-    return (f"rejection_sample stopped by {reason} with {n_draws} of {draws} draws after {n_proposals} "
-            f"proposals ({_duration(seconds)}): {_projection(n_draws, max(n_proposals, 1), draws, max(seconds, 1e-9))}")
+    return (
+        f"rejection_sample stopped by {reason} with {n_draws} of {draws} draws after {n_proposals} "
+        f"proposals ({_duration(seconds)}): {_projection(n_draws, max(n_proposals, 1), draws, max(seconds, 1e-9))}"
+    )

@@ -21,8 +21,9 @@ def _dims(name: str, ndim: int, dims: dict | None = None) -> list[str]:
     return [f"{name}_dim_{i}" for i in range(ndim)]
 
 
-def posterior_dataset(model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_shape, x_shape,
-                      chains: int = 1) -> xr.Dataset:
+def posterior_dataset(
+    model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_shape, x_shape, chains: int = 1
+) -> xr.Dataset:
     """theta (N, k) and x (N, d) as a Dataset with dims (chain, draw, ...)."""
     n = theta.shape[0] // chains
     data = {}
@@ -30,8 +31,10 @@ def posterior_dataset(model: PPDModel, theta: np.ndarray, x: np.ndarray, theta_s
         start = 0
         for name, shape in model.blocks.items():
             stop = start + int(np.prod(shape))
-            data[name] = (["chain", "draw", *_dims(name, len(shape), model.dims)],
-                          theta[:, start:stop].reshape(chains, n, *shape))
+            data[name] = (
+                ["chain", "draw", *_dims(name, len(shape), model.dims)],
+                theta[:, start:stop].reshape(chains, n, *shape),
+            )
             start = stop
     elif len(model.names) == 1:
         name = model.names[0]
@@ -59,9 +62,16 @@ def constant_dataset(model: PPDModel, z) -> xr.Dataset:
     return xr.Dataset(data, attrs={"mechanism": repr(model.mechanism)})
 
 
-def assemble(model: PPDModel, y, z, posterior: xr.Dataset, sample_stats: xr.Dataset | None = None,
-             attrs: dict | None = None, labels: tuple[dict, dict] | None = None,
-             **extra_groups: xr.Dataset) -> xr.DataTree:
+def assemble(
+    model: PPDModel,
+    y,
+    z,
+    posterior: xr.Dataset,
+    sample_stats: xr.Dataset | None = None,
+    attrs: dict | None = None,
+    labels: tuple[dict, dict] | None = None,
+    **extra_groups: xr.Dataset,
+) -> xr.DataTree:
     """The DataTree of one sampler run.
 
     ``labels`` is ``model.labels(y, z)`` computed from the data as the user gave them (a pandas y
@@ -75,8 +85,13 @@ def assemble(model: PPDModel, y, z, posterior: xr.Dataset, sample_stats: xr.Data
     groups["constant_data"] = constant_dataset(model, z)
     groups.update(extra_groups)
     dims, coords = model.labels(y, z) if labels is None else labels
-    renames = {default: label for name, names in dims.items() if name not in model.dims
-               for default, label in zip(_dims(name, len(names)), names, strict=True) if default != label}
+    renames = {
+        default: label
+        for name, names in dims.items()
+        if name not in model.dims
+        for default, label in zip(_dims(name, len(names)), names, strict=True)
+        if default != label
+    }
     for key, dataset in groups.items():
         dataset = dataset.rename({old: new for old, new in renames.items() if old in dataset.dims})
         groups[key] = dataset.assign_coords({dim: values for dim, values in coords.items() if dim in dataset.dims})

@@ -111,8 +111,10 @@ class SBCResult:
     seconds: float
 
     def __repr__(self) -> str:
-        return (f"SBCResult(simulations={self.ranks.sizes['simulation']}, draws={self.draws}, bins={self.bins}, "
-                f"p_value={self.p_value:.3g}, calibrated={self.calibrated})")
+        return (
+            f"SBCResult(simulations={self.ranks.sizes['simulation']}, draws={self.draws}, bins={self.bins}, "
+            f"p_value={self.p_value:.3g}, calibrated={self.calibrated})"
+        )
 
     def plot(self, band: float = 0.99, max_panels: int = 12):
         """Rank histograms, one panel per component, over the band of a uniform histogram.
@@ -152,8 +154,7 @@ class SBCResult:
 
         band = probability(band, "band")
         max_panels = positive_int(max_panels, "max_panels")
-        panels = [(name, index) for name in self.ranks.data_vars
-                  for index in np.ndindex(self.ranks[name].shape[1:])]
+        panels = [(name, index) for name in self.ranks.data_vars for index in np.ndindex(self.ranks[name].shape[1:])]
         if len(panels) > max_panels:
             order = np.argsort([float(self.p_values[name].values[index]) for name, index in panels], kind="stable")
             panels = [panels[i] for i in sorted(order[:max_panels])]
@@ -171,17 +172,33 @@ class SBCResult:
             ax.stairs(simulations * share, edges, color="0.4", linestyle="--")
             ax.stairs(counts, edges, color="tab:blue", linewidth=1.5, label="ranks")
             label = name + (str(list(index)) if index else "")
-            ax.set(title=f"{label}   (p = {float(self.p_values[name].values[index]):.2g})", xlim=(0, self.draws + 1),
-                   xlabel=f"rank among {self.draws} draws", ylabel="simulations")
-        for ax in figure.axes[len(panels):]:
+            ax.set(
+                title=f"{label}   (p = {float(self.p_values[name].values[index]):.2g})",
+                xlim=(0, self.draws + 1),
+                xlabel=f"rank among {self.draws} draws",
+                ylabel="simulations",
+            )
+        for ax in figure.axes[len(panels) :]:
             ax.remove()
         figure.axes[0].legend(loc="best", fontsize="small")
         return figure
 
 
-def sbc(model: PPDModel, sampler: Callable | str, z=None, *, simulations: int = 200, draws: int | None = None,
-        include_x: bool = False, bins: int | None = None, alpha: float = 0.01, random_seed: SeedLike = None,
-        cores: int | None = None, executor: Executor | None = None, progressbar: bool = True) -> SBCResult:
+def sbc(
+    model: PPDModel,
+    sampler: Callable | str,
+    z=None,
+    *,
+    simulations: int = 200,
+    draws: int | None = None,
+    include_x: bool = False,
+    bins: int | None = None,
+    alpha: float = 0.01,
+    random_seed: SeedLike = None,
+    cores: int | None = None,
+    executor: Executor | None = None,
+    progressbar: bool = True,
+) -> SBCResult:
     r"""Simulation-based calibration of a model and a sampler (Talts et al. 2018).
 
     Each of the ``simulations`` draws theta ~ pi(theta | z) (``model.sample_prior``),
@@ -309,15 +326,26 @@ def sbc(model: PPDModel, sampler: Callable | str, z=None, *, simulations: int = 
         except KeyboardInterrupt:
             if not parts:
                 raise
-            warnings.warn(f"sbc stopped by an interrupt after {len(parts)} of {simulations} simulations; the "
-                          "results hold the finished ones", BudgetWarning, stacklevel=2)
+            warnings.warn(
+                f"sbc stopped by an interrupt after {len(parts)} of {simulations} simulations; the "
+                "results hold the finished ones",
+                BudgetWarning,
+                stacklevel=2,
+            )
         finally:
             bar.close()
     seconds = time.perf_counter() - start
-    layout = assemble(model, y, z, posterior_dataset(model, np.zeros((1, int(np.prod(theta_shape)))),
-                                                     np.zeros((1, int(np.prod(x_shape)))), theta_shape, x_shape))
-    return _summarize(layout["posterior"].to_dataset(), names, parts, bins, alpha, complete=len(parts) == simulations,
-                      seconds=seconds)
+    layout = assemble(
+        model,
+        y,
+        z,
+        posterior_dataset(
+            model, np.zeros((1, int(np.prod(theta_shape)))), np.zeros((1, int(np.prod(x_shape)))), theta_shape, x_shape
+        ),
+    )
+    return _summarize(
+        layout["posterior"].to_dataset(), names, parts, bins, alpha, complete=len(parts) == simulations, seconds=seconds
+    )
 
 
 def rank_bin_edges(draws: int, bins: int) -> np.ndarray:
@@ -403,8 +431,10 @@ def _resolve_sampler(sampler, draws: int | None) -> tuple[Callable, int | None]:
             return functools.partial(importance_sample, draws=IMPORTANCE_PROPOSALS_PER_DRAW * draws), draws
         return functools.partial(exact_posterior, draws=draws), draws
     if not callable(sampler):
-        raise ValueError(f"sampler must be callable as sampler(model, y, z, random_seed) or one of "
-                         f"{list(_SAMPLER_NAMES)}, got {sampler!r}")
+        raise ValueError(
+            f"sampler must be callable as sampler(model, y, z, random_seed) or one of "
+            f"{list(_SAMPLER_NAMES)}, got {sampler!r}"
+        )
     return sampler, draws
 
 
@@ -454,8 +484,9 @@ class _Simulation:
         y = self.model.mechanism.release(x.reshape(self.x_shape), self.z, random_seed=rng)
         result = self.sampler(self.model, np.asarray(y), self.z, random_seed=fit_seed)
         if not isinstance(result, xr.DataTree) or "posterior" not in result.children:
-            raise ValueError("sampler must return an xarray.DataTree with a posterior group, "
-                             f"got {type(result).__name__}")
+            raise ValueError(
+                f"sampler must return an xarray.DataTree with a posterior group, got {type(result).__name__}"
+            )
         posterior = result["posterior"].to_dataset()
         truth = posterior_dataset(self.model, theta, x, self.theta_shape, self.x_shape)
         ranks, truths, counts = [], [], []
@@ -478,12 +509,16 @@ class _Simulation:
 def _draws(posterior: xr.Dataset, name: str, shape: tuple) -> np.ndarray:
     """The posterior draws of ``name`` as (chains * draws, *shape)."""
     if name not in posterior:
-        raise ValueError(f"the sampler's posterior has no variable {name!r} (it has {sorted(posterior.data_vars)}); "
-                         "the ranks need the model's theta names (and x_name with include_x)")
+        raise ValueError(
+            f"the sampler's posterior has no variable {name!r} (it has {sorted(posterior.data_vars)}); "
+            "the ranks need the model's theta names (and x_name with include_x)"
+        )
     values = posterior[name]
     if not {"chain", "draw"} <= set(values.dims) or values.shape[2:] != shape:
-        raise ValueError(f"the sampler's posterior {name!r} has dims {values.dims} and shape {values.shape}, not "
-                         f"(chain, draw, ...) with components of shape {shape}")
+        raise ValueError(
+            f"the sampler's posterior {name!r} has dims {values.dims} and shape {values.shape}, not "
+            f"(chain, draw, ...) with components of shape {shape}"
+        )
     return values.transpose("chain", "draw", ...).values.reshape(-1, *shape)
 
 
@@ -493,8 +528,10 @@ def _summarize(layout: xr.Dataset, names, parts, bins, alpha, complete, seconds)
     index, counts, *columns = (np.concatenate(part) for part in zip(*parts))
     if np.any(counts != counts[0, 0]):
         first = int(np.flatnonzero(np.any(counts != counts[0, 0], axis=1))[0])
-        raise ValueError(f"the sampler returned {counts[first].max()} draws in simulation {index[first]} but "
-                         f"{counts[0, 0]} in simulation {index[0]}: pass draws=L to rank among L of them")
+        raise ValueError(
+            f"the sampler returned {counts[first].max()} draws in simulation {index[first]} but "
+            f"{counts[0, 0]} in simulation {index[0]}: pass draws=L to rank among L of them"
+        )
     draws = int(counts[0, 0])
     simulations = index.size
     if bins is None:
@@ -517,8 +554,16 @@ def _summarize(layout: xr.Dataset, names, parts, bins, alpha, complete, seconds)
     all_p = np.concatenate([np.ravel(value) for _, value in p_values.values()])
     p_value = float(min(1.0, all_p.size * all_p.min()))
     per_simulation = {"simulation": index, **labels}
-    return SBCResult(ranks=xr.Dataset(ranks, coords=per_simulation, attrs=attrs),
-                     truth=xr.Dataset(truth, coords=per_simulation), draws=draws, bins=bins,
-                     chi_square=xr.Dataset(chi_square, coords=labels, attrs=attrs),
-                     p_values=xr.Dataset(p_values, coords=labels, attrs=attrs), p_value=p_value, alpha=alpha,
-                     calibrated=p_value > alpha, complete=complete, seconds=seconds)
+    return SBCResult(
+        ranks=xr.Dataset(ranks, coords=per_simulation, attrs=attrs),
+        truth=xr.Dataset(truth, coords=per_simulation),
+        draws=draws,
+        bins=bins,
+        chi_square=xr.Dataset(chi_square, coords=labels, attrs=attrs),
+        p_values=xr.Dataset(p_values, coords=labels, attrs=attrs),
+        p_value=p_value,
+        alpha=alpha,
+        calibrated=p_value > alpha,
+        complete=complete,
+        seconds=seconds,
+    )

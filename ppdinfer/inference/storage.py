@@ -66,8 +66,10 @@ def save(result: xr.DataTree, path: str | os.PathLike) -> None:
             try:
                 node.attrs[key] = json.dumps(node.attrs[key], default=_json_default)
             except TypeError as error:
-                raise ValueError(f"result: attribute {key!r} of group {node.path!r} is neither a netCDF value "
-                                 f"nor JSON-serializable ({error})") from None
+                raise ValueError(
+                    f"result: attribute {key!r} of group {node.path!r} is neither a netCDF value "
+                    f"nor JSON-serializable ({error})"
+                ) from None
         if as_json:
             node.attrs[JSON_ATTRS] = json.dumps(as_json)
     encoded.to_netcdf(path, engine=ENGINE)

@@ -46,8 +46,7 @@ def _weighted_rows(values, weights, labels, prob):
     return rows
 
 
-def summary(result: xr.DataTree | xr.Dataset | xr.DataArray, prob: float = 0.9,
-            include_x: bool = True) -> pd.DataFrame:
+def summary(result: xr.DataTree | xr.Dataset | xr.DataArray, prob: float = 0.9, include_x: bool = True) -> pd.DataFrame:
     """Posterior mean, sd and central ``prob`` interval of every parameter (and x).
 
     Returns a DataFrame indexed like ``arviz.summary`` (``theta[0]``, ``x[3]``, ...), with float
@@ -133,8 +132,9 @@ def _draws_dataset(draws: xr.Dataset | xr.DataArray) -> xr.Dataset:
         raise ValueError("result must hold at least one variable of draws")
     for name, variable in draws.data_vars.items():
         if "chain" not in variable.dims or "draw" not in variable.dims:
-            raise ValueError(f"result: variable {name!r} has dims {variable.dims}; draws need the dims "
-                             "'chain' and 'draw'")
+            raise ValueError(
+                f"result: variable {name!r} has dims {variable.dims}; draws need the dims 'chain' and 'draw'"
+            )
     return draws.transpose("chain", "draw", ...)
 
 

@@ -73,8 +73,12 @@ def _log_prior(kind, x, n, p):
     if kind == GAMMA_POISSON:
         return math.lgamma(x + n) - math.lgamma(x + 1.0) + (x * math.log(p / (1.0 + p)) if x > 0 else 0.0)
     if kind == BINOMIAL:
-        return (-math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0)
-                + (x * math.log(p) if x > 0 else 0.0) + ((n - x) * math.log1p(-p) if n > x else 0.0))
+        return (
+            -math.lgamma(x + 1.0)
+            - math.lgamma(n - x + 1.0)
+            + (x * math.log(p) if x > 0 else 0.0)
+            + ((n - x) * math.log1p(-p) if n > x else 0.0)
+        )
     return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
 
 
@@ -97,6 +101,7 @@ def _cell_log_weight(collapsed, x, p):
 
 # -- the moves: one implementation, shared by the compiled sweeps below and by the sweeps
 # whose likelihood is a Python callable (ppdinfer.pymc.augmentation.generic_sweeps) --------------
+
 
 @njit(cache=True, nogil=True)
 def seed_moves(seed):
@@ -140,8 +145,16 @@ def pair_local_move(collapsed, x, p, scale, i, j):
     xi, xj = x[i] + step, x[j] - step
     if xi < 0 or xj < 0 or not p[i] > 0 or not p[j] > 0:
         return xi, xj, -np.inf
-    return xi, xj, (_cell_log_weight(collapsed, xi, p[i]) + _cell_log_weight(collapsed, xj, p[j])
-                    - _cell_log_weight(collapsed, x[i], p[i]) - _cell_log_weight(collapsed, x[j], p[j]))
+    return (
+        xi,
+        xj,
+        (
+            _cell_log_weight(collapsed, xi, p[i])
+            + _cell_log_weight(collapsed, xj, p[j])
+            - _cell_log_weight(collapsed, x[i], p[i])
+            - _cell_log_weight(collapsed, x[j], p[j])
+        ),
+    )
 
 
 @njit(cache=True, nogil=True)
@@ -164,8 +177,7 @@ def site_local_move(kind, x, n, p, scale, k):
 
 @njit(cache=True, nogil=True)
 def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, accepted, move):
-    if log_ratio > -np.inf and log_uniform() <= log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm,
-                                                                     state):
+    if log_ratio > -np.inf and log_uniform() <= log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm, state):
         x[i] = new_i
         if j >= 0:
             x[j] = new_j

@@ -41,7 +41,7 @@ def laplace_mixture_logpdf(log_weights, support, rate):
             acc -= rate * (support[k] - support[k - 1])
         acc = _log_add(acc, log_weights[k])
         left[k] = acc
-    acc = -np.inf   # the points right of x_k alone
+    acc = -np.inf  # the points right of x_k alone
     for k in range(size - 1, -1, -1):
         out[k] = _log_add(left[k], acc)
         if k > 0:

@@ -151,8 +151,13 @@ def _sweeps(y, x, kind, power, rate, concentration, max_step, sweeps):
                 i, j = choose_pair(n)
                 ci, cj = y[i] + step, y[j] - step
                 feasible = (ci >= y[n + i]) & (cj >= y[n + j])
-                new_acc = (acc - _term(y[i] - x[i], power) - _term(y[j] - x[j], power)
-                           + _term(ci - x[i], power) + _term(cj - x[j], power))
+                new_acc = (
+                    acc
+                    - _term(y[i] - x[i], power)
+                    - _term(y[j] - x[j], power)
+                    + _term(ci - x[i], power)
+                    + _term(cj - x[j], power)
+                )
                 new_loss = _norm(new_acc, power)
                 log_ratio = -rate * (new_loss - loss)
                 cell_i, cell_j = 0.0, 0.0

@@ -28,12 +28,27 @@ __all__ = [
     "gaussian_delta",
 ]
 
-from .knorm import KNormGradient
-from .congenial import Congenial
 from .canonical import CanonicalNoise, Tulap
+from .congenial import Congenial
+from .knorm import KNormGradient
 from .postprocessed import BoxMassWarning, PostProcessedRelease
 from .semidp import KNormMechanism, NormBallMechanism, SemiDPGaussian, naive_gaussian
 from .wem import BaseMeasure, CongenialBase, Naive, PriorCongenial, WassersteinExponential
 
-__all__ += ["BaseMeasure", "BoxMassWarning", "CanonicalNoise", "Congenial", "CongenialBase", "KNormGradient", "KNormMechanism", "Naive",
-            "NormBallMechanism", "PostProcessedRelease", "PriorCongenial", "SemiDPGaussian", "Tulap", "WassersteinExponential", "naive_gaussian"]
+__all__ += [
+    "BaseMeasure",
+    "BoxMassWarning",
+    "CanonicalNoise",
+    "Congenial",
+    "CongenialBase",
+    "KNormGradient",
+    "KNormMechanism",
+    "Naive",
+    "NormBallMechanism",
+    "PostProcessedRelease",
+    "PriorCongenial",
+    "SemiDPGaussian",
+    "Tulap",
+    "WassersteinExponential",
+    "naive_gaussian",
+]

@@ -124,11 +124,15 @@ def _geometric_table(rate: Fraction):
     its m + 1 trials (:func:`_digit_enclosure`)."""
     m = (math.ceil(_TAIL / rate) - 1).bit_length()
     if m > _MAX_DIGITS:
-        raise ValueError(f"the noise scale {float(1 / rate):.4g} is too large: draws could leave the int64 range "
-                         f"(the largest scale is {2**_MAX_DIGITS / _TAIL:.4g})")
+        raise ValueError(
+            f"the noise scale {float(1 / rate):.4g} is too large: draws could leave the int64 range "
+            f"(the largest scale is {2**_MAX_DIGITS / _TAIL:.4g})"
+        )
     _IV.prec = 128
-    bounds = np.array([[_floor_scaled(end, 64) for end in _digit_enclosure(rate, m, (i,))._mpi_]
-                       for i in range(m + 1)], dtype=np.uint64)
+    bounds = np.array(
+        [[_floor_scaled(end, 64) for end in _digit_enclosure(rate, m, (i,))._mpi_] for i in range(m + 1)],
+        dtype=np.uint64,
+    )
     return m, 1 << np.arange(m, dtype=np.int64), bounds[:, 0], bounds[:, 1]
 
 

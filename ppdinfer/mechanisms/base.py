@@ -168,7 +168,9 @@ class AdditiveNoiseMechanism(Mechanism):
         x = self._check_values(x, "x")
         x2 = _as_batch(x, y)
         y1 = np.ascontiguousarray(y.reshape(-1), dtype=np.float64)
-        return additive_noise_loglik(y1, np.ascontiguousarray(x2, dtype=np.float64), self.log_norm, self.rate, self.power)
+        return additive_noise_loglik(
+            y1, np.ascontiguousarray(x2, dtype=np.float64), self.log_norm, self.rate, self.power
+        )
 
     def log_bound(self, z=None, size: int = 1) -> float:
         # The noise density is largest at zero noise, whatever x is.
@@ -199,7 +201,5 @@ def _as_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.ndim == 0 and y.ndim == 0:
         return x.reshape(1, 1)
     if x.shape[1:] != y.shape:
-        raise ValueError(
-            f"y has shape {y.shape} but x has shape {x.shape}: x must be a batch of shape (B, *y.shape)"
-        )
+        raise ValueError(f"y has shape {y.shape} but x has shape {x.shape}: x must be a batch of shape (B, *y.shape)")
     return x.reshape(x.shape[0], dim)

@@ -96,8 +96,10 @@ class Tulap(Mechanism):
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
         self.epsilon = positive_finite(epsilon, "epsilon")
         if self.epsilon < TULAP_MIN_EPSILON:
-            raise ValueError(f"epsilon must be at least {TULAP_MIN_EPSILON:g} for Tulap, got {self.epsilon!r}: the "
-                             f"geometric draws of scale 1 / epsilon overflow (the release would carry almost no noise)")
+            raise ValueError(
+                f"epsilon must be at least {TULAP_MIN_EPSILON:g} for Tulap, got {self.epsilon!r}: the "
+                f"geometric draws of scale 1 / epsilon overflow (the release would carry almost no noise)"
+            )
         self.sensitivity = positive_finite(sensitivity, "sensitivity")
         # log of (1 - b) / (1 + b) = tanh(epsilon / 2), accurate for tiny and large epsilon alike
         self._log_norm = math.log(math.tanh(self.epsilon / 2))
@@ -256,6 +258,7 @@ class Tulap(Mechanism):
 # steps that brings q up to c or above, log h^{-k}(q)). For G_mu and f_{eps,delta} both are closed
 # forms (exact, any k); a general callable is iterated one unit at a time.
 
+
 @dataclass(frozen=True)
 class _GaussianTail:
     """G_mu(alpha) = Phi(Phi^{-1}(1 - alpha) - mu): k steps of h(p) = Phi(Phi^{-1}(p) - mu) in closed form."""
@@ -335,8 +338,9 @@ def _check_tradeoff_shape(grid: np.ndarray, values: np.ndarray, f: Callable) -> 
     above = values - (1 - grid)
     if np.max(above) > _SHAPE_TOLERANCE:
         worst = int(np.argmax(above))
-        raise ValueError(f"tradeoff must satisfy f(alpha) <= 1 - alpha, got f({grid[worst]:.4g}) = "
-                         f"{float(values[worst])!r}")
+        raise ValueError(
+            f"tradeoff must satisfy f(alpha) <= 1 - alpha, got f({grid[worst]:.4g}) = {float(values[worst])!r}"
+        )
     curvature = values[:-2] - 2 * values[1:-1] + values[2:]
     if np.min(curvature) < -_SHAPE_TOLERANCE:
         worst = int(np.argmin(curvature)) + 1
@@ -346,8 +350,10 @@ def _check_tradeoff_shape(grid: np.ndarray, values: np.ndarray, f: Callable) -> 
     mismatch = np.where(positive, np.abs(back - grid), np.maximum(values[0] - grid, 0.0))
     if np.max(mismatch) > _SHAPE_TOLERANCE:
         worst = int(np.argmax(mismatch))
-        raise ValueError(f"tradeoff must be symmetric (its own inverse, f(f(alpha)) = alpha), got "
-                         f"f(f({grid[worst]:.4g})) = {float(back[worst])!r}")
+        raise ValueError(
+            f"tradeoff must be symmetric (its own inverse, f(f(alpha)) = alpha), got "
+            f"f(f({grid[worst]:.4g})) = {float(back[worst])!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -365,8 +371,10 @@ class _CallableTail:
         alpha = np.asarray(alpha, dtype=np.float64)
         value = np.asarray(self.tradeoff(alpha), dtype=np.float64)
         if value.shape != alpha.shape:
-            raise ValueError(f"tradeoff must map an array of levels to an array of the same shape, "
-                             f"got shape {value.shape} for shape {alpha.shape}")
+            raise ValueError(
+                f"tradeoff must map an array of levels to an array of the same shape, "
+                f"got shape {value.shape} for shape {alpha.shape}"
+            )
         return value
 
     def fixed_point(self) -> float:
@@ -381,8 +389,9 @@ class _CallableTail:
         _check_tradeoff_shape(grid, values, self._f)
         if values[0] == 0.0:
             return 0.0
-        return float(optimize.brentq(lambda a: float(self._f(a)) - a, 0.0, 0.5,
-                                     xtol=1e-16, rtol=4 * np.finfo(float).eps))
+        return float(
+            optimize.brentq(lambda a: float(self._f(a)) - a, 0.0, 0.5, xtol=1e-16, rtol=4 * np.finfo(float).eps)
+        )
 
     def _log_slope(self, log_p):
         alpha = -np.expm1(log_p)  # h'(p) = -f'(1 - p), 1 - p in (c, 1]
@@ -406,8 +415,9 @@ class _CallableTail:
         while active.size:
             taken += 1
             if taken > self.max_steps:
-                raise ValueError(f"a noise value lies more than max_steps = {self.max_steps} units into the tail: "
-                                 f"raise max_steps")
+                raise ValueError(
+                    f"a noise value lies more than max_steps = {self.max_steps} units into the tail: raise max_steps"
+                )
             current = log_p[active]
             if density:
                 log_slope[active] += self._log_slope(current)
@@ -429,8 +439,9 @@ class _CallableTail:
         while active.size:
             taken += 1
             if taken > self.max_steps:
-                raise ValueError(f"a quantile lies more than max_steps = {self.max_steps} units into the tail: "
-                                 f"raise max_steps")
+                raise ValueError(
+                    f"a quantile lies more than max_steps = {self.max_steps} units into the tail: raise max_steps"
+                )
             with np.errstate(divide="ignore"):
                 log_q[active] = np.log1p(-self._f(np.exp(log_q[active])))
             steps[active] += 1
@@ -520,8 +531,14 @@ class CanonicalNoise(Mechanism):
 
     discrete = False
 
-    def __init__(self, tradeoff: Callable, sensitivity: float = 1.0, *, derivative: Callable | None = None,
-                 max_steps: int = 100_000):
+    def __init__(
+        self,
+        tradeoff: Callable,
+        sensitivity: float = 1.0,
+        *,
+        derivative: Callable | None = None,
+        max_steps: int = 100_000,
+    ):
         if not callable(tradeoff):
             raise ValueError(f"tradeoff must be a callable alpha -> f(alpha), got {tradeoff!r}")
         if derivative is not None and not callable(derivative):
@@ -607,9 +624,11 @@ class CanonicalNoise(Mechanism):
         width = 1 - 2 * self.c
         if not width >= MIN_CENTRAL_WIDTH:
             name = next(iter(tail.parameters())) if not isinstance(tail, _CallableTail) else "tradeoff"
-            raise ValueError(f"{name}: the canonical noise's central density 1 - 2c = {width:.3g} is below "
-                             f"{MIN_CENTRAL_WIDTH:g}: f is too close to the trivial tradeoff 1 - alpha for double "
-                             f"precision (c = F(-1/2) is stored to about 1e-16); got {tail.parameters()}")
+            raise ValueError(
+                f"{name}: the canonical noise's central density 1 - 2c = {width:.3g} is below "
+                f"{MIN_CENTRAL_WIDTH:g}: f is too close to the trivial tradeoff 1 - alpha for double "
+                f"precision (c = F(-1/2) is stored to about 1e-16); got {tail.parameters()}"
+            )
         self._log_c = math.log(self.c) if self.c > 0 else -math.inf
         self._log_width = math.log1p(-2 * self.c)  # log of the central density 1 - 2c
 

@@ -148,8 +148,8 @@ class Congenial(Mechanism):
         out = np.empty(xs.shape[0])
         step = max(1, _CHUNK // max(1, support.size))
         for start in range(0, xs.shape[0], step):
-            block = xs[start:start + step]
-            out[start:start + step] = logsumexp(self._log_noise(support[None], block[:, None]), axis=1)
+            block = xs[start : start + step]
+            out[start : start + step] = logsumexp(self._log_noise(support[None], block[:, None]), axis=1)
         return out
 
     def _log_c_constant(self) -> tuple[float, float]:
@@ -167,14 +167,19 @@ class Congenial(Mechanism):
             remaining = 1.0 - np.cumsum(tail)
             cut = int(np.argmax(remaining <= TRUNCATION_TAIL))
             d = self.n_cells
-            box = LinearInvariants(inv.A, np.zeros(inv.A.shape[0], dtype=np.int64),
-                                   np.vstack([np.eye(d, dtype=np.int64), -np.eye(d, dtype=np.int64)]),
-                                   np.full(2 * d, -cut, dtype=np.int64))
+            box = LinearInvariants(
+                inv.A,
+                np.zeros(inv.A.shape[0], dtype=np.int64),
+                np.vstack([np.eye(d, dtype=np.int64), -np.eye(d, dtype=np.int64)]),
+                np.full(2 * d, -cut, dtype=np.int64),
+            )
             try:
                 kernel = box.enumerate(limit=self.enumeration_limit).reshape(-1, d)
             except ValueError as err:
-                raise ValueError(f"c(s) = P(A u = 0) is the same for every conforming s, but the kernel lattice "
-                                 f"truncated to |u_k| <= {cut} is too large to sum ({err})") from None
+                raise ValueError(
+                    f"c(s) = P(A u = 0) is the same for every conforming s, but the kernel lattice "
+                    f"truncated to |u_k| <= {cut} is too large to sum ({err})"
+                ) from None
             log_c = float(logsumexp(self._log_noise(kernel, np.zeros(d))))
             # Left out: P(A u = 0, some |u_k| > K) <= d * TRUNCATION_TAIL.
             self._constant_cache = (log_c, d * TRUNCATION_TAIL / math.exp(log_c))
@@ -218,9 +223,11 @@ class Congenial(Mechanism):
             return self._log_c_enumerated(support, xs)
         if self.invariants.B.shape[0] == 0:
             return np.full(xs.shape[0], self._log_c_constant()[0])
-        raise ValueError("c(s) = P(M(s) in S*) depends on s (there are inequality invariants) and S* cannot be "
-                         f"enumerated ({self._support_cache[1]}): the exact likelihood is unavailable, and "
-                         "dropping c(s) would bias the posterior")
+        raise ValueError(
+            "c(s) = P(M(s) in S*) depends on s (there are inequality invariants) and S* cannot be "
+            f"enumerated ({self._support_cache[1]}): the exact likelihood is unavailable, and "
+            "dropping c(s) would bias the posterior"
+        )
 
     # -- likelihood ------------------------------------------------------------------------------
     def logpdf(self, y, x, z=None) -> np.ndarray:
@@ -274,8 +281,10 @@ class Congenial(Mechanism):
             return x.reshape(1, d)
         if x.ndim >= 1 and math.prod(x.shape[1:]) == d:
             return x.reshape(x.shape[0], d)
-        raise ValueError(f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
-                         f"got shape {x.shape}")
+        raise ValueError(
+            f"x must be a table of shape {self.invariants.shape} or a batch (B, *shape) or (B, {d}), "
+            f"got shape {x.shape}"
+        )
 
     def log_bound(self, z=None, size: int = 1) -> float:
         r"""log M = d log p(0) - min_{s in S*} log c(s), the largest p*(y | x) (reached at y = x); +inf when unknown.
@@ -310,9 +319,20 @@ class Congenial(Mechanism):
         return math.inf
 
     # -- release ---------------------------------------------------------------------------------
-    def release(self, x, z=None, random_seed: SeedLike = None, method: str = "auto", *, size: int | None = None,
-                max_proposals: int = MAX_PROPOSALS, free_cells=None, proposal_epsilon: float | None = None,
-                burn_in: int = 1000, thin: int = 10) -> np.ndarray:
+    def release(
+        self,
+        x,
+        z=None,
+        random_seed: SeedLike = None,
+        method: str = "auto",
+        *,
+        size: int | None = None,
+        max_proposals: int = MAX_PROPOSALS,
+        free_cells=None,
+        proposal_epsilon: float | None = None,
+        burn_in: int = 1000,
+        thin: int = 10,
+    ) -> np.ndarray:
         r"""Draw y ~ p*(. | x): exactly by rejection or approximately by the MIS.
 
         Parameters
@@ -410,9 +430,11 @@ class Congenial(Mechanism):
             support = self._support()
             if support is not None:
                 known = f"; the exact acceptance rate c(x) is {math.exp(self._log_c_enumerated(support, flat[None])[0]):.3g}"
-            raise ValueError(f"rejection release: {len(found)} of {n} conforming draws in {proposed} proposals "
-                             f"(acceptance rate {rate:.3g}{known}), over the budget max_proposals; raise it or "
-                             "use method='mis'")
+            raise ValueError(
+                f"rejection release: {len(found)} of {n} conforming draws in {proposed} proposals "
+                f"(acceptance rate {rate:.3g}{known}), over the budget max_proposals; raise it or "
+                "use method='mis'"
+            )
         return np.array(found[:n]), proposed
 
     def free_cells(self, free_cells=None) -> np.ndarray:
@@ -429,17 +451,22 @@ class Congenial(Mechanism):
         A, d = self.invariants.A, self.n_cells
         rank = int(np.linalg.matrix_rank(A)) if A.shape[0] else 0
         if rank != A.shape[0]:
-            raise ValueError(f"the {A.shape[0]} equalities are linearly dependent (rank {rank}): drop the redundant "
-                             "ones for the MIS")
+            raise ValueError(
+                f"the {A.shape[0]} equalities are linearly dependent (rank {rank}): drop the redundant ones for the MIS"
+            )
         if free_cells is not None:
             chosen = np.unique(integer_valued(free_cells, "free_cells").reshape(-1))
             if chosen.size != d - rank or chosen.min(initial=0) < 0 or chosen.max(initial=0) >= d:
-                raise ValueError(f"free_cells must be {d - rank} distinct cell indices in [0, {d}), got {chosen.tolist()}")
+                raise ValueError(
+                    f"free_cells must be {d - rank} distinct cell indices in [0, {d}), got {chosen.tolist()}"
+                )
             solved = np.setdiff1d(np.arange(d), chosen)
             det = round(float(np.linalg.det(A[:, solved]))) if rank else 1
             if abs(det) != 1:
-                raise ValueError(f"A[:, I^c] for I^c = {solved.tolist()} has determinant {det}, not +-1: it is not "
-                                 "unimodular, so the solved cells need not be integers; choose other free_cells")
+                raise ValueError(
+                    f"A[:, I^c] for I^c = {solved.tolist()} has determinant {det}, not +-1: it is not "
+                    "unimodular, so the solved cells need not be integers; choose other free_cells"
+                )
             return chosen
         for solved in itertools.islice(itertools.combinations(range(d - 1, -1, -1), rank), 100_000):
             solved = np.sort(np.array(solved, dtype=np.int64))

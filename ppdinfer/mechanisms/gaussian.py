@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import optimize, special
@@ -11,6 +12,9 @@ from scipy import optimize, special
 from .._validation import positive_finite, probability
 from . import _exact_integer
 from .base import AdditiveNoiseMechanism
+
+if TYPE_CHECKING:
+    import mpmath
 
 
 def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -28,8 +32,7 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
     sensitivity = positive_finite(sensitivity, "sensitivity")
     if epsilon >= 1:
         raise ValueError(
-            f"epsilon must be < 1 for the classical Gaussian calibration, got {epsilon}; "
-            "use method='analytic'"
+            f"epsilon must be < 1 for the classical Gaussian calibration, got {epsilon}; use method='analytic'"
         )
     return sensitivity * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
 
@@ -56,14 +59,16 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     return max(0.0, -math.expm1(epsilon + log_b - log_a) * math.exp(log_a))
 
 
-def _gaussian_delta_precise(sigma: float, epsilon: float, sensitivity: float) -> "mpmath.mpf":
+def _gaussian_delta_precise(sigma: float, epsilon: float, sensitivity: float) -> mpmath.mpf:
     """gaussian_delta in 60-digit arithmetic (mpmath), to certify a calibration."""
     import mpmath
 
     with mpmath.workdps(60):
         ratio = mpmath.mpf(sensitivity) / mpmath.mpf(sigma)
         epsilon = mpmath.mpf(epsilon)
-        return +(mpmath.ncdf(ratio / 2 - epsilon / ratio) - mpmath.exp(epsilon) * mpmath.ncdf(-ratio / 2 - epsilon / ratio))
+        return +(
+            mpmath.ncdf(ratio / 2 - epsilon / ratio) - mpmath.exp(epsilon) * mpmath.ncdf(-ratio / 2 - epsilon / ratio)
+        )
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -114,8 +119,9 @@ DISCRETE_SIGMA_MAX = 1e15
 def _sigma(value, largest: float = SIGMA_LIMITS[1]) -> float:
     sigma = positive_finite(value, "sigma")
     if not SIGMA_LIMITS[0] <= sigma <= largest:
-        raise ValueError(f"sigma must lie in [{SIGMA_LIMITS[0]:g}, {largest:g}] (double precision and int64 "
-                         f"limits), got {value!r}")
+        raise ValueError(
+            f"sigma must lie in [{SIGMA_LIMITS[0]:g}, {largest:g}] (double precision and int64 limits), got {value!r}"
+        )
     return sigma
 
 

@@ -81,14 +81,14 @@ class KNormGradient(Mechanism):
         self.rate = self.epsilon / (2 * self.sigma)
 
     @classmethod
-    def mean(cls, epsilon: float, bound: float, n: int, dim: int = 1) -> "KNormGradient":
+    def mean(cls, epsilon: float, bound: float, n: int, dim: int = 1) -> KNormGradient:
         """The mean of n records in [-bound/2, bound/2]^dim: sigma = bound sqrt(dim) / n (Example 1 for dim = 1)."""
         bound = positive_finite(bound, "bound")
         n, dim = positive_int(n, "n"), positive_int(dim, "dim")
         return cls(epsilon, bound * math.sqrt(dim) / n, np.full(dim, -bound / 2), np.full(dim, bound / 2))
 
     @classmethod
-    def count(cls, epsilon: float, n: int, sensitivity: float = 1.0, dim: int = 1) -> "KNormGradient":
+    def count(cls, epsilon: float, n: int, sensitivity: float = 1.0, dim: int = 1) -> KNormGradient:
         """dim counts of n records each on [0, n]^dim with sigma = Delta_z = ``sensitivity``."""
         n, dim = positive_int(n, "n"), positive_int(dim, "dim")
         return cls(epsilon, sensitivity, np.zeros(dim), np.full(dim, float(n)))
@@ -114,8 +114,10 @@ class KNormGradient(Mechanism):
             inside = np.flatnonzero(self._inside(candidates))
             if inside.size:
                 return candidates[inside[0]].reshape(x.shape)
-        raise ValueError(f"no candidate of {MAX_CANDIDATES} fell inside the output box: the box is too small "
-                         f"for rate {self.rate:g} around x = {x!r}")
+        raise ValueError(
+            f"no candidate of {MAX_CANDIDATES} fell inside the output box: the box is too small "
+            f"for rate {self.rate:g} around x = {x!r}"
+        )
 
     # -- likelihood ------------------------------------------------------------------------
     def logpdf(self, y, x, z=None) -> np.ndarray:
@@ -140,8 +142,10 @@ class KNormGradient(Mechanism):
     def log_normalizer(self, centers: np.ndarray) -> np.ndarray:
         """log Z(x) for centers of shape (B, d) inside the box."""
         if not self._normalizer_known():
-            raise ValueError(f"the normalizer Z(x) depends on x and is computed for d <= 2 or an unbounded box only; "
-                             f"this box has d = {self.dim}: the likelihood cannot be computed here")
+            raise ValueError(
+                f"the normalizer Z(x) depends on x and is computed for d <= 2 or an unbounded box only; "
+                f"this box has d = {self.dim}: the likelihood cannot be computed here"
+            )
         if np.all(np.isinf(self.lower)) and np.all(np.isinf(self.upper)):
             log_sphere = math.log(2) + self.dim / 2 * math.log(math.pi) - math.lgamma(self.dim / 2)
             value = log_sphere + math.lgamma(self.dim) - self.dim * math.log(self.rate)
@@ -172,8 +176,10 @@ class KNormGradient(Mechanism):
         else:
             raise ValueError(f"x must have shape ({self.dim},) or (B, {self.dim}), got shape {x.shape}")
         if not np.all(self._inside(centers)):
-            raise ValueError(f"x must lie in the output box [{self.lower}, {self.upper}]: the statistic minimizes "
-                             "the loss over the box")
+            raise ValueError(
+                f"x must lie in the output box [{self.lower}, {self.upper}]: the statistic minimizes "
+                "the loss over the box"
+            )
         return centers
 
 

@@ -24,7 +24,6 @@ from .._random import SeedLike
 from .._validation import integer_valued
 from .base import Mechanism
 
-
 #: Distinct x whose log-likelihood is remembered for one (y*, z) before the memory starts afresh.
 MEMO_LIMIT = 1_000_000
 #: The samplers warn when the box misses more than this share of the raw release's law at an x they drew.
@@ -93,8 +92,10 @@ class PostProcessedRelease(Mechanism):
         if not isinstance(mechanism, Mechanism):
             raise ValueError(f"mechanism must be a ppdinfer Mechanism, got {type(mechanism).__name__}")
         if not mechanism.discrete:
-            raise ValueError(f"mechanism must be discrete (a pmf on the integer lattice) for the push-forward sum "
-                             f"over a box of raw releases; {mechanism!r} has a density")
+            raise ValueError(
+                f"mechanism must be discrete (a pmf on the integer lattice) for the push-forward sum "
+                f"over a box of raw releases; {mechanism!r} has a density"
+            )
         if not callable(postprocess):
             raise ValueError(f"postprocess must be a callable postprocess(y, z), got {postprocess!r}")
         box = integer_valued(box, "box")
@@ -128,8 +129,13 @@ class PostProcessedRelease(Mechanism):
         memo = self._memo_for(y, z)
         missing = [row for row in distinct if row.tobytes() not in memo]
         if missing:
-            memo.update(zip((row.tobytes() for row in missing),
-                            self._log_total(self.preimage(y, z), np.array(missing), z), strict=True))
+            memo.update(
+                zip(
+                    (row.tobytes() for row in missing),
+                    self._log_total(self.preimage(y, z), np.array(missing), z),
+                    strict=True,
+                )
+            )
         return np.array([memo[row.tobytes()] for row in distinct])[inverse.reshape(-1)]
 
     def preimage(self, y, z=None) -> np.ndarray:
@@ -144,8 +150,9 @@ class PostProcessedRelease(Mechanism):
         """sum over the box of pi(y | x, z), for each row of ``x``: 1 minus what the likelihood misses."""
         return np.exp(self._log_total(self.box, x, z))
 
-    def check_box(self, x, z=None, tolerance: float = BOX_TOLERANCE, caller: str = "PostProcessedRelease",
-                  stacklevel: int = 2) -> float:
+    def check_box(
+        self, x, z=None, tolerance: float = BOX_TOLERANCE, caller: str = "PostProcessedRelease", stacklevel: int = 2
+    ) -> float:
         """Warn (:class:`BoxMassWarning`) when the box misses more than ``tolerance`` of the raw
         release's law at one of the rows of ``x``; return the largest share missed.
 
@@ -167,7 +174,9 @@ class PostProcessedRelease(Mechanism):
                 f"{caller}: the box of raw releases misses {missed[worst]:.3g} of the raw release's law at x = "
                 f"{rows[worst].tolist()} ({int(np.sum(missed > tolerance))} of the {rows.shape[0]} distinct x drawn "
                 f"miss more than {tolerance:g}), so the likelihood and the posterior are wrong there: widen the box",
-                BoxMassWarning, stacklevel=stacklevel)
+                BoxMassWarning,
+                stacklevel=stacklevel,
+            )
         return float(missed[worst])
 
     def log_bound(self, z=None, size: int = 1) -> float:
@@ -176,12 +185,18 @@ class PostProcessedRelease(Mechanism):
 
     def parameters(self) -> dict[str, float]:
         """The raw mechanism's settings (prefixed ``raw_``) and the size of the box."""
-        return {**{f"raw_{key}": value for key, value in self.mechanism.parameters().items()},
-                "box_size": float(self.box.shape[0])}
+        return {
+            **{f"raw_{key}": value for key, value in self.mechanism.parameters().items()},
+            "box_size": float(self.box.shape[0]),
+        }
 
     def __eq__(self, other) -> bool:
-        return (type(self) is type(other) and self.mechanism == other.mechanism
-                and self.postprocess is other.postprocess and np.array_equal(self.box, other.box))
+        return (
+            type(self) is type(other)
+            and self.mechanism == other.mechanism
+            and self.postprocess is other.postprocess
+            and np.array_equal(self.box, other.box)
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self.mechanism, id(self.postprocess), self.box.tobytes()))
@@ -213,13 +228,17 @@ class PostProcessedRelease(Mechanism):
         published = np.asarray(self.postprocess(raw, z), dtype=float)
         published = published.reshape(raw.shape[0], -1) if published.ndim <= 1 else published
         if published.ndim != 2 or published.shape[0] != raw.shape[0]:
-            raise ValueError(f"postprocess returned shape {np.shape(published)} for {raw.shape[0]} raw releases; "
-                             "it must map each row of y to one row")
+            raise ValueError(
+                f"postprocess returned shape {np.shape(published)} for {raw.shape[0]} raw releases; "
+                "it must map each row of y to one row"
+            )
         if np.isnan(published).any():
             first = int(np.flatnonzero(np.isnan(published).any(axis=1))[0])
-            raise ValueError(f"postprocess returned NaN for the raw release {raw[first].tolist()} (and "
-                             f"{int(np.isnan(published).any(axis=1).sum()) - 1} others): h must publish a number for "
-                             "every raw release, or no y* could ever match it")
+            raise ValueError(
+                f"postprocess returned NaN for the raw release {raw[first].tolist()} (and "
+                f"{int(np.isnan(published).any(axis=1).sum()) - 1} others): h must publish a number for "
+                "every raw release, or no y* could ever match it"
+            )
         return published
 
 

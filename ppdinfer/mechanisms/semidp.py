@@ -71,8 +71,9 @@ class _SubspaceMechanism(Mechanism):
         """The release x + noise, with x of the space's shape (or flat, of its dimension d)."""
         x = finite_array(x, "x")
         if x.shape not in (self.space.shape, (self.space.dim,)):
-            raise ValueError(f"x has shape {x.shape} but the sensitivity space is for statistics of shape "
-                             f"{self.space.shape}")
+            raise ValueError(
+                f"x has shape {x.shape} but the sensitivity space is for statistics of shape {self.space.shape}"
+            )
         return x + self.noise(1, random_seed).reshape(x.shape)
 
     def logpdf(self, y, x, z=None) -> np.ndarray:
@@ -89,8 +90,11 @@ class _SubspaceMechanism(Mechanism):
         return float(self._log_density(np.zeros((1, self.space.rank)))[0])
 
     def __eq__(self, other) -> bool:
-        return super().__eq__(other) and self.space.shape == other.space.shape and \
-            np.array_equal(self.space.vectors, other.space.vectors)
+        return (
+            super().__eq__(other)
+            and self.space.shape == other.space.shape
+            and np.array_equal(self.space.vectors, other.space.vectors)
+        )
 
     def __hash__(self) -> int:
         return hash((super().__hash__(), self.space.shape, self.space.vectors.tobytes()))
@@ -106,8 +110,9 @@ class _SubspaceMechanism(Mechanism):
             return (y - x).reshape(1, d)
         if x.ndim >= 2 and x.shape[1:] in (shape, (d,)):
             return y.reshape(1, d) - x.reshape(x.shape[0], d)
-        raise ValueError(f"x must be one statistic of shape {y.shape} or a batch of shape (B, *{shape}), "
-                         f"got shape {x.shape}")
+        raise ValueError(
+            f"x must be one statistic of shape {y.shape} or a batch of shape (B, *{shape}), got shape {x.shape}"
+        )
 
     def _coordinate_noise(self, size: int, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
@@ -160,8 +165,10 @@ class SemiDPGaussian(_SubspaceMechanism):
         super().__init__(space)
         self.sigma = space.l2 / self.mu
         if not self.sigma <= MAX_SIGMA:
-            raise ValueError(f"mu: sigma = Delta_2 / mu = {space.l2!r} / {self.mu!r} = {self.sigma:.3g} exceeds "
-                             f"{MAX_SIGMA:.0e}: the noise and its square overflow double precision")
+            raise ValueError(
+                f"mu: sigma = Delta_2 / mu = {space.l2!r} / {self.mu!r} = {self.sigma:.3g} exceeds "
+                f"{MAX_SIGMA:.0e}: the noise and its square overflow double precision"
+            )
 
     @property
     def covariance(self) -> np.ndarray:
@@ -247,7 +254,7 @@ class KNormMechanism(_SubspaceMechanism):
         self.epsilon = positive_finite(epsilon, "epsilon")
         super().__init__(space)
         try:
-            volume = space.volume   # builds the hull, or refuses one too large to build (hull_cost)
+            volume = space.volume  # builds the hull, or refuses one too large to build (hull_cost)
         except ValueError as err:
             raise ValueError(f"space: {err}") from None
         self.log_volume = math.log(volume)
@@ -302,7 +309,8 @@ class KNormMechanism(_SubspaceMechanism):
                 raise RuntimeError(
                     f"only {found} of {size} directions uniform in K after {drawn:,} box candidates "
                     f"(acceptance rate vol(K) / vol(box) = {self.acceptance_rate:.3g}): the rejection "
-                    f"budget MAX_DIRECTION_CANDIDATES is spent")
+                    f"budget MAX_DIRECTION_CANDIDATES is spent"
+                )
             wanted = math.ceil(1.2 * (size - found) / self.acceptance_rate) + 16
             batch = min(wanted, CANDIDATE_CHUNK, MAX_DIRECTION_CANDIDATES - drawn)
             candidates = rng.uniform(-1.0, 1.0, size=(batch, s)) * self.half_widths
@@ -395,7 +403,7 @@ class NormBallMechanism(Mechanism):
         self.rate = self.epsilon / self.sensitivity
 
     @classmethod
-    def naive_group(cls, epsilon: float, norm, group_size: int = 3) -> "NormBallMechanism":
+    def naive_group(cls, epsilon: float, norm, group_size: int = 3) -> NormBallMechanism:
         """Figure 3's naive baseline for a table: eps / a(t) with the one-change sensitivity (2, sqrt 2, 1).
 
         Group privacy over a(t) = ``group_size`` record changes (3 in the paper) makes the

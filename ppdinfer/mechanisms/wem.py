@@ -211,8 +211,7 @@ class PriorCongenial(CongenialBase):
         if previous.shape != (n_counties,):
             raise ValueError(f"z['previous_cases'] must hold {n_counties} county counts, got shape {previous.shape}")
         if self.pseudocount == 0 and np.any(previous == 0):
-            raise ValueError("z['previous_cases'] has zero counts, whose concentration would be 0: "
-                             "use pseudocount > 0")
+            raise ValueError("z['previous_cases'] has zero counts, whose concentration would be 0: use pseudocount > 0")
         return self.alpha * (previous + self.pseudocount)
 
     def log_weight(self, tables, z):
@@ -358,8 +357,16 @@ class WassersteinExponential(Mechanism):
 
     discrete = True
 
-    def __init__(self, epsilon: float, sigma: float, *, loss: str = "l2",
-                 base_measure: str | BaseMeasure = "naive", sweeps: int = DEFAULT_SWEEPS, method: str = "auto"):
+    def __init__(
+        self,
+        epsilon: float,
+        sigma: float,
+        *,
+        loss: str = "l2",
+        base_measure: str | BaseMeasure = "naive",
+        sweeps: int = DEFAULT_SWEEPS,
+        method: str = "auto",
+    ):
         self.epsilon = positive_finite(epsilon, "epsilon")
         self.sigma = positive_finite(sigma, "sigma")
         if loss not in LOSSES:
@@ -368,24 +375,40 @@ class WassersteinExponential(Mechanism):
         self.power = LOSSES[loss]
         if isinstance(base_measure, str):
             if base_measure not in BASE_MEASURES:
-                raise ValueError(f"base_measure must be one of {sorted(BASE_MEASURES)} or a BaseMeasure, "
-                                 f"got {base_measure!r}")
+                raise ValueError(
+                    f"base_measure must be one of {sorted(BASE_MEASURES)} or a BaseMeasure, got {base_measure!r}"
+                )
             base_measure = BASE_MEASURES[base_measure]()
         elif not isinstance(base_measure, BaseMeasure):
-            raise ValueError(f"base_measure must be one of {sorted(BASE_MEASURES)} or a BaseMeasure, "
-                             f"got {base_measure!r}")
+            raise ValueError(
+                f"base_measure must be one of {sorted(BASE_MEASURES)} or a BaseMeasure, got {base_measure!r}"
+            )
         self.base_measure = base_measure
         self.sweeps = positive_int(sweeps, "sweeps")
         self.method = _check_method(method)
         self.rate = self.epsilon / (2 * self.sigma)
 
     def parameters(self) -> dict[str, float | str]:
-        return {"epsilon": self.epsilon, "sigma": self.sigma, "loss": self.loss, "sweeps": self.sweeps,
-                "method": self.method, **self.base_measure.parameters()}
+        return {
+            "epsilon": self.epsilon,
+            "sigma": self.sigma,
+            "loss": self.loss,
+            "sweeps": self.sweeps,
+            "method": self.method,
+            **self.base_measure.parameters(),
+        }
 
     # -- release ---------------------------------------------------------------------------
-    def release(self, x, z=None, random_seed: SeedLike = None, *, sweeps: int | None = None,
-                replicates: int | None = None, method: str | None = None) -> np.ndarray:
+    def release(
+        self,
+        x,
+        z=None,
+        random_seed: SeedLike = None,
+        *,
+        sweeps: int | None = None,
+        replicates: int | None = None,
+        method: str | None = None,
+    ) -> np.ndarray:
         """A release for the table x (shape (2, J)), or ``replicates`` independent ones (shape (R, 2, J)).
 
         ``sweeps`` and ``method`` override the mechanism's settings for this call; ``sweeps``
@@ -402,8 +425,10 @@ class WassersteinExponential(Mechanism):
         rng = as_generator(random_seed)
         proposals, sampler = self._exact_plan(z, n_counties) if method != "mcmc" else (math.inf, None)
         if method == "exact" and proposals > EXACT_PROPOSAL_LIMIT:
-            raise ValueError(f"no exact release of the {self.base_measure.name} {self.loss} mechanism for {n_counties} "
-                             f"counties here: {self._exact_obstacle(z, n_counties, proposals)}; use method='mcmc'")
+            raise ValueError(
+                f"no exact release of the {self.base_measure.name} {self.loss} mechanism for {n_counties} "
+                f"counties here: {self._exact_obstacle(z, n_counties, proposals)}; use method='mcmc'"
+            )
         if proposals <= EXACT_PROPOSAL_LIMIT:
             y = sampler(x.reshape(-1), count, rng)
         else:
@@ -421,8 +446,9 @@ class WassersteinExponential(Mechanism):
         if self.base_measure.translation_invariant:
             if self.power == 1:
                 laplace = DiscreteLaplace(self.epsilon, 2 * self.sigma)
-                return 1.0, lambda flat, count, rng: laplace.release(np.broadcast_to(flat, (count, flat.size)),
-                                                                     random_seed=rng)
+                return 1.0, lambda flat, count, rng: laplace.release(
+                    np.broadcast_to(flat, (count, flat.size)), random_seed=rng
+                )
             return _lattice_l2_plan(self.rate, 2 * n_counties)
         if self.base_measure.support_size(z, n_counties) > ENUMERATION_LIMIT:
             return math.inf, None
@@ -431,8 +457,7 @@ class WassersteinExponential(Mechanism):
         for j in range(n_counties):
             vertices[2 * j : 2 * j + 2, 0, j] = public_total(z)
             vertices[2 * j + 1, 1, j] = public_total(z)
-        log_c_min = min_log_normalizer(support, log_weight, vertices.reshape(2 * n_counties, -1), self.rate,
-                                       self.power)
+        log_c_min = min_log_normalizer(support, log_weight, vertices.reshape(2 * n_counties, -1), self.rate, self.power)
         top = log_weight.max()
         weight = np.exp(log_weight - top)
 
@@ -446,8 +471,9 @@ class WassersteinExponential(Mechanism):
 
             def batch(size):
                 index, status, state = _outputs(size)
-                congenial_proposals(index, status, state, support, flat, weight, thin, self.rate, self.power,
-                                    int(rng.integers(2**31)))
+                congenial_proposals(
+                    index, status, state, support, flat, weight, thin, self.rate, self.power, int(rng.integers(2**31))
+                )
                 return support[index[_accepted(status, state, rng, lambda i: gamma_of(index[i]))]]
 
             return _first_accepted(count, proposals, batch)
@@ -467,11 +493,21 @@ class WassersteinExponential(Mechanism):
     def _chain(self, flat, z, count: int, sweeps: int, rng) -> np.ndarray:
         """``count`` chains of ``sweeps`` sweeps from x, run in compiled calls of about CHUNK_STEPS steps."""
         if sweeps < MIN_SWEEPS:
-            warnings.warn(f"an MCMC release of {sweeps} sweeps (below MIN_SWEEPS = {MIN_SWEEPS}) may stay close to x "
-                          "and need not hold the privacy guarantee", ChainLengthWarning, stacklevel=3)
+            warnings.warn(
+                f"an MCMC release of {sweeps} sweeps (below MIN_SWEEPS = {MIN_SWEEPS}) may stay close to x "
+                "and need not hold the privacy guarantee",
+                ChainLengthWarning,
+                stacklevel=3,
+            )
         n_counties = flat.size // 2
-        settings = (flat, self.base_measure.kind, self.power, self.rate, self.base_measure.concentration(z, n_counties),
-                    self.max_step(z, n_counties))
+        settings = (
+            flat,
+            self.base_measure.kind,
+            self.power,
+            self.rate,
+            self.base_measure.concentration(z, n_counties),
+            self.max_step(z, n_counties),
+        )
         per_call = max(1, CHUNK_STEPS // flat.size)  # sweeps per call
         block = max(1, per_call // sweeps)  # chains per call
         out = np.empty((count, flat.size), dtype=np.int64)
@@ -499,8 +535,10 @@ class WassersteinExponential(Mechanism):
         xs = _as_tables(x, n_counties)
         self._check_x(xs, z, n_counties)
         if not self.base_measure.contains(y, z)[0]:
-            raise ValueError(f"y = {y[0].tolist()} lies outside the support of the {self.base_measure.name} "
-                             "base measure given z: no release can take this value")
+            raise ValueError(
+                f"y = {y[0].tolist()} lies outside the support of the {self.base_measure.name} "
+                "base measure given z: no release can take this value"
+            )
         y_flat = y.reshape(-1)
         log_kernel = -self.rate * loss_rows(y_flat, xs.reshape(xs.shape[0], -1), self.power)
         if self.base_measure.translation_invariant:
@@ -552,12 +590,14 @@ class WassersteinExponential(Mechanism):
             return
         bad = ~self.base_measure.contains(xs, z)
         if np.any(bad):
-            raise ValueError(f"x = {xs[np.argmax(bad)].tolist()} does not satisfy z: the cases must sum to "
-                             f"z['total'] = {public_total(z)} with cases >= deaths >= 0 in every county")
-
+            raise ValueError(
+                f"x = {xs[np.argmax(bad)].tolist()} does not satisfy z: the cases must sum to "
+                f"z['total'] = {public_total(z)} with cases >= deaths >= 0 in every county"
+            )
 
 
 # -- exact sampling -----------------------------------------------------------------------------
+
 
 def _check_method(method) -> str:
     if method not in METHODS:
@@ -593,16 +633,24 @@ def _lattice_l2_plan(rate: float, dim: int):
     if numerator < 2**10:
         return math.inf, None
     envelope_rate = numerator / _ENVELOPE_DENOMINATOR
-    proposals = math.exp(dim * math.log(2 * math.sqrt(dim)) + math.lgamma(dim / 2 + 1) - math.lgamma(dim + 1)
-                         - dim / 2 * math.log(math.pi))
+    proposals = math.exp(
+        dim * math.log(2 * math.sqrt(dim))
+        + math.lgamma(dim / 2 + 1)
+        - math.lgamma(dim + 1)
+        - dim / 2 * math.log(math.pi)
+    )
 
     def sampler(flat, count, rng):
         def batch(size):
             _, status, state = _outputs(size)
             noise = np.empty((size, dim), dtype=np.int64)
             lattice_l2_proposals(noise, status, state, numerator, _ENVELOPE_DENOMINATOR, rate, int(rng.integers(2**31)))
-            accepted = _accepted(status, state, rng, lambda i: (rate, int(noise[i] @ noise[i]), -envelope_rate,
-                                                               int(np.abs(noise[i]).sum())))
+            accepted = _accepted(
+                status,
+                state,
+                rng,
+                lambda i: (rate, int(noise[i] @ noise[i]), -envelope_rate, int(np.abs(noise[i]).sum())),
+            )
             return flat + noise[accepted]
 
         return _first_accepted(count, proposals, batch)
@@ -671,5 +719,7 @@ def _as_tables(values, n_counties: int) -> np.ndarray:
         return arr.reshape(-1, 2, n_counties)
     if arr.ndim in (1, 2) and arr.shape[-1] == 2 * n_counties:
         return arr.reshape(-1, 2, n_counties)
-    raise ValueError(f"x must have shape (2, {n_counties}), (B, 2, {n_counties}) or (B, {2 * n_counties}) "
-                     f"to match y, got shape {arr.shape}")
+    raise ValueError(
+        f"x must have shape (2, {n_counties}), (B, 2, {n_counties}) or (B, {2 * n_counties}) "
+        f"to match y, got shape {arr.shape}"
+    )

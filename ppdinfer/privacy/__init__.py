@@ -16,6 +16,7 @@
   privacy-loss audit on small finite invariant sets.
 """
 
+from ..geometry import QuantileCoupling, SensitivitySpace, quantile_coupling, w_inf, w_inf_samples
 from .accounting import (
     ZCDPGroupAccount,
     condition_on_public_subset,
@@ -78,7 +79,6 @@ from .sensitivity import (
     k_anonymous_counts,
     t_close_counts,
 )
-from ..geometry import QuantileCoupling, SensitivitySpace, quantile_coupling, w_inf, w_inf_samples
 
 __all__ = [
     "ABSENT",

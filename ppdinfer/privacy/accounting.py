@@ -289,8 +289,9 @@ def zcdp_epsilon(rho: float, delta: float, bound: str = "standard") -> float:
         return alpha * rho + (log_inverse_delta - log_excess + alpha * (log_excess - math.log(alpha))) / excess
 
     start = 0.5 * (math.log(log_inverse_delta) - math.log(rho))  # the standard bound's order
-    found = optimize.minimize_scalar(epsilon_at, bounds=(start - 20.0, start + 20.0), method="bounded",
-                                     options={"xatol": 1e-10})
+    found = optimize.minimize_scalar(
+        epsilon_at, bounds=(start - 20.0, start + 20.0), method="bounded", options={"xatol": 1e-10}
+    )
     return max(0.0, min(float(found.fun), epsilon_at(start)))
 
 
@@ -459,12 +460,19 @@ def zcdp_group_account(rho: float, delta: float, k: int = 1) -> ZCDPGroupAccount
     rho = positive_finite(rho, "rho")
     delta = probability(delta, "delta")
     k = positive_int(k, "k")
-    if k * k * rho > MAX_GROUP_RHO:   # rho = 1e308 would reach the Gaussian conversion as mu = inf
-        raise ValueError(f"rho: k^2 rho = {k * k * rho:.3g} (rho = {rho!r}, k = {k}) exceeds {MAX_GROUP_RHO:.0e}, "
-                         f"beyond which the (eps, delta) conversions overflow (such a release protects nothing)")
+    if k * k * rho > MAX_GROUP_RHO:  # rho = 1e308 would reach the Gaussian conversion as mu = inf
+        raise ValueError(
+            f"rho: k^2 rho = {k * k * rho:.3g} (rho = {rho!r}, k = {k}) exceeds {MAX_GROUP_RHO:.0e}, "
+            f"beyond which the (eps, delta) conversions overflow (such a release protects nothing)"
+        )
     group_rho = zcdp_group(rho, k)
-    return ZCDPGroupAccount(k=k, rho=group_rho, delta=delta, epsilon_bound=zcdp_epsilon(group_rho, delta),
-                            epsilon_gaussian=gaussian_zcdp_epsilon(group_rho, delta))
+    return ZCDPGroupAccount(
+        k=k,
+        rho=group_rho,
+        delta=delta,
+        epsilon_bound=zcdp_epsilon(group_rho, delta),
+        epsilon_gaussian=gaussian_zcdp_epsilon(group_rho, delta),
+    )
 
 
 def _gdp_delta(mu: float, epsilon: float) -> float:

@@ -101,8 +101,10 @@ def _statistic(statistic, x, invariants: LinearInvariants) -> np.ndarray:
         raise ValueError(f"statistic must be callable, got {statistic!r}")
     s = integer_valued(statistic(x), "statistic(x)")
     if s.size != invariants.n_cells:
-        raise ValueError(f"statistic(x) must have {invariants.n_cells} cells (the invariants' shape "
-                         f"{invariants.shape}), got shape {s.shape}")
+        raise ValueError(
+            f"statistic(x) must have {invariants.n_cells} cells (the invariants' shape "
+            f"{invariants.shape}), got shape {s.shape}"
+        )
     return s.reshape(-1)
 
 

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._validation import positive_int
 from .. import _array_checks as _checks
+from .._validation import positive_int
 from .sensitivity import delta_correlated_counts
 
 
-def plot_correlated_counts(ns: Sequence[int] = (10, 50, 100, 500),
-                           z0_values: Sequence[float] = (0.01, 0.05, 0.1, 0.25, 0.5),
-                           z1_grid=None):
+def plot_correlated_counts(
+    ns: Sequence[int] = (10, 50, 100, 500), z0_values: Sequence[float] = (0.01, 0.05, 0.1, 0.25, 0.5), z1_grid=None
+):
     """Plot Delta_z = W_inf(1 + Bin(n - 1, z1), Bin(n - 1, z0)) against z1, one panel per n.
 
     The paper (Section 4.4, Figure 4) evaluates Delta_z "at different choices for n, z1, and z0"

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from .._validation import finite_array, integer_valued, positive_finite, probability
-from ..mechanisms import DiscreteLaplace, Gaussian, Laplace, classical_gaussian_sigma
-from ..kernels.mixture import laplace_mixture_logpdf
-from ..mechanisms.gaussian import raise_until
 from .. import _array_checks as _checks
+from .._validation import finite_array, integer_valued, positive_finite, probability
 from ..geometry.wasserstein import quantile_coupling
+from ..kernels.mixture import laplace_mixture_logpdf
+from ..mechanisms import DiscreteLaplace, Gaussian, Laplace, classical_gaussian_sigma
+from ..mechanisms.gaussian import raise_until
 
 __all__ = [
     "ABSENT",
@@ -117,7 +117,7 @@ class ConditionalPmfs:
     pmfs: dict
     categories: tuple
 
-    def plan(self, secret_i: Hashable, secret_j: Hashable, *, tie_tolerance: float = 0.0) -> "KantorovichPlan":
+    def plan(self, secret_i: Hashable, secret_j: Hashable, *, tie_tolerance: float = 0.0) -> KantorovichPlan:
         """The Kantorovich plan between P(X | ``secret_i``) and P(X | ``secret_j``)."""
         for name, secret in (("secret_i", secret_i), ("secret_j", secret_j)):
             if secret not in self.pmfs:
@@ -125,8 +125,9 @@ class ConditionalPmfs:
         return kantorovich_plan(self.pmfs[secret_i], self.pmfs[secret_j], self.support, tie_tolerance=tie_tolerance)
 
 
-def empirical_conditionals(frame, secret: str, released: str, order: Sequence[Hashable],
-                           secrets: Sequence[Hashable] | None = None) -> ConditionalPmfs:
+def empirical_conditionals(
+    frame, secret: str, released: str, order: Sequence[Hashable], secrets: Sequence[Hashable] | None = None
+) -> ConditionalPmfs:
     r"""The empirical P(released | secret) of a data frame, the released categories placed at 1..K in ``order``.
 
     .. math::
@@ -179,8 +180,9 @@ def empirical_conditionals(frame, secret: str, released: str, order: Sequence[Ha
     return ConditionalPmfs(np.arange(1.0, len(order) + 1), pmfs, order)
 
 
-def separable_query_conditionals(values: Sequence[Sequence[int]], probabilities: Sequence[Sequence[float]],
-                                 user: int = 0) -> ConditionalPmfs:
+def separable_query_conditionals(
+    values: Sequence[Sequence[int]], probabilities: Sequence[Sequence[float]], user: int = 0
+) -> ConditionalPmfs:
     r"""P(X | S_user = a) for a separable query X = sum_i f_i(S_i) over V independent users.
 
     User i's secret S_i takes its a-th value with probability ``probabilities[i][a]`` and then
@@ -209,7 +211,7 @@ def separable_query_conditionals(values: Sequence[Sequence[int]], probabilities:
         raise ValueError(f"user must be an index in [0, {len(values)}), got {user!r}")
     low = sum(int(v.min()) for v in values)
     high = sum(int(v.max()) for v in values)
-    others = np.ones(1)   # pmf of the other users' sum, from offset others_low
+    others = np.ones(1)  # pmf of the other users' sum, from offset others_low
     others_low = 0
     for index, (vals, probs) in enumerate(zip(values, probabilities)):
         if index == user:
@@ -219,18 +221,19 @@ def separable_query_conditionals(values: Sequence[Sequence[int]], probabilities:
         others = np.convolve(others, step)
         others_low += int(vals.min())
     pmfs = {}
-    for a, (value, prob) in enumerate(zip(values[user].tolist(), probabilities[user].tolist())):
+    for a, value in enumerate(values[user].tolist()):
         pmf = np.zeros(high - low + 1)
         start = others_low + value - low
-        pmf[start:start + others.size] = others
+        pmf[start : start + others.size] = others
         pmfs[a] = pmf
     pmfs[ABSENT] = sum(prob * pmfs[a] for a, prob in enumerate(probabilities[user].tolist()))
     support = np.arange(low, high + 1, dtype=np.float64)
     return ConditionalPmfs(support, pmfs, tuple(range(low, high + 1)))
 
 
-def counting_query_conditionals(probabilities: Sequence[float], user: int = 0,
-                                bit_given_secret: Mapping[Hashable, float] | None = None) -> ConditionalPmfs:
+def counting_query_conditionals(
+    probabilities: Sequence[float], user: int = 0, bit_given_secret: Mapping[Hashable, float] | None = None
+) -> ConditionalPmfs:
     r"""P(X | S_user = s) for the count X of V independent bits (binomial or Poisson-binomial).
 
     User i's bit is 1 with probability ``probabilities[i]``; X is binomial when they are equal
@@ -257,12 +260,15 @@ def counting_query_conditionals(probabilities: Sequence[float], user: int = 0,
     probabilities = _checks.unit_interval(probabilities, "probabilities")
     if probabilities.ndim != 1 or probabilities.size == 0:
         raise ValueError(f"probabilities must be a non-empty 1-D sequence, got shape {probabilities.shape}")
-    bits = separable_query_conditionals([[0, 1]] * probabilities.size,
-                                        [[1.0 - p, p] for p in probabilities.tolist()], user)
+    bits = separable_query_conditionals(
+        [[0, 1]] * probabilities.size, [[1.0 - p, p] for p in probabilities.tolist()], user
+    )
     if bit_given_secret is None:
         return bits
-    rates = {secret: probability(rate, "bit_given_secret", open_interval=False)
-             for secret, rate in dict(bit_given_secret).items()}
+    rates = {
+        secret: probability(rate, "bit_given_secret", open_interval=False)
+        for secret, rate in dict(bit_given_secret).items()
+    }
     if not rates:
         raise ValueError("bit_given_secret must map at least one secret to P(bit = 1 | secret)")
     pmfs = {secret: (1.0 - rate) * bits.pmfs[0] + rate * bits.pmfs[1] for secret, rate in rates.items()}
@@ -292,8 +298,9 @@ def separable_sensitivity(values: Sequence[Sequence[int]]) -> float:
 def _user_alphabets(values, probabilities) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Check the users' query values (integers) and the pmfs of their secrets, one each per user."""
     if len(values) == 0 or len(values) != len(probabilities):
-        raise ValueError(f"values and probabilities must describe the same users (got {len(values)} and "
-                         f"{len(probabilities)})")
+        raise ValueError(
+            f"values and probabilities must describe the same users (got {len(values)} and {len(probabilities)})"
+        )
     checked_values, checked_probabilities = [], []
     for index, (vals, probs) in enumerate(zip(values, probabilities)):
         vals = integer_valued(vals, f"values[{index}]")
@@ -388,13 +395,20 @@ def kantorovich_plan(p, q, support, *, tie_tolerance: float = 0.0) -> Kantorovic
     """
     coupling = quantile_coupling(p, q, support, tie_tolerance=tie_tolerance)
     points = np.asarray(support, dtype=np.float64)
-    return KantorovichPlan(points, _checks.pmf(p, "p", points.size), _checks.pmf(q, "q", points.size),
-                           np.searchsorted(points, coupling.x), np.searchsorted(points, coupling.y),
-                           coupling.mass, coupling.max_displacement)
+    return KantorovichPlan(
+        points,
+        _checks.pmf(p, "p", points.size),
+        _checks.pmf(q, "q", points.size),
+        np.searchsorted(points, coupling.x),
+        np.searchsorted(points, coupling.y),
+        coupling.mass,
+        coupling.max_displacement,
+    )
 
 
-def plan_sensitivity(plan, support, *, p=None, q=None, mass_tolerance: float = 0.0,
-                     marginal_tolerance: float = 1e-9) -> float:
+def plan_sensitivity(
+    plan, support, *, p=None, q=None, mass_tolerance: float = 0.0, marginal_tolerance: float = 1e-9
+) -> float:
     r"""The sensitivity of any coupling given as a K x K matrix: the largest displacement it uses.
 
     .. math::
@@ -450,8 +464,10 @@ def plan_sensitivity(plan, support, *, p=None, q=None, mass_tolerance: float = 0
             continue
         gap = float(np.max(np.abs(sums - _checks.pmf(pmf, name, support.size))))
         if gap > marginal_tolerance:
-            raise ValueError(f"plan's {label} sums must equal {name} (within marginal_tolerance "
-                             f"{marginal_tolerance!r}): off by up to {gap:.3g}")
+            raise ValueError(
+                f"plan's {label} sums must equal {name} (within marginal_tolerance "
+                f"{marginal_tolerance!r}): off by up to {gap:.3g}"
+            )
     rows, cols = np.nonzero(matrix > mass_tolerance)
     if rows.size == 0:
         raise ValueError("plan must carry mass above mass_tolerance")
@@ -513,7 +529,7 @@ def kantorovich_laplace(plans, epsilon: float, *, relaxed: bool = False, discret
     family = DiscreteLaplace if discrete else Laplace
     if relaxed:
         scale = relaxed_laplace_scale(plans, epsilon)
-        if scale < sensitivity / epsilon:   # equal (up to rounding) when a row or column moves one distance only
+        if scale < sensitivity / epsilon:  # equal (up to rounding) when a row or column moves one distance only
             return family(epsilon, epsilon * scale)
     return family(epsilon, sensitivity)
 
@@ -569,8 +585,9 @@ def _relaxed_rate(distance: np.ndarray, mass: np.ndarray, epsilon: float) -> flo
     raise RuntimeError(f"Theorem 2 root: no rate with a non-positive excess found within {_SEARCH_STEPS} steps")
 
 
-def theorem3_constant(epsilon: float, delta: float, method: str = "bound",
-                      constant: float = CORRECTED_CONSTANT) -> float:
+def theorem3_constant(
+    epsilon: float, delta: float, method: str = "bound", constant: float = CORRECTED_CONSTANT
+) -> float:
     r"""Theorem 3's factor c in theta = c Delta / eps for Gaussian noise and (eps, delta).
 
     (a) ``method="classical"``: c = sqrt(2 ln(1.25 / delta)), for eps < 1. (b) ``method="bound"``:
@@ -600,8 +617,9 @@ def theorem3_constant(epsilon: float, delta: float, method: str = "bound",
     raise ValueError(f"method must be 'classical' or 'bound', got {method!r}")
 
 
-def kantorovich_gaussian(plans, epsilon: float, delta: float, method: str = "bound",
-                         constant: float = CORRECTED_CONSTANT) -> Gaussian:
+def kantorovich_gaussian(
+    plans, epsilon: float, delta: float, method: str = "bound", constant: float = CORRECTED_CONSTANT
+) -> Gaussian:
     r"""Theorem 3: Gaussian noise with standard deviation theta = c max Delta / eps for (eps, delta).
 
     .. math::
@@ -680,10 +698,11 @@ def _laplace_loss(plan: KantorovichPlan, scale: float) -> float:
     with np.errstate(divide="ignore"):
         log_p, log_q = np.log(plan.p), np.log(plan.q)
     rate = 1.0 / scale
-    ranked = np.abs(laplace_mixture_logpdf(log_p, plan.support, rate)
-                    - laplace_mixture_logpdf(log_q, plan.support, rate))
+    ranked = np.abs(
+        laplace_mixture_logpdf(log_p, plan.support, rate) - laplace_mixture_logpdf(log_q, plan.support, rate)
+    )
     count = min(_REEVALUATED, ranked.size)
-    top = np.argpartition(ranked, ranked.size - count)[ranked.size - count:]
+    top = np.argpartition(ranked, ranked.size - count)[ranked.size - count :]
     kernel = -np.abs(plan.support[top, None] - plan.support[None, :]) / scale
     difference = special.logsumexp(kernel + log_p, axis=1) - special.logsumexp(kernel + log_q, axis=1)
     return float(np.max(np.abs(difference)))
@@ -714,8 +733,11 @@ def privacy_delta(plans, mechanism: Gaussian, epsilon: float) -> float:
     epsilon = positive_finite(epsilon, "epsilon")
     worst = 0.0
     for plan in _plans(plans):
-        worst = max(worst, _hockey_stick(plan.p, plan.q, plan.support, mechanism.sigma, epsilon),
-                    _hockey_stick(plan.q, plan.p, plan.support, mechanism.sigma, epsilon))
+        worst = max(
+            worst,
+            _hockey_stick(plan.p, plan.q, plan.support, mechanism.sigma, epsilon),
+            _hockey_stick(plan.q, plan.p, plan.support, mechanism.sigma, epsilon),
+        )
     return worst
 
 
@@ -732,8 +754,10 @@ def _hockey_stick(p: np.ndarray, q: np.ndarray, support: np.ndarray, sigma: floa
     low, high = support[0] - 40 * sigma, support[-1] + 40 * sigma
     points = int(math.ceil((high - low) / sigma * _GRID_PER_SIGMA)) + 1
     if points > _GRID_LIMIT:
-        raise ValueError(f"mechanism: sigma = {sigma!r} is too small against the support's span "
-                         f"{support[-1] - support[0]!r} for the grid audit ({points} > {_GRID_LIMIT} points)")
+        raise ValueError(
+            f"mechanism: sigma = {sigma!r} is too small against the support's span "
+            f"{support[-1] - support[0]!r} for the grid audit ({points} > {_GRID_LIMIT} points)"
+        )
     grid = np.linspace(low, high, points)
     signs = np.concatenate([excess(chunk) for chunk in np.array_split(grid, max(1, grid.size // 4096))]) > 0
     edges = [-math.inf] if signs[0] else []
@@ -749,7 +773,7 @@ def _hockey_stick(p: np.ndarray, q: np.ndarray, support: np.ndarray, sigma: floa
 
 def _interval_mass(weights: np.ndarray, support: np.ndarray, sigma: float, a: float, b: float) -> float:
     """P(a < Y < b) for Y = X + N(0, sigma^2), X ~ weights; each term in its more accurate tail."""
-    right = (a - support) > 0   # the interval lies right of the atom: upper tails, no cancellation
+    right = (a - support) > 0  # the interval lies right of the atom: upper tails, no cancellation
     upper = special.ndtr((support - a) / sigma) - special.ndtr((support - b) / sigma)
     lower = special.ndtr((b - support) / sigma) - special.ndtr((a - support) / sigma)
     return float(np.sum(weights * np.where(right, upper, lower)))
@@ -777,7 +801,7 @@ def smallest_laplace_scale(plans, epsilon: float, *, rtol: float = 1e-9) -> floa
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = [np.abs(np.log(plan.p) - np.log(plan.q))[(plan.p > 0) | (plan.q > 0)] for plan in plans]
     if max(float(ratio.max()) for ratio in ratios) <= epsilon:
-        return 0.0   # X itself is epsilon-indistinguishable: the limit of the loss as the scale goes to 0
+        return 0.0  # X itself is epsilon-indistinguishable: the limit of the loss as the scale goes to 0
     high = max(plan.sensitivity for plan in plans) / epsilon
     return _bisect_scale(lambda scale: max(_laplace_loss(plan, scale) for plan in plans) <= epsilon, high, rtol)
 
@@ -801,10 +825,15 @@ def smallest_gaussian_sigma(plans, epsilon: float, delta: float, *, rtol: float 
     epsilon = positive_finite(epsilon, "epsilon")
     delta = probability(delta, "delta")
     plans = _plans(plans)
-    unnoised = max(max(np.maximum(plan.p - math.exp(epsilon) * plan.q, 0).sum(),
-                       np.maximum(plan.q - math.exp(epsilon) * plan.p, 0).sum()) for plan in plans)
+    unnoised = max(
+        max(
+            np.maximum(plan.p - math.exp(epsilon) * plan.q, 0).sum(),
+            np.maximum(plan.q - math.exp(epsilon) * plan.p, 0).sum(),
+        )
+        for plan in plans
+    )
     if unnoised <= delta:
-        return 0.0   # X itself is (epsilon, delta)-indistinguishable: the limit as sigma goes to 0
+        return 0.0  # X itself is (epsilon, delta)-indistinguishable: the limit as sigma goes to 0
     sensitivity = max(plan.sensitivity for plan in plans)
     high = Gaussian.from_epsilon_delta(epsilon, delta, sensitivity).sigma
     return _bisect_scale(lambda sigma: privacy_delta(plans, Gaussian(sigma), epsilon) <= delta, high, rtol)
@@ -812,14 +841,14 @@ def smallest_gaussian_sigma(plans, epsilon: float, delta: float, *, rtol: float 
 
 def _bisect_scale(enough, high: float, rtol: float) -> float:
     """The smallest scale for which the monotone predicate ``enough`` holds, given that ``high`` passes."""
-    high = raise_until(high, enough)   # a sufficient scale may miss the audit by rounding alone
+    high = raise_until(high, enough)  # a sufficient scale may miss the audit by rounding alone
     low = high / 2
     for _ in range(_SEARCH_STEPS):
         if not enough(low):
             break
         high, low = low, low / 2
     else:
-        return 0.0   # every halving passed: no noise is needed up to the float range
+        return 0.0  # every halving passed: no noise is needed up to the float range
     for _ in range(_SEARCH_STEPS):
         if high - low <= rtol * high:
             return high

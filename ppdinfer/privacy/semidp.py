@@ -133,8 +133,9 @@ def enumerate_datasets(domain_size, n, *, max_datasets=MAX_DATASETS) -> np.ndarr
     limit = positive_int(max_datasets, "max_datasets")
     count = math.comb(n + m - 1, m - 1)
     if count > limit:
-        raise ValueError(f"max_datasets: {n} records over {m} values make {count} datasets, "
-                         f"more than max_datasets = {limit}")
+        raise ValueError(
+            f"max_datasets: {n} records over {m} values make {count} datasets, more than max_datasets = {limit}"
+        )
     bars = np.array(list(itertools.combinations(range(n + m - 1), m - 1)), dtype=np.int64)
     bars = bars.reshape(count, m - 1)
     edges = np.hstack([np.full((count, 1), -1), bars, np.full((count, 1), n + m - 1)])
@@ -221,8 +222,7 @@ def _class_of(classes: dict[Hashable, np.ndarray], t, n) -> np.ndarray:
 def _check_pairs(left: int, right: int, max_pairs) -> None:
     limit = positive_int(max_pairs, "max_pairs")
     if left * right > limit:
-        raise ValueError(f"max_pairs: comparing {left} x {right} conforming datasets exceeds "
-                         f"max_pairs = {limit}")
+        raise ValueError(f"max_pairs: comparing {left} x {right} conforming datasets exceeds max_pairs = {limit}")
 
 
 def _swap_changes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -252,8 +252,7 @@ def _swap_changes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return changes
 
 
-def semi_adjacent_parameter(domain_size, n, invariant, t, *, max_datasets=MAX_DATASETS,
-                            max_pairs=MAX_PAIRS) -> int:
+def semi_adjacent_parameter(domain_size, n, invariant, t, *, max_datasets=MAX_DATASETS, max_pairs=MAX_PAIRS) -> int:
     r"""a(t) of Definition 13: the worst-case fewest changes to swap one individual's value in D_t.
 
     .. math::
@@ -303,8 +302,9 @@ def semi_adjacent_parameter(domain_size, n, invariant, t, *, max_datasets=MAX_DA
     return max(0, int(_swap_changes(conforming, conforming).max()))
 
 
-def semi_adjacent_parameters(domain_size, n, invariant, *, max_datasets=MAX_DATASETS,
-                             max_pairs=MAX_PAIRS) -> dict[Hashable, int]:
+def semi_adjacent_parameters(
+    domain_size, n, invariant, *, max_datasets=MAX_DATASETS, max_pairs=MAX_PAIRS
+) -> dict[Hashable, int]:
     r"""a(t) of Definition 13 for every value t the invariant takes on datasets of ``n`` records.
 
     .. math::
@@ -359,8 +359,9 @@ def semi_adjacent_parameter_from(dataset, invariant, *, max_datasets=MAX_DATASET
     confidential = nonnegative_counts(dataset, "dataset")
     if confidential.ndim != 1 or confidential.sum() < 1:
         raise ValueError(f"dataset must be a histogram (1-D counts) of at least one record, got {dataset!r}")
-    conforming = _conforming(confidential.size, int(confidential.sum()), invariant,
-                             invariant(confidential), max_datasets)
+    conforming = _conforming(
+        confidential.size, int(confidential.sum()), invariant, invariant(confidential), max_datasets
+    )
     _check_pairs(1, len(conforming), max_pairs)
     return max(0, int(_swap_changes(confidential[None, :], conforming).max()))
 
@@ -380,8 +381,9 @@ def theorem16_bound(p) -> int:
     return positive_int(p, "p") + 1
 
 
-def enumerated_sensitivity_space(domain_size, n, invariant, statistic=None, *, t=None, changes=None,
-                                 max_datasets=MAX_DATASETS, max_pairs=MAX_PAIRS) -> SensitivitySpace:
+def enumerated_sensitivity_space(
+    domain_size, n, invariant, statistic=None, *, t=None, changes=None, max_datasets=MAX_DATASETS, max_pairs=MAX_PAIRS
+) -> SensitivitySpace:
     r"""The sensitivity space S of a statistic under an invariant, by enumerating datasets.
 
     .. math::
@@ -448,11 +450,14 @@ def _contingency_shape(r, c, changes) -> tuple[int, int]:
     """Check a table shape and an adjacency for the closed forms of Section 5."""
     r, c = _table_shape(r, c)
     if r < 2 or c < 2:
-        raise ValueError(f"r and c must be at least 2 (a table with one row or column is fixed by its "
-                         f"margins), got {r} x {c}")
+        raise ValueError(
+            f"r and c must be at least 2 (a table with one row or column is fixed by its margins), got {r} x {c}"
+        )
     if positive_int(changes, "changes") not in (2, 3):
-        raise ValueError(f"changes must be 2 or 3 for the closed form, got {changes} "
-                         "(use enumerated_sensitivity_space to enumerate other adjacencies)")
+        raise ValueError(
+            f"changes must be 2 or 3 for the closed form, got {changes} "
+            "(use enumerated_sensitivity_space to enumerate other adjacencies)"
+        )
     return r, c
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from .._validation import finite_array, nonnegative_counts, positive_finite, positive_int, probability
 from .. import _array_checks as _checks
+from .._validation import finite_array, nonnegative_counts, positive_finite, positive_int, probability
 from ..geometry.wasserstein import _coupling_from_logpmf
 
 CLOSENESS_ATOL = 1e-12
@@ -245,11 +245,18 @@ def delta_correlated_counts(n, z0, z1) -> int | np.ndarray:
     except ValueError:
         raise ValueError(f"z0 and z1 must broadcast together, got shapes {z0.shape} and {z1.shape}") from None
     if np.any(z0 > z1):
-        raise ValueError("z0 must not exceed z1 (z0 bounds P(X_i = 1 | X_j = 0) from below, z1 bounds "
-                         "P(X_i = 1 | X_j = 1) from above)")
+        raise ValueError(
+            "z0 must not exceed z1 (z0 bounds P(X_i = 1 | X_j = 0) from below, z1 bounds "
+            "P(X_i = 1 | X_j = 1) from above)"
+        )
     counts = np.arange(n + 1)
     log_ones = stats.binom.logpmf(counts - 1, n - 1, z1.reshape(-1, 1))
     log_zeros = stats.binom.logpmf(counts, n - 1, z0.reshape(-1, 1))
-    delta = np.array([round(_coupling_from_logpmf(log_one, log_zero, counts).max_displacement)
-                      for log_one, log_zero in zip(log_ones, log_zeros)], dtype=np.int64).reshape(z0.shape)
+    delta = np.array(
+        [
+            round(_coupling_from_logpmf(log_one, log_zero, counts).max_displacement)
+            for log_one, log_zero in zip(log_ones, log_zeros)
+        ],
+        dtype=np.int64,
+    ).reshape(z0.shape)
     return int(delta) if delta.ndim == 0 else delta

@@ -8,6 +8,19 @@ from .likelihood import MechanismLogLikelihood
 from .release import Release
 from .sampling import AugmentationWarning, sample
 
-__all__ = ["AugmentationWarning", "ConjugateDirichlet", "ConjugateGamma", "DiscreteGaussian", "DiscreteLaplace", "MechanismLogLikelihood",
-           "PrivacyAugmentation", "Release", "WassersteinNaive", "feasible_total_start", "from_model", "sample",
-           "sample_model", "theta_variable"]
+__all__ = [
+    "AugmentationWarning",
+    "ConjugateDirichlet",
+    "ConjugateGamma",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "MechanismLogLikelihood",
+    "PrivacyAugmentation",
+    "Release",
+    "WassersteinNaive",
+    "feasible_total_start",
+    "from_model",
+    "sample",
+    "sample_model",
+    "theta_variable",
+]

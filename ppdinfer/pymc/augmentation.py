@@ -22,14 +22,25 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pytensor.graph.traversal import ancestors
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, DirichletRV, GammaRV, MultinomialRV, PoissonRV
 
-from ..kernels.augmentation import (BINOMIAL, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, MULTINOMIAL, POISSON, augmentation_sweeps,
-                                    choose_pair,
-                                    log_uniform, pair_local_move, pair_prior_move, seed_moves, site_local_move,
-                                    site_prior_move)
+from ..kernels.augmentation import (
+    BINOMIAL,
+    DIRICHLET_MULTINOMIAL,
+    GAMMA_POISSON,
+    MULTINOMIAL,
+    POISSON,
+    augmentation_sweeps,
+    choose_pair,
+    log_uniform,
+    pair_local_move,
+    pair_prior_move,
+    seed_moves,
+    site_local_move,
+    site_prior_move,
+)
 from ..mechanisms.base import AdditiveNoiseMechanism
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .release import ReleaseRV
@@ -80,8 +91,11 @@ def dependents(model: pm.Model, rv) -> list:
     (['x'], ['y'])
     """
     others = set(model.basic_RVs)
-    return [term for term in (*model.basic_RVs, *model.potentials)
-            if term is not rv and rv in ancestors([term], blockers=others - {term})]
+    return [
+        term
+        for term in (*model.basic_RVs, *model.potentials)
+        if term is not rv and rv in ancestors([term], blockers=others - {term})
+    ]
 
 
 def _separable_release(model, x_rv, children):
@@ -131,14 +145,22 @@ class _ModelLikelihood:
 
     def __init__(self, model, x_rv, children, compile_kwargs):
         self.name = model.rvs_to_values[x_rv].name
-        self._logp = model.compile_fn(model.logp(vars=children), inputs=model.value_vars, on_unused_input="ignore",
-                                      **compile_kwargs)
-        self._releases = [(term.owner.op, term.owner.inputs[2] is x_rv) for term in children
-                          if isinstance(getattr(term.owner, "op", None), ReleaseRV)]
+        self._logp = model.compile_fn(
+            model.logp(vars=children), inputs=model.value_vars, on_unused_input="ignore", **compile_kwargs
+        )
+        self._releases = [
+            (term.owner.op, term.owner.inputs[2] is x_rv)
+            for term in children
+            if isinstance(getattr(term.owner, "op", None), ReleaseRV)
+        ]
         self.noise_sd = None
         # x's one child a release of x itself: call the mechanism's logpdf directly (half the cost of the graph)
         self._direct = None
-        if len(children) == 1 and self._releases == [(children[0].owner.op, True)] and children[0] in model.observed_RVs:
+        if (
+            len(children) == 1
+            and self._releases == [(children[0].owner.op, True)]
+            and children[0] in model.observed_RVs
+        ):
             self._direct = pytensor.function([], model.rvs_to_values[children[0]])
 
     def at(self, point, shape):
@@ -266,8 +288,18 @@ class PrivacyAugmentation(BlockedStep):
         "accept_local": (np.float64, []),
     }
 
-    def __init__(self, vars, *, sweeps: int = 5, collapse: bool = False, model=None, rng=None,
-                 initial_point=None, compile_kwargs=None, blocked=True):
+    def __init__(
+        self,
+        vars,
+        *,
+        sweeps: int = 5,
+        collapse: bool = False,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=True,
+    ):
         model = pm.modelcontext(model)
         if len(vars) != 1:
             raise ValueError(f"{type(self).__name__} updates one latent variable at a time")
@@ -275,8 +307,9 @@ class PrivacyAugmentation(BlockedStep):
         x_rv = model.values_to_rvs[value_var]
         kind = _KINDS.get(type(x_rv.owner.op))
         if kind is None:
-            raise ValueError(f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, "
-                             f"not {type(x_rv.owner.op).__name__}")
+            raise ValueError(
+                f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, not {type(x_rv.owner.op).__name__}"
+            )
         if not isinstance(sweeps, int) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
         children = dependents(model, x_rv)
@@ -287,29 +320,41 @@ class PrivacyAugmentation(BlockedStep):
         self.kind = kind
         separable = _separable_release(model, x_rv, children)
         self.compiled = separable is not None
-        self._likelihood = (_SeparableLikelihood(*separable) if self.compiled
-                            else _ModelLikelihood(model, x_rv, children, compile_kwargs or {}))
+        self._likelihood = (
+            _SeparableLikelihood(*separable)
+            if self.compiled
+            else _ModelLikelihood(model, x_rv, children, compile_kwargs or {})
+        )
         _, _, *params = x_rv.owner.inputs
         self.alpha = None
         if collapse and kind == POISSON:
             conjugate = gamma_poisson_rate(model, x_rv)
             if conjugate is None:
-                raise ValueError(f"collapse=True needs {x_rv.name} ~ Poisson(rate * exposure) with one rate per "
-                                 "coordinate, rate ~ Gamma entering no other part of the model, exposure constant")
+                raise ValueError(
+                    f"collapse=True needs {x_rv.name} ~ Poisson(rate * exposure) with one rate per "
+                    "coordinate, rate ~ Gamma entering no other part of the model, exposure constant"
+                )
             rate_rv, self.exposure = conjugate
-            params = list(rate_rv.owner.inputs[2:])   # the Gamma's shape and scale, read at each step
+            params = list(rate_rv.owner.inputs[2:])  # the Gamma's shape and scale, read at each step
             self.kind = GAMMA_POISSON
         elif collapse:
             theta_rv = params[-1]
-            if kind != MULTINOMIAL or theta_rv.owner is None or not isinstance(theta_rv.owner.op, DirichletRV) \
-                    or multinomial_child(model, theta_rv) is not x_rv:
-                raise ValueError(f"collapse=True needs {x_rv.name} ~ Multinomial(n, theta) with theta ~ Dirichlet "
-                                 "entering no other part of the model")
+            if (
+                kind != MULTINOMIAL
+                or theta_rv.owner is None
+                or not isinstance(theta_rv.owner.op, DirichletRV)
+                or multinomial_child(model, theta_rv) is not x_rv
+            ):
+                raise ValueError(
+                    f"collapse=True needs {x_rv.name} ~ Multinomial(n, theta) with theta ~ Dirichlet "
+                    "entering no other part of the model"
+                )
             self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
             self.kind = DIRICHLET_MULTINOMIAL
         graphs = model.replace_rvs_by_values(params)
-        self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
-                                        **(compile_kwargs or {}))
+        self._params = model.compile_fn(
+            graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
+        )
         self.rng = np.random.default_rng(rng)
 
     def _prior_parameters(self, point, shape):
@@ -337,8 +382,10 @@ class PrivacyAugmentation(BlockedStep):
         x = np.array(point[name], dtype=np.int64, copy=True)
         n, p, prior_sd = self._prior_parameters(point, x.shape)
         if self.kind in _PAIR_KINDS and (np.any(x.sum(axis=-1) != n) or np.any(x < 0)):
-            raise ValueError(f"{name} = {x.tolist()} does not satisfy its total {n.tolist()}: "
-                             "start from a value inside the set the public total allows")
+            raise ValueError(
+                f"{name} = {x.tolist()} does not satisfy its total {n.tolist()}: "
+                "start from a value inside the set the public total allows"
+            )
         likelihood = self._likelihood
         if self.compiled:
             y = likelihood.y()
@@ -353,20 +400,33 @@ class PrivacyAugmentation(BlockedStep):
         rates = np.zeros(2)
         for row in rows:
             cells = x[row].reshape(-1)  # a copy of the row, written back below
-            n_row = np.ascontiguousarray(np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row],
-                                         dtype=float).reshape(-1)
+            n_row = np.ascontiguousarray(
+                np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row], dtype=float
+            ).reshape(-1)
             p_row = np.ascontiguousarray(p[row], dtype=float).reshape(-1)
             scale_row = np.ascontiguousarray(scale[row], dtype=float).reshape(-1)
             seed = int(self.rng.integers(2**31))
             if self.compiled:
-                rates += augmentation_sweeps(self.kind, cells, np.ascontiguousarray(y[row], dtype=float).reshape(-1),
-                                             n_row, p_row, likelihood.rate, likelihood.power, likelihood.norm,
-                                             scale_row, self.sweeps, seed)
+                rates += augmentation_sweeps(
+                    self.kind,
+                    cells,
+                    np.ascontiguousarray(y[row], dtype=float).reshape(-1),
+                    n_row,
+                    p_row,
+                    likelihood.rate,
+                    likelihood.power,
+                    likelihood.norm,
+                    scale_row,
+                    self.sweeps,
+                    seed,
+                )
             else:
                 loglik = self._row_likelihood(point, x, row)
                 if loglik(cells) == -np.inf:
-                    raise ValueError(f"{name} = {x.tolist()} has probability zero given the release: start from "
-                                     "a value the release allows (initvals)")
+                    raise ValueError(
+                        f"{name} = {x.tolist()} has probability zero given the release: start from "
+                        "a value the release allows (initvals)"
+                    )
                 rates += generic_sweeps(self.kind, cells, n_row, p_row, scale_row, self.sweeps, loglik, seed)
             x[row] = cells.reshape(x[row].shape)
         new_point = dict(point)
@@ -389,11 +449,16 @@ class PrivacyAugmentation(BlockedStep):
     def competence(var):
         return Competence.INCOMPATIBLE  # assigned explicitly, never chosen automatically
 
+
 def multinomial_child(model, theta_rv):
     """The one free Multinomial with probabilities theta, if nothing else in the model depends on theta."""
     children = dependents(model, theta_rv)
-    if len(children) == 1 and isinstance(children[0].owner.op, MultinomialRV) \
-            and children[0].owner.inputs[-1] is theta_rv and children[0] in model.free_RVs:
+    if (
+        len(children) == 1
+        and isinstance(children[0].owner.op, MultinomialRV)
+        and children[0].owner.inputs[-1] is theta_rv
+        and children[0] in model.free_RVs
+    ):
         return children[0]
     return None
 
@@ -418,8 +483,11 @@ def gamma_poisson_rate(model, x_rv):
     if not isinstance(x_rv.owner.op, PoissonRV):
         return None
     mu = x_rv.owner.inputs[-1]
-    rates = [rv for rv in ancestors([mu], blockers=set(model.basic_RVs))
-             if rv in model.free_RVs and isinstance(rv.owner.op, GammaRV)]
+    rates = [
+        rv
+        for rv in ancestors([mu], blockers=set(model.basic_RVs))
+        if rv in model.free_RVs and isinstance(rv.owner.op, GammaRV)
+    ]
     if len(rates) != 1 or dependents(model, rates[0]) != [x_rv] or rates[0].type.ndim != x_rv.type.ndim:
         return None
     rate = rates[0]
@@ -488,14 +556,17 @@ class ConjugateGamma(BlockedStep):
         children = dependents(model, rate_rv)
         conjugate = gamma_poisson_rate(model, children[0]) if len(children) == 1 else None
         if conjugate is None or conjugate[0] is not rate_rv:
-            raise ValueError(f"{rate_rv.name} must be the Gamma rate of exactly one Poisson latent x ~ "
-                             "Poisson(rate * exposure), one rate per coordinate, entering no other part of the model")
+            raise ValueError(
+                f"{rate_rv.name} must be the Gamma rate of exactly one Poisson latent x ~ "
+                "Poisson(rate * exposure), one rate per coordinate, entering no other part of the model"
+            )
         self.exposure = conjugate[1]
         self.x_name = model.rvs_to_values[children[0]].name
         self.vars = [value_var]
         graphs = model.replace_rvs_by_values(list(rate_rv.owner.inputs[2:]))  # the Gamma's shape and scale
-        self._params = model.compile_fn(graphs, inputs=model.value_vars, on_unused_input="ignore",
-                                        **(compile_kwargs or {}))
+        self._params = model.compile_fn(
+            graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
+        )
         transform = model.rvs_to_transforms.get(rate_rv)
         rate = pt.tensor("rate", dtype="float64", shape=(None,) * rate_rv.type.ndim)
         self._forward = pytensor.function([rate], transform.forward(rate) if transform is not None else rate)
@@ -558,8 +629,10 @@ class ConjugateDirichlet(BlockedStep):
         self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
         child = multinomial_child(model, theta_rv)
         if child is None:
-            raise ValueError(f"{theta_rv.name} must be the probability vector of exactly one latent Multinomial "
-                             "and enter no other part of the model")
+            raise ValueError(
+                f"{theta_rv.name} must be the probability vector of exactly one latent Multinomial "
+                "and enter no other part of the model"
+            )
         self.x_name = model.rvs_to_values[child].name
         self.vars = [value_var]
         transform = model.rvs_to_transforms.get(theta_rv)

@@ -112,8 +112,7 @@ def lattice_l2_draws(mu, epsilon, sigma, size, rng) -> np.ndarray:
     max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))
     out = np.empty_like(centres)
     for row, centre in enumerate(centres):
-        out[row] = wem_chains(centre, NAIVE, 2, rate, np.zeros(1), max_step, WEM_SWEEPS, 1,
-                              int(rng.integers(2**31)))[0]
+        out[row] = wem_chains(centre, NAIVE, 2, rate, np.zeros(1), max_step, WEM_SWEEPS, 1, int(rng.integers(2**31)))[0]
     return out.reshape(shape)
 
 
@@ -132,9 +131,11 @@ class _IntegerRelease(Discrete):
         if observed is not None:
             values = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
             if np.issubdtype(values.dtype, np.number) and np.any(values != np.round(values)):
-                raise ValueError(f"{cls.__name__} {name!r} releases integers, but observed holds non-integer values "
-                                 f"(e.g. {values[values != np.round(values)].flat[0]!r}): use ppdinfer.pymc.Release "
-                                 "with a continuous mechanism for a real-valued release")
+                raise ValueError(
+                    f"{cls.__name__} {name!r} releases integers, but observed holds non-integer values "
+                    f"(e.g. {values[values != np.round(values)].flat[0]!r}): use ppdinfer.pymc.Release "
+                    "with a continuous mechanism for a real-valued release"
+                )
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
 
@@ -188,8 +189,11 @@ def discrete_gaussian_log_normalizer(sigma):
     safe_small = pt.minimum(sigma, 1.0)
     direct = pt.log1p(2 * pt.sum(pt.exp(-(_DIRECT_TERMS**2) / (2 * safe_small[..., None] ** 2)), axis=-1))
     safe_large = pt.maximum(sigma, 1.0)
-    dual = (0.5 * np.log(2 * np.pi) + pt.log(safe_large)
-            + pt.log1p(2 * pt.sum(pt.exp(-2 * np.pi**2 * safe_large[..., None] ** 2 * _DUAL_TERMS**2), axis=-1)))
+    dual = (
+        0.5 * np.log(2 * np.pi)
+        + pt.log(safe_large)
+        + pt.log1p(2 * pt.sum(pt.exp(-2 * np.pi**2 * safe_large[..., None] ** 2 * _DUAL_TERMS**2), axis=-1))
+    )
     return pt.switch(pt.lt(sigma, 1.0), direct, dual)
 
 

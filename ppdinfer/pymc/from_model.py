@@ -74,8 +74,11 @@ def from_model(model: PPDModel, y, z=None) -> pm.Model:
     theta_name = model.unit_name if model.blocks else theta_variable(model)  # a hierarchical theta: its units
     x_name = model.x_name
     shapes = {**(model.blocks or {theta_name: theta_shape}), x_name: x_shape}
-    coords = {dim: labels.get(dim, np.arange(size)) for name, names in dims.items()
-              for dim, size in zip(names, shapes.get(name, ()), strict=True)}
+    coords = {
+        dim: labels.get(dim, np.arange(size))
+        for name, names in dims.items()
+        for dim, size in zip(names, shapes.get(name, ()), strict=True)
+    }
     with pm.Model(coords=coords) as twin:
         theta = _prior_variable(model.prior, theta_name, z, dims.get(theta_name), model.names)
         if model.blocks is None and len(model.names) > 1:  # named components of a vector theta, as the exact
@@ -106,8 +109,10 @@ def theta_variable(model: PPDModel) -> str:
     for candidate in ("theta", "theta_vector"):
         if candidate not in (*model.names, model.x_name):
             return candidate
-    raise ValueError(f"names {model.names} and x_name {model.x_name!r} take both 'theta' and 'theta_vector', "
-                     "the names from_model gives the vector of theta's components; rename one")
+    raise ValueError(
+        f"names {model.names} and x_name {model.x_name!r} take both 'theta' and 'theta_vector', "
+        "the names from_model gives the vector of theta's components; rename one"
+    )
 
 
 def _prior_variable(prior, name, z, dims, names=()):
@@ -115,8 +120,10 @@ def _prior_variable(prior, name, z, dims, names=()):
     being ``name``, the unit block) first, then the unit vector given them."""
     size = {"dims": dims} if dims else {"shape": prior.units} if getattr(prior, "units", None) else {}
     if isinstance(prior, priors.Hierarchical):
-        hyper = [_prior_variable(hyperprior, hyper_name, z, None)
-                 for hyper_name, hyperprior in zip(names[:-1], prior.hyperpriors.values(), strict=True)]
+        hyper = [
+            _prior_variable(hyperprior, hyper_name, z, None)
+            for hyper_name, hyperprior in zip(names[:-1], prior.hyperpriors.values(), strict=True)
+        ]
         family = pm.Gamma if isinstance(prior, priors.HierarchicalGamma) else pm.Beta
         alpha, beta = prior.unit_parameters(*hyper)
         return family(name, alpha=alpha, beta=beta, **size)
@@ -126,8 +133,10 @@ def _prior_variable(prior, name, z, dims, names=()):
         return pm.Gamma(name, alpha=prior.shape, beta=prior.rate, **size)
     if isinstance(prior, priors.Dirichlet):
         return pm.Dirichlet(name, a=prior.concentration_vector(z), dims=dims)
-    raise ValueError("from_model supports HierarchicalGamma, HierarchicalBeta and the priors Beta, Gamma and "
-                     f"Dirichlet, not {type(prior).__name__}")
+    raise ValueError(
+        "from_model supports HierarchicalGamma, HierarchicalBeta and the priors Beta, Gamma and "
+        f"Dirichlet, not {type(prior).__name__}"
+    )
 
 
 def _data_variable(simulate, name, theta, y, z, shape, dims):
@@ -142,8 +151,10 @@ def _data_variable(simulate, name, theta, y, z, shape, dims):
     if isinstance(simulate, generators.MultinomialTotal):
         total = simulate.total(z)
         return pm.Multinomial(name, n=total, p=theta, dims=dims, initval=feasible_total_start(y, total))
-    raise ValueError("from_model supports the data models Binomial, Poisson and MultinomialTotal, "
-                     f"not {getattr(simulate, '__name__', type(simulate).__name__)}")
+    raise ValueError(
+        "from_model supports the data models Binomial, Poisson and MultinomialTotal, "
+        f"not {getattr(simulate, '__name__', type(simulate).__name__)}"
+    )
 
 
 def feasible_total_start(y, total: int) -> np.ndarray:
@@ -167,8 +178,10 @@ def feasible_total_start(y, total: int) -> np.ndarray:
 
 def _check_scalar(theta, generator: str) -> None:
     if theta.type.ndim > 1:
-        raise ValueError(f"the {generator} data model needs a scalar theta or one per unit (a Beta or Gamma prior, "
-                         "per unit or hierarchical)")
+        raise ValueError(
+            f"the {generator} data model needs a scalar theta or one per unit (a Beta or Gamma prior, "
+            "per unit or hierarchical)"
+        )
 
 
 def sample_model(model: PPDModel, y, z=None, *, sweeps: int = 5, conjugate: bool = True, **kwargs):

@@ -101,5 +101,5 @@ class _CentralDifference(Op):
         steps = 1e-6 * np.maximum(1.0, np.abs(x)).reshape(-1)
         shifts = np.diag(steps).reshape(x.size, *x.shape)
         values = self.likelihood.loglik(y, np.concatenate([x + shifts, x - shifts]))
-        forward, backward = values[: x.size], values[x.size:]
+        forward, backward = values[: x.size], values[x.size :]
         outputs[0][0] = ((forward - backward) / (2 * steps)).reshape(x.shape).astype(node.outputs[0].dtype)

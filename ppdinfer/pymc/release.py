@@ -55,7 +55,7 @@ class ReleaseRV(RandomVariable):
 
     def rng_fn(self, rng, x, size):
         x = np.asarray(x)
-        event = x.shape[x.ndim - self.ndim_supp:]
+        event = x.shape[x.ndim - self.ndim_supp :]
         batch = x.shape[: x.ndim - self.ndim_supp] if size is None else tuple(size)
         rows = np.broadcast_to(x, (*batch, *event)).reshape(-1, *event)
         draws = [self.mechanism.release(row, self.z, random_seed=rng) for row in rows]
@@ -145,8 +145,10 @@ def _check_release(name: str, mechanism, x, observed) -> None:
     if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)):
         raise ValueError(f"Release {name!r}: observed must be finite numbers, got {y!r}")
     if getattr(mechanism, "discrete", False) and np.any(y != np.round(y)):
-        raise ValueError(f"Release {name!r}: the discrete mechanism {mechanism!r} releases integers, "
-                         f"but observed holds non-integer values (e.g. {y[y != np.round(y)].flat[0]!r})")
+        raise ValueError(
+            f"Release {name!r}: the discrete mechanism {mechanism!r} releases integers, "
+            f"but observed holds non-integer values (e.g. {y[y != np.round(y)].flat[0]!r})"
+        )
     x = pt.as_tensor_variable(x)
     try:
         x_shape = tuple(int(n) for n in x.shape.eval())

@@ -7,8 +7,15 @@ import warnings
 import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
-from .augmentation import (_KINDS, ConjugateDirichlet, ConjugateGamma, PrivacyAugmentation, dependents, gamma_poisson_rate,
-                           multinomial_child)
+from .augmentation import (
+    _KINDS,
+    ConjugateDirichlet,
+    ConjugateGamma,
+    PrivacyAugmentation,
+    dependents,
+    gamma_poisson_rate,
+    multinomial_child,
+)
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .release import ReleaseRV
 
@@ -69,18 +76,25 @@ def privacy_latents(model: pm.Model) -> list:
         if type(rv.owner.op) in _KINDS:
             latents.append(rv)
             continue
-        releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [t.name for t in observed]
-        warnings.warn(f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
-                      f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
-                      "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
-                      "Poisson, Binomial or Multinomial prior", AugmentationWarning, stacklevel=3)
+        releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [
+            t.name for t in observed
+        ]
+        warnings.warn(
+            f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
+            f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
+            "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
+            "Poisson, Binomial or Multinomial prior",
+            AugmentationWarning,
+            stacklevel=3,
+        )
     return latents
 
 
 def conjugate_dirichlets(model: pm.Model) -> list:
     """Free Dirichlet variables that are the probabilities of exactly one free Multinomial."""
-    return [rv for rv in model.free_RVs
-            if isinstance(rv.owner.op, DirichletRV) and multinomial_child(model, rv) is not None]
+    return [
+        rv for rv in model.free_RVs if isinstance(rv.owner.op, DirichletRV) and multinomial_child(model, rv) is not None
+    ]
 
 
 def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, **kwargs):
@@ -114,8 +128,11 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     model = pm.modelcontext(model)
     with model:
         latents = privacy_latents(model)
-        dirichlets = {child: rv for rv in (conjugate_dirichlets(model) if conjugate else [])
-                      if (child := multinomial_child(model, rv)) in latents}
+        dirichlets = {
+            child: rv
+            for rv in (conjugate_dirichlets(model) if conjugate else [])
+            if (child := multinomial_child(model, rv)) in latents
+        }
         gammas = {x: found[0] for x in latents if conjugate and (found := gamma_poisson_rate(model, x)) is not None}
         collapsible = set(dirichlets) | set(gammas)
         steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in latents]

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..._validation import finite_array, probability
 from ... import _array_checks as _checks
+from ..._validation import finite_array, probability
 
 __all__ = ["DiscreteLaw", "DistributionFamily", "GaussianLaw"]
 
@@ -191,6 +191,7 @@ class DistributionFamily:
         """The laws, after checking each is of ``kind`` (DiscreteLaw or GaussianLaw, as a mechanism needs)."""
         for label, law in self.laws.items():
             if not isinstance(law, kind):
-                raise ValueError(f"laws[{label!r}] must be a {kind.__name__} for this mechanism, "
-                                 f"got {type(law).__name__}")
+                raise ValueError(
+                    f"laws[{label!r}] must be a {kind.__name__} for this mechanism, got {type(law).__name__}"
+                )
         return self.laws

@@ -52,11 +52,25 @@ from .noise import RANK_TOLERANCE, CorrelatedGaussian
 from .transport import closeness_radius, wasserstein_inf
 
 __all__ = [
-    "DistributionPrivacyWarning", "Guarantee", "approximate_wasserstein_mechanism", "classical_constant",
-    "concentration_radius", "directional_gaussian", "directional_laplace", "eigenvector_gaussian",
-    "expected_value_gaussian", "expected_value_laplace", "mahalanobis_distances", "mahalanobis_limit",
-    "mean_direction", "misspecified_guarantee", "noiseless_release_is_private", "release_delta",
-    "wasserstein_correction", "wasserstein_mechanism", "wasserstein_sensitivity",
+    "DistributionPrivacyWarning",
+    "Guarantee",
+    "approximate_wasserstein_mechanism",
+    "classical_constant",
+    "concentration_radius",
+    "directional_gaussian",
+    "directional_laplace",
+    "eigenvector_gaussian",
+    "expected_value_gaussian",
+    "expected_value_laplace",
+    "mahalanobis_distances",
+    "mahalanobis_limit",
+    "mean_direction",
+    "misspecified_guarantee",
+    "noiseless_release_is_private",
+    "release_delta",
+    "wasserstein_correction",
+    "wasserstein_mechanism",
+    "wasserstein_sensitivity",
 ]
 
 CALIBRATIONS = ("analytic", "classical")
@@ -257,7 +271,9 @@ def mahalanobis_limit(epsilon: float, delta: float, calibration: str = "analytic
             f"calibration='classical' (c = sqrt(2 ln(1.25 / delta))) is proved for epsilon < 1 only; at "
             f"epsilon = {epsilon:g} the release need not be (epsilon, delta)-private (at epsilon = 10 and "
             f"delta = 1e-3 the actual delta is 3.4e-3). Use calibration='analytic'.",
-            DistributionPrivacyWarning, stacklevel=3)
+            DistributionPrivacyWarning,
+            stacklevel=3,
+        )
     return epsilon / classical_constant(delta)
 
 
@@ -309,8 +325,10 @@ def mean_direction(family, direction=None) -> np.ndarray:
     off = np.linalg.norm(differences - np.outer(differences @ direction, direction), axis=1)
     bad = np.flatnonzero(off > GEOMETRY_TOLERANCE * np.maximum(norms, 1e-300))
     if bad.size:
-        raise ValueError(f"direction: the mean difference of pair {family.pairs[bad[0]]!r} is not parallel to "
-                         f"v = {direction.round(6)!r}; the directional mechanisms need every mu_i - mu_j parallel to v")
+        raise ValueError(
+            f"direction: the mean difference of pair {family.pairs[bad[0]]!r} is not parallel to "
+            f"v = {direction.round(6)!r}; the directional mechanisms need every mu_i - mu_j parallel to v"
+        )
     return direction
 
 
@@ -365,18 +383,20 @@ def mahalanobis_distances(family, noise_covariance=None) -> np.ndarray:
     laws = _family(family)._laws_of(GaussianLaw)
     noise = _noise(noise_covariance, family.dim)
     distances = []
-    for (i, j), difference in zip(family.pairs, family.mean_differences()):
+    for (i, _), difference in zip(family.pairs, family.mean_differences()):
         try:
             factor = linalg.cho_factor(laws[i].covariance + noise)
         except linalg.LinAlgError:
-            raise ValueError(f"the covariance of theta = {i!r} plus the noise covariance must be "
-                             "positive definite") from None
+            raise ValueError(
+                f"the covariance of theta = {i!r} plus the noise covariance must be positive definite"
+            ) from None
         distances.append(math.sqrt(max(float(difference @ linalg.cho_solve(factor, difference)), 0.0)))
     return np.array(distances)
 
 
-def noiseless_release_is_private(family, epsilon: float, delta: float, calibration: str = "analytic",
-                                 noise_covariance=None) -> bool:
+def noiseless_release_is_private(
+    family, epsilon: float, delta: float, calibration: str = "analytic", noise_covariance=None
+) -> bool:
     r"""Theorem 4.4 (Corollary A.1 with noise covariance C): is F (+ N(0, C)) (eps, delta)-private?
 
     .. math::
@@ -399,8 +419,9 @@ def noiseless_release_is_private(family, epsilon: float, delta: float, calibrati
     return bool(np.all(mahalanobis_distances(family, noise_covariance) <= limit))
 
 
-def eigenvector_gaussian(family, epsilon: float, delta: float, calibration: str = "analytic",
-                         basis=None) -> CorrelatedGaussian:
+def eigenvector_gaussian(
+    family, epsilon: float, delta: float, calibration: str = "analytic", basis=None
+) -> CorrelatedGaussian:
     r"""EigM(G), Theorem 4.5: y = F + N(0, sum_k sigma_k^2 v_k v_k^T) along shared eigenvectors v_k.
 
     .. math::
@@ -430,8 +451,9 @@ def eigenvector_gaussian(family, epsilon: float, delta: float, calibration: str 
     (18.52, 3.52)
     """
     laws = _family(family)._laws_of(GaussianLaw)
-    target = (_positive_sensitivity(family.mean_distance(2), "Delta_{E,2}")
-              / mahalanobis_limit(epsilon, delta, calibration)) ** 2
+    target = (
+        _positive_sensitivity(family.mean_distance(2), "Delta_{E,2}") / mahalanobis_limit(epsilon, delta, calibration)
+    ) ** 2
     if basis is None:
         basis = np.linalg.eigh(np.mean([law.covariance for law in laws.values()], axis=0))[1]
     basis = finite_array(basis, "basis")
@@ -445,12 +467,16 @@ def eigenvector_gaussian(family, epsilon: float, delta: float, calibration: str 
             warnings.warn(
                 f"the basis does not diagonalize the covariance of theta = {label!r}: min eig(Sigma + C) is below "
                 f"(Delta_E2 / m*)^2 = {target:.6g}, so Theorem 4.5 does not apply; audit the release with "
-                "release_delta or bound it with misspecified_guarantee", DistributionPrivacyWarning, stacklevel=2)
+                "release_delta or bound it with misspecified_guarantee",
+                DistributionPrivacyWarning,
+                stacklevel=2,
+            )
     return CorrelatedGaussian(covariance)
 
 
-def directional_gaussian(family, epsilon: float, delta: float, calibration: str = "analytic",
-                         direction=None) -> CorrelatedGaussian:
+def directional_gaussian(
+    family, epsilon: float, delta: float, calibration: str = "analytic", direction=None
+) -> CorrelatedGaussian:
     r"""DauM(G), Algorithm 1: y = F + N(0, sigma^2 v v^T), sigma^2 in closed form or from the exact audit.
 
     The smallest sigma^2 making Sigma_i + (sigma^2 - (alpha_ij / m*)^2) v v^T positive
@@ -536,7 +562,10 @@ def directional_gaussian(family, epsilon: float, delta: float, calibration: str 
                 f"DauM's calibration assumes Sigma_i = Sigma_j in each pair, but theta = {unequal[0][0]!r} and "
                 f"{unequal[0][1]!r} have different covariances: the release's actual delta at epsilon = {epsilon:g} "
                 f"is {actual:.3g}, not {delta:g} (release_delta audits it). Use calibration='audited' for noise "
-                "calibrated to the per-secret covariances.", DistributionPrivacyWarning, stacklevel=2)
+                "calibrated to the per-secret covariances.",
+                DistributionPrivacyWarning,
+                stacklevel=2,
+            )
     return mechanism
 
 
@@ -569,21 +598,32 @@ def _audited_variance(family, epsilon: float, delta: float, direction: np.ndarra
 
     if meets(0.0):
         return 0.0
-    across = np.linalg.svd(line)[0][:, 1:]        # an orthonormal basis of the complement of v
+    across = np.linalg.svd(line)[0][:, 1:]  # an orthonormal basis of the complement of v
     floor = 0.0
     if across.shape[1]:
-        floor = release_delta(DistributionFamily(
-            {label: GaussianLaw(across.T @ law.mean, across.T @ law.covariance @ across)
-             for label, law in family.laws.items()}, family.pairs), None, epsilon)
+        floor = release_delta(
+            DistributionFamily(
+                {
+                    label: GaussianLaw(across.T @ law.mean, across.T @ law.covariance @ across)
+                    for label, law in family.laws.items()
+                },
+                family.pairs,
+            ),
+            None,
+            epsilon,
+        )
     if floor >= target:
         raise ValueError(
             f"delta = {delta:g} cannot be met at epsilon = {epsilon:g} with noise along v alone: the secrets' laws "
             f"differ across v (their covariances), and even unbounded noise along v leaves delta = {floor:.3g}. "
-            "Add noise across v as well (eigenvector_gaussian, audited with release_delta) or ask for a larger delta")
-    high = max(_closed_form_variance(family, direction, mahalanobis_limit(epsilon, delta)),
-               1e-12 * max(float(direction @ law.covariance @ direction) for law in family.laws.values()))
+            "Add noise across v as well (eigenvector_gaussian, audited with release_delta) or ask for a larger delta"
+        )
+    high = max(
+        _closed_form_variance(family, direction, mahalanobis_limit(epsilon, delta)),
+        1e-12 * max(float(direction @ law.covariance @ direction) for law in family.laws.values()),
+    )
     start, low = high, high / 2
-    while meets(low):                # the exact answer is often near the closed form: bracket it from there
+    while meets(low):  # the exact answer is often near the closed form: bracket it from there
         low, high = low / 2, low
         if low < 1e-12 * start:
             low = 0.0
@@ -660,17 +700,18 @@ def release_delta(family, noise_covariance, epsilon: float) -> float:
     worst = 0.0
     for (i, j), distance in zip(family.pairs, distances):
         if _shared_covariance(laws[i], laws[j]):
-            pair = gaussian_delta(1.0, epsilon, distance) if distance > 0 else 0.0   # = gdp_delta(m, epsilon)
+            pair = gaussian_delta(1.0, epsilon, distance) if distance > 0 else 0.0  # = gdp_delta(m, epsilon)
         else:
-            pair = _hockey_stick(laws[i].mean, laws[i].covariance + noise, laws[j].mean, laws[j].covariance + noise,
-                                 epsilon, j)
+            pair = _hockey_stick(
+                laws[i].mean, laws[i].covariance + noise, laws[j].mean, laws[j].covariance + noise, epsilon, j
+            )
         worst = max(worst, pair)
     return worst
 
 
 def _hockey_stick(mean_i, cov_i, mean_j, cov_j, epsilon: float, label_j) -> float:
     """sup_S P_i(S) - e^eps P_j(S) for P = N(mean, cov), cov_i positive definite: the contour integral."""
-    unwhiten = np.linalg.inv(np.linalg.cholesky(cov_i))       # small m x m: cheaper than triangular solves
+    unwhiten = np.linalg.inv(np.linalg.cholesky(cov_i))  # small m x m: cheaper than triangular solves
     whitened = unwhiten @ cov_j @ unwhiten.T
     lam, rotation = np.linalg.eigh((whitened + whitened.T) / 2)
     if lam.min() <= RANK_TOLERANCE * lam.max():
@@ -681,7 +722,7 @@ def _hockey_stick(mean_i, cov_i, mean_j, cov_j, epsilon: float, label_j) -> floa
     curved = np.abs(lam - 1) > 1e-12
     frequency = float(np.sum(e2[curved] / (2 * (lam[curved] - 1))) + log_lam.sum() / 2) - epsilon
     if np.all(lam >= 1) and not np.any(e2[~curved] > 0) and frequency <= 0:
-        return 0.0                      # frequency + epsilon = sup L: the loss never exceeds epsilon
+        return 0.0  # frequency + epsilon = sup L: the loss never exceeds epsilon
 
     def exponent(s):
         """log M(s) - s eps - log(s (s + 1)), for complex s of any shape."""
@@ -696,15 +737,24 @@ def _hockey_stick(mean_i, cov_i, mean_j, cov_j, epsilon: float, label_j) -> floa
         s = np.asarray(s)
         a = 1 + s[..., None]
         d = 1 + a * (lam - 1)
-        return (np.sum(e2 * ((2 * a - 1) / (2 * d) - a * (a - 1) * (lam - 1) / (2 * d**2)) - (lam - 1) / (2 * d)
-                       + log_lam / 2, axis=-1) - epsilon - (2 * s + 1) / (s * (s + 1)))
+        return (
+            np.sum(
+                e2 * ((2 * a - 1) / (2 * d) - a * (a - 1) * (lam - 1) / (2 * d**2)) - (lam - 1) / (2 * d) + log_lam / 2,
+                axis=-1,
+            )
+            - epsilon
+            - (2 * s + 1) / (s * (s + 1))
+        )
 
-    below = lam < 1                     # M(c) is finite for c < lam / (1 - lam)
+    below = lam < 1  # M(c) is finite for c < lam / (1 - lam)
     c_max = min(float(np.min(lam[below] / (1 - lam[below]))) * (1 - 1e-9) if below.any() else np.inf, 1e8)
     # the saddle point: exponent(c) is convex on (0, c_max) and its minimum the Chernoff bound
-    saddle = optimize.minimize_scalar(lambda u: float(exponent(math.exp(u)).real),
-                                      bounds=(math.log(1e-10), math.log(c_max)), method="bounded",
-                                      options={"xatol": 1e-10})
+    saddle = optimize.minimize_scalar(
+        lambda u: float(exponent(math.exp(u)).real),
+        bounds=(math.log(1e-10), math.log(c_max)),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     c = math.exp(saddle.x)
     peak = float(exponent(c).real)
     step = 1e-4 * c
@@ -720,19 +770,23 @@ def _hockey_stick(mean_i, cov_i, mean_j, cov_j, epsilon: float, label_j) -> floa
         end *= 2
     first = min(width, c) / 4
     edges = np.geomspace(first, end, max(int(math.log(end / first) / math.log(1.1)), 1) + 1)
-    rate = np.abs(slope(c + 1j * edges).real)        # how fast the integrand turns there
+    rate = np.abs(slope(c + 1j * edges).real)  # how fast the integrand turns there
     rate = np.maximum(rate[:-1], rate[1:])
-    finer = [np.linspace(a, b, min(math.ceil((b - a) * r), 10_000) + 1)
-             for a, b, r in zip(edges[:-1], edges[1:], rate) if (b - a) * r > 1]
+    finer = [
+        np.linspace(a, b, min(math.ceil((b - a) * r), 10_000) + 1)
+        for a, b, r in zip(edges[:-1], edges[1:], rate)
+        if (b - a) * r > 1
+    ]
     edges = np.unique(np.concatenate([[0.0], edges, *finer]))
     half = np.diff(edges)[:, None] / 2
     total = float(np.sum(half * _WEIGHTS * integrand(edges[:-1, None] + half * (_NODES + 1)).real))
     if abs(integrand(end)) * end > 1e-13:
         if abs(frequency) * end > 1:
-            smooth = lambda t: integrand(t) * np.exp(-1j * frequency * t)   # noqa: E731
-            total += (integrate.quad(lambda t: smooth(t).real, end, np.inf, weight="cos", wvar=frequency, limlst=200)[0]
-                      - integrate.quad(lambda t: smooth(t).imag, end, np.inf, weight="sin", wvar=frequency,
-                                       limlst=200)[0])
+            smooth = lambda t: integrand(t) * np.exp(-1j * frequency * t)  # noqa: E731
+            total += (
+                integrate.quad(lambda t: smooth(t).real, end, np.inf, weight="cos", wvar=frequency, limlst=200)[0]
+                - integrate.quad(lambda t: smooth(t).imag, end, np.inf, weight="sin", wvar=frequency, limlst=200)[0]
+            )
         else:
             total += integrate.quad(lambda t: integrand(t).real, end, np.inf, limit=2000)[0]
     return min(max(0.0, math.exp(peak) * total / math.pi), 1.0)

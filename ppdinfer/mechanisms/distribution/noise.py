@@ -99,7 +99,7 @@ class CorrelatedGaussian(Mechanism):
         w = offsets @ self.basis
         residual = np.linalg.norm(offsets - w @ self.basis.T, axis=1)
         magnitude = np.maximum(np.linalg.norm(x.reshape(-1, self.dim), axis=1), np.linalg.norm(y))
-        inside = residual <= SPAN_TOLERANCE * np.maximum(1.0, magnitude)   # y - x is rounded to about 1e-16 of it
+        inside = residual <= SPAN_TOLERANCE * np.maximum(1.0, magnitude)  # y - x is rounded to about 1e-16 of it
         values = self.log_bound(size=self.dim) - 0.5 * (w**2 / self.variances).sum(axis=1)
         return np.where(inside, values, -np.inf)
 

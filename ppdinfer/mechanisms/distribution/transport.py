@@ -51,12 +51,19 @@ def _flow(a: DiscreteLaw, b: DiscreteLaw, allowed: np.ndarray) -> float:
     if n_edges == 0:
         return 0.0
     edges = np.arange(n_edges)
-    constraints = sparse.vstack([
-        sparse.csr_matrix((np.ones(n_edges), (rows, edges)), shape=(a.weights.size, n_edges)),
-        sparse.csr_matrix((np.ones(n_edges), (cols, edges)), shape=(b.weights.size, n_edges)),
-    ])
-    result = optimize.linprog(-np.ones(n_edges), A_ub=constraints, b_ub=np.concatenate([a.weights, b.weights]),
-                              bounds=(0, None), method="highs")
+    constraints = sparse.vstack(
+        [
+            sparse.csr_matrix((np.ones(n_edges), (rows, edges)), shape=(a.weights.size, n_edges)),
+            sparse.csr_matrix((np.ones(n_edges), (cols, edges)), shape=(b.weights.size, n_edges)),
+        ]
+    )
+    result = optimize.linprog(
+        -np.ones(n_edges),
+        A_ub=constraints,
+        b_ub=np.concatenate([a.weights, b.weights]),
+        bounds=(0, None),
+        method="highs",
+    )
     if result.status != 0:
         raise RuntimeError(f"the transport linear program failed: {result.message}")
     return float(-result.fun)
@@ -136,5 +143,5 @@ def wasserstein_inf(a, b) -> float:
     support, where = np.unique(np.concatenate([a.points[:, 0], b.points[:, 0]]), return_inverse=True)
     p, q = np.zeros(support.size), np.zeros(support.size)
     np.add.at(p, where[: a.weights.size], a.weights)
-    np.add.at(q, where[a.weights.size:], b.weights)
+    np.add.at(q, where[a.weights.size :], b.weights)
     return w_inf(p, q, support)
