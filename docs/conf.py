@@ -71,6 +71,7 @@ html_title = f"ppdinfer {release}"
 ppd_public_modules = [
     "ppdinfer",
     "ppdinfer.inference",
+    "ppdinfer.frequentist",
     "ppdinfer.mechanisms",
     "ppdinfer.mechanisms.distribution",
     "ppdinfer.priors",

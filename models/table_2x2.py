@@ -17,7 +17,7 @@ over a grid of equal prior mass.
 The noise. By default the discrete Laplace noise above (an integer release). With
 ``noise="tulap"`` the release is the continuous U = n11 + T, T ~ Tulap(epsilon), the canonical
 noise of f_{eps,0}: the eps-Semi-DP release of Cho & Awan's Theorem 37, whose frequentist test is
-``ppdinfer.inference.odds_ratio_test``; this model is its Bayesian twin, the posterior of psi
+``ppdinfer.frequentist.odds_ratio``; this model is its Bayesian twin, the posterior of psi
 given U and the margins. Any other mechanism for one value can be passed as ``noise`` (for
 instance ``CanonicalNoise.gaussian(mu)``, the mu-GDP canonical noise). Every sampler works
 with any of them: the likelihood is the mechanism's ``logpdf``, x is summed exactly over its

@@ -4,35 +4,35 @@ A release mechanism is both a sampler and a likelihood; a model is the triple
 (prior, data model, mechanism); samplers return ArviZ-style ``xarray.DataTree`` results.
 """
 
-from . import datasets, generators, interop, invariants, mechanisms, priors, privacy, projection
+from . import datasets, frequentist, generators, interop, invariants, mechanisms, priors, privacy, projection
+from .frequentist import binomial_interval, binomial_test, odds_ratio_power, odds_ratio_test
 from .inference import (
     BudgetWarning,
     ImportanceWarning,
-    MonteCarloSecretPosterior,
     PPDModel,
     SBCResult,
     exact_posterior,
     exchange_sample,
     importance_sample,
     load,
-    odds_ratio_power,
-    odds_ratio_test,
     plot_posterior_predictive,
-    plot_prior_posterior_odds,
-    posterior_odds_ratio,
     posterior_predictive,
     posterior_predictive_pvalue,
     rejection_sample,
     resample,
     save,
     sbc,
-    secret_log_likelihood,
-    secret_posterior,
-    secret_posterior_mc,
     summary,
     weighted_mean,
 )
-from .inference.binomial_tests import binomial_interval, binomial_test
+from .privacy import (
+    MonteCarloSecretPosterior,
+    plot_prior_posterior_odds,
+    posterior_odds_ratio,
+    secret_log_likelihood,
+    secret_posterior,
+    secret_posterior_mc,
+)
 
 __version__ = "0.1.0"
 
@@ -47,6 +47,7 @@ __all__ = [
     "datasets",
     "exact_posterior",
     "exchange_sample",
+    "frequentist",
     "generators",
     "interop",
     "importance_sample",

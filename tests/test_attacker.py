@@ -15,17 +15,17 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 import ppdinfer as pp
-from ppdinfer.inference.attacker import (
+from ppdinfer.mechanisms import DiscreteLaplace, Gaussian, Laplace, Mechanism
+from ppdinfer.models import pufferfish_secret
+from ppdinfer.priors import Categorical
+from ppdinfer.privacy import w_inf
+from ppdinfer.privacy.attacker import (
     plot_prior_posterior_odds,
     posterior_odds_ratio,
     secret_log_likelihood,
     secret_posterior,
     secret_posterior_mc,
 )
-from ppdinfer.mechanisms import DiscreteLaplace, Gaussian, Laplace, Mechanism
-from ppdinfer.models import pufferfish_secret
-from ppdinfer.priors import Categorical
-from ppdinfer.privacy import w_inf
 
 # Example 2 of the Kantorovich paper's Appendix C (Song et al. 2017): plan sensitivity 2.
 P = np.array([0.2, 0.225, 0.5, 0.075, 0.0])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ppdinfer.privacy import SensitivitySpace
-from ppdinfer.privacy.semidp import (
+from ppdinfer.privacy.semi_adjacency import (
     contingency_sensitivities,
     contingency_sensitivity_space,
     dp_table_sensitivity_space,

@@ -9,7 +9,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from ...datasets import adult_path, load_adult
-from ...inference import plot_prior_posterior_odds
+from ...privacy import plot_prior_posterior_odds
 from .attack import ATTACKERS, attack_table, bayesian_log_odds
 from .data import income_pools, record_features, record_sensitivities
 from .experiments import (

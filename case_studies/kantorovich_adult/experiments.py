@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ppdinfer.inference import posterior_odds_ratio
 from ppdinfer.mechanisms import Laplace
+from ppdinfer.privacy import posterior_odds_ratio
 from ppdinfer.privacy.kantorovich import (
     ABSENT,
     ConditionalPmfs,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ...inference import plot_prior_posterior_odds
+from ...privacy import plot_prior_posterior_odds
 from .data import load_race_education
 from .experiments import (
     SECRETS,

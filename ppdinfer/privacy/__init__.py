@@ -7,13 +7,14 @@
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
   tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
-- `semidp`: Semi-DP adjacency: the semi-adjacent parameter a(t) (Definition 13, and as seen
+- `semi_adjacency`: Semi-DP adjacency: the semi-adjacent parameter a(t) (Definition 13, and as seen
   from a fixed dataset), the sensitivity spaces of tables with public margins.
 - `kantorovich`: Ding's Kantorovich mechanism for Pufferfish privacy: conditional pmfs of the
   released value given the secret, the comonotone plan and its sensitivity, the calibrations of
   Theorems 1-3 and exact privacy-loss audits.
-- `congenial`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
+- `congenial_privacy`: Gong & Meng's congenial (conditioned) mechanisms: gamma* of Theorem 2.1 and an exact
   privacy-loss audit on small finite invariant sets.
+- `attacker`: the Bayesian attacker of a Pufferfish secret: P(s | y) and the posterior / prior odds.
 """
 
 from ..geometry import QuantileCoupling, SensitivitySpace, quantile_coupling, w_inf, w_inf_samples
@@ -32,7 +33,15 @@ from .accounting import (
     zcdp_group,
     zcdp_group_account,
 )
-from .congenial import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
+from .attacker import (
+    MonteCarloSecretPosterior,
+    plot_prior_posterior_odds,
+    posterior_odds_ratio,
+    secret_log_likelihood,
+    secret_posterior,
+    secret_posterior_mc,
+)
+from .congenial_privacy import conforming_probability, congenial_gamma, congenial_privacy_loss, double_geometric_pmf
 from .figures import plot_correlated_counts
 from .kantorovich import (
     ABSENT,
@@ -54,7 +63,7 @@ from .kantorovich import (
     support_diameter,
     theorem3_constant,
 )
-from .semidp import (
+from .semi_adjacency import (
     contingency_sensitivities,
     contingency_sensitivity_space,
     dp_table_sensitivity_space,
@@ -85,6 +94,7 @@ __all__ = [
     "ConditionalPmfs",
     "CountSensitivity",
     "KantorovichPlan",
+    "MonteCarloSecretPosterior",
     "QuantileCoupling",
     "SensitivitySpace",
     "ZCDPGroupAccount",
@@ -119,11 +129,16 @@ __all__ = [
     "parallel_composition",
     "plan_sensitivity",
     "plot_correlated_counts",
+    "plot_prior_posterior_odds",
+    "posterior_odds_ratio",
     "privacy_delta",
     "privacy_loss",
     "quantile_coupling",
     "record_changes",
     "relaxed_laplace_scale",
+    "secret_log_likelihood",
+    "secret_posterior",
+    "secret_posterior_mc",
     "semi_adjacent_parameter",
     "semi_adjacent_parameter_from",
     "semi_adjacent_parameters",

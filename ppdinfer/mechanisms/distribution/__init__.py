@@ -4,13 +4,12 @@
   :class:`~.GaussianLaw`) and the pairs Psi (:class:`~.DistributionFamily`).
 - `transport`: W_inf and (W, delta)-closeness with the L1 ground metric (bottleneck transport).
 - `noise`: :class:`~.CorrelatedGaussian`, y = x + N(0, C) with C possibly singular.
-- `mechanisms`: the Wasserstein mechanisms (Theorems 3.1-3.3), the expected value mechanisms
+- `calibration`: the Wasserstein mechanisms (Theorems 3.1-3.3), the expected value mechanisms
   ExpM(L), ExpM(G), DirM(L), EigM(G), DauM(G), the no-noise check (Theorem 4.4), an exact audit of
   the Gaussian calibrations, and the guarantees under misspecification (Theorems 4.6, 4.7).
 """
 
-from .family import DiscreteLaw, DistributionFamily, GaussianLaw
-from .mechanisms import (
+from .calibration import (
     DistributionPrivacyWarning,
     Guarantee,
     approximate_wasserstein_mechanism,
@@ -31,6 +30,7 @@ from .mechanisms import (
     wasserstein_mechanism,
     wasserstein_sensitivity,
 )
+from .family import DiscreteLaw, DistributionFamily, GaussianLaw
 from .noise import CorrelatedGaussian
 from .transport import closeness_radius, transportable_mass, wasserstein_inf
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from ppdinfer.frequentist.odds_ratio import odds_ratio_power, odds_ratio_test
 from ppdinfer.generators import FisherTable2x2
-from ppdinfer.inference.odds_ratio_test import odds_ratio_power, odds_ratio_test
 from ppdinfer.mechanisms import Tulap
 from ppdinfer.mechanisms.canonical import CanonicalNoise
 

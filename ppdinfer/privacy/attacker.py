@@ -71,7 +71,7 @@ def secret_log_likelihood(conditionals, support, mechanism: Mechanism, y) -> np.
 
     Examples
     --------
-    >>> from ppdinfer.inference.attacker import secret_log_likelihood
+    >>> from ppdinfer.privacy.attacker import secret_log_likelihood
     >>> from ppdinfer.mechanisms import Laplace
     >>> conditionals = [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]       # x in {0, 1, 2} given s = 0, 1
     >>> secret_log_likelihood(conditionals, [0, 1, 2], Laplace(1.0), [0.0, 2.0]).round(4)
@@ -109,7 +109,7 @@ def secret_posterior(prior, conditionals, support, mechanism: Mechanism, y) -> n
 
     Examples
     --------
-    >>> from ppdinfer.inference.attacker import secret_posterior
+    >>> from ppdinfer.privacy.attacker import secret_posterior
     >>> from ppdinfer.mechanisms import Laplace
     >>> conditionals = [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]
     >>> secret_posterior([0.5, 0.5], conditionals, [0, 1, 2], Laplace(1.0), 0.0).round(4)
@@ -130,7 +130,7 @@ class MonteCarloSecretPosterior(NamedTuple):
     Examples
     --------
     >>> import numpy as np
-    >>> from ppdinfer.inference.attacker import MonteCarloSecretPosterior
+    >>> from ppdinfer.privacy.attacker import MonteCarloSecretPosterior
     >>> result = MonteCarloSecretPosterior(np.array([0.7, 0.3]), np.array([0.01, 0.02]))
     >>> result.probabilities.tolist(), result.relative_se.tolist()
     ([0.7, 0.3], [0.01, 0.02])
@@ -175,7 +175,7 @@ def secret_posterior_mc(
 
     Examples
     --------
-    >>> from ppdinfer.inference.attacker import secret_posterior_mc
+    >>> from ppdinfer.privacy.attacker import secret_posterior_mc
     >>> from ppdinfer.mechanisms import Laplace
     >>> samplers = [lambda size, rng: rng.normal(0.0, 1.0, size),   # x given s = 0
     ...             lambda size, rng: rng.normal(1.0, 1.0, size)]   # x given s = 1
@@ -233,7 +233,7 @@ def posterior_odds_ratio(conditionals, support, mechanism: Mechanism, y, pair: t
     Examples
     --------
     >>> import numpy as np
-    >>> from ppdinfer.inference.attacker import posterior_odds_ratio
+    >>> from ppdinfer.privacy.attacker import posterior_odds_ratio
     >>> from ppdinfer.mechanisms import Laplace
     >>> conditionals = [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]      # W_inf = 1
     >>> ratio = posterior_odds_ratio(conditionals, [0, 1, 2], Laplace(1.0), np.linspace(-20, 20, 401))
@@ -280,7 +280,7 @@ def plot_prior_posterior_odds(
     Examples
     --------
     >>> import numpy as np
-    >>> from ppdinfer.inference.attacker import plot_prior_posterior_odds
+    >>> from ppdinfer.privacy.attacker import plot_prior_posterior_odds
     >>> figure = plot_prior_posterior_odds(np.exp([-0.5, 0.2, 1.5]), epsilon=1.0)
     >>> figure.axes[0].get_title()
     '1 of 3 releases outside $e^{\\pm 1}$'

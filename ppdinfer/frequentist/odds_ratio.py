@@ -95,7 +95,7 @@ def odds_ratio_test(u, row_totals, col_total, noise, alternative: str = "greater
 
     Examples
     --------
-    >>> from ppdinfer.inference.odds_ratio_test import odds_ratio_test
+    >>> from ppdinfer.frequentist.odds_ratio import odds_ratio_test
     >>> from ppdinfer.mechanisms.canonical import CanonicalNoise
     >>> noise = CanonicalNoise.pure(epsilon=1.0)           # U = n11 + Tulap: 1-Semi-DP
     >>> round(odds_ratio_test(30.0, [50, 50], 50, noise), 4)         # 25 expected in cell 11 if psi = 1
@@ -154,7 +154,7 @@ def odds_ratio_power(
 
     Examples
     --------
-    >>> from ppdinfer.inference.odds_ratio_test import odds_ratio_power
+    >>> from ppdinfer.frequentist.odds_ratio import odds_ratio_power
     >>> from ppdinfer.mechanisms.canonical import CanonicalNoise
     >>> noise = CanonicalNoise.pure(epsilon=1.0)
     >>> round(odds_ratio_power(1.0, [50, 50], 50, noise), 6)          # the size

@@ -1,5 +1,5 @@
 """The DP tests and confidence interval for a binomial proportion from a Tulap release
-(ppdinfer.inference.binomial_tests; Awan & Slavkovic 2018, 2020)."""
+(ppdinfer.frequentist.binomial; Awan & Slavkovic 2018, 2020)."""
 
 from __future__ import annotations
 
