@@ -228,6 +228,41 @@ def test_lemma_36_for_pure_dp_is_tulap(epsilon, sensitivity):
     assert np.max(np.abs(tradeoff_of(exact, LEVELS) - laplace_tradeoff(LEVELS, epsilon))) < 1e-12
 
 
+@pytest.mark.parametrize("epsilon, sensitivity", SETTINGS + [(20.0, 1.0), (1e-3, 1.0)])
+def test_tulap_cdf_sf_ppf_equal_lemma_36_for_pure_dp_into_the_far_tails(epsilon, sensitivity):
+    # Tulap's closed form and Lemma 36's recursion for f_{eps,0} are computed independently (the
+    # shared symmetric wrappers aside): relative agreement down to F ~ 1e-300 in both tails
+    tulap, lemma = Tulap(epsilon, sensitivity), CanonicalNoise.pure(epsilon, sensitivity)
+    reach = 700 / epsilon  # F(-reach) ~ e^-700
+    pieces = np.arange(-30, 31)
+    t = sensitivity * np.concatenate([np.linspace(-reach, reach, 4001) + 0.0137, pieces + 0.5, pieces - 0.5, [0.0]])
+    assert tulap.cdf(-reach * sensitivity) < 1e-290
+    for name in ("cdf", "sf"):
+        ours, theirs = getattr(tulap, name)(t), getattr(lemma, name)(t)
+        assert np.all(theirs > 0)
+        assert np.max(np.abs(ours / theirs - 1)) < 1e-12, name
+    tiny = np.logspace(-300, -1, 300)
+    p = np.concatenate([tiny, np.linspace(0.01, 0.99, 99), 1 - tiny[tiny > 1e-16], [0.5]])
+    ours, theirs = tulap.ppf(p), lemma.ppf(p)
+    assert np.all(np.abs(ours - theirs) <= 1e-12 * np.maximum(np.abs(theirs), sensitivity))
+    assert np.all(np.sign(ours[p != 0.5]) == np.sign(p[p != 0.5] - 0.5))  # the upper half mirrors the lower
+    # and both are the closed form at the piece ends: F(-(j + 1/2) Delta) = b^(j + 1) / (1 + b), by either tail
+    j = np.unique(np.linspace(0, reach - 1, 200).astype(int))
+    ends = (j + 0.5) * sensitivity
+    closed = np.exp(-(j + 1) * epsilon - math.log1p(math.exp(-epsilon)))
+    for noise in (tulap, lemma):
+        assert np.allclose(noise.cdf(-ends), closed, rtol=1e-12, atol=0)
+        assert np.allclose(noise.sf(ends), closed, rtol=1e-12, atol=0)
+        assert np.allclose(noise.cdf(ends), 1 - closed, rtol=0, atol=1e-15)
+        assert np.allclose(noise.ppf(closed), -ends, rtol=1e-12, atol=0)
+        assert np.allclose(noise.ppf(1 - closed[closed > 1e-3]), ends[closed > 1e-3], rtol=1e-12, atol=0)
+    # the general callable iterates f itself: equal to rounding where its tails are resolved
+    general = CanonicalNoise(lambda a: laplace_tradeoff(a, epsilon), sensitivity)
+    near = t[np.abs(t) <= 40 * sensitivity]
+    assert np.max(np.abs(general.cdf(near) - tulap.cdf(near))) < 1e-12
+    assert np.max(np.abs(general.sf(near) - tulap.sf(near))) < 1e-12
+
+
 @pytest.mark.parametrize("epsilon, delta", [(1.0, 0.05), (0.5, 0.001), (2.0, 0.2)])
 def test_approximate_dp_gives_the_truncated_tulap(epsilon, delta):
     noise = CanonicalNoise.approximate(epsilon, delta)

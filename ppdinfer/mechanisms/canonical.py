@@ -39,6 +39,47 @@ TULAP_MIN_EPSILON = 1e-15
 MIN_CENTRAL_WIDTH = 1e-9
 
 
+# --- what Tulap and CanonicalNoise share: sensitivity * N for a noise N symmetric about 0 ---------------
+#
+# Each class supplies N's lower tail at unit scale: lower_cdf(s) = P(N <= s) for s <= 0, and
+# lower_ppf(q), the s <= 0 with P(N <= s) = q, for q in (0, 1/2]. The upper tail follows by symmetry,
+# so neither tail loses precision to cancellation.
+
+
+def _unit_values(t, sensitivity: float) -> np.ndarray:
+    """t / sensitivity as a float array; a NaN in t is a ValueError."""
+    t = np.asarray(t, dtype=np.float64)
+    if np.any(np.isnan(t)):
+        raise ValueError(f"t must not be NaN, got {t!r}")
+    return t / sensitivity
+
+
+def _symmetric_cdf(t, sensitivity: float, lower_cdf: Callable):
+    """P(sensitivity * N <= t) from the lower tail on both sides: F(s) for s <= 0 and 1 - F(-s) above."""
+    s = _unit_values(t, sensitivity)
+    lower = lower_cdf(-np.abs(s))
+    out = np.where(s > 0, 1.0 - lower, lower)
+    return float(out) if out.ndim == 0 else out
+
+
+def _symmetric_ppf(p, sensitivity: float, lower_ppf: Callable):
+    """The t with P(sensitivity * N <= t) = p, for p in (0, 1): the lower tail's quantile of min(p, 1 - p)."""
+    p = np.asarray(p, dtype=np.float64)
+    if np.any(~((p > 0) & (p < 1))):
+        raise ValueError(f"p must lie in (0, 1), got {p!r}")
+    s = lower_ppf(np.minimum(p, 1.0 - p))
+    # for p > 1/2 use the symmetry ppf(p) = -ppf(1 - p); 1 - p is exact for p >= 1/2
+    out = sensitivity * np.where(p > 0.5, -s, s)
+    return float(out) if out.ndim == 0 else out
+
+
+def _unit_offsets(y, x, sensitivity: float) -> np.ndarray:
+    """The noise (y - x) / sensitivity at unit scale for each row of ``x``; shape (B, y.size)."""
+    y = finite_array(y, "y")
+    x = finite_array(x, "x")
+    return (y.reshape(1, -1) - _as_batch(x, y)) / sensitivity
+
+
 class Tulap(Mechanism):
     r"""y = x + sensitivity * T with T ~ Tulap(0, b = exp(-epsilon), q = 0): canonical eps-DP noise.
 
@@ -152,10 +193,7 @@ class Tulap(Mechanism):
         >>> Tulap(1.0).logpdf([0.0, 0.0], [[0.2, -0.4], [1.0, 0.0]]).round(4)
         array([-1.5439, -2.5439])
         """
-        y = finite_array(y, "y")
-        x = finite_array(x, "x")
-        x2 = _as_batch(x, y)
-        k = np.floor((y.reshape(1, -1) - x2) / self.sensitivity + 0.5)
+        k = np.floor(_unit_offsets(y, x, self.sensitivity) + 0.5)
         per = self._log_norm - math.log(self.sensitivity) - self.epsilon * np.abs(k)
         return per.sum(axis=1)
 
@@ -181,13 +219,7 @@ class Tulap(Mechanism):
         >>> float(m.cdf(0.0)), round(float(m.cdf(-0.5)), 6), round(float(m.cdf(-0.5) + m.cdf(0.5)), 12)
         (0.5, 0.268941, 1.0)
         """
-        t = np.asarray(t, dtype=np.float64)
-        if np.any(np.isnan(t)):
-            raise ValueError(f"t must not be NaN, got {t!r}")
-        s = t / self.sensitivity
-        lower = self._lower_cdf(-np.abs(s))
-        out = np.where(s > 0, 1.0 - lower, lower)
-        return float(out) if out.ndim == 0 else out
+        return _symmetric_cdf(t, self.sensitivity, self._lower_cdf)
 
     def sf(self, t) -> np.ndarray:
         """The survival function 1 - cdf(t) of the noise, accurate in the upper tail (sf(t) = cdf(-t)).
@@ -209,14 +241,7 @@ class Tulap(Mechanism):
         >>> abs(round(float(m.ppf(0.5)), 12)), round(float(m.ppf(0.99)), 6), round(float(m.cdf(m.ppf(0.01))), 12)
         (0.0, 3.900498, 0.01)
         """
-        p = np.asarray(p, dtype=np.float64)
-        if np.any(~((p > 0) & (p < 1))):
-            raise ValueError(f"p must lie in (0, 1), got {p!r}")
-        q = np.minimum(p, 1.0 - p)  # lower-tail probability, <= 1/2
-        s = self._lower_ppf(q)
-        # for p > 1/2 use the symmetry ppf(p) = -ppf(1 - p); 1 - p is exact for p >= 1/2
-        out = self.sensitivity * np.where(p > 0.5, -s, s)
-        return float(out) if out.ndim == 0 else out
+        return _symmetric_ppf(p, self.sensitivity, self._lower_ppf)
 
     # -- unit-scale helpers ---------------------------------------------------------------------
     def _lower_cdf(self, s: np.ndarray) -> np.ndarray:
@@ -676,10 +701,7 @@ class CanonicalNoise(Mechanism):
         >>> CanonicalNoise.pure(1.0).logpdf([0.0, 0.0], [[0.2, -0.4], [1.0, 0.0]]).round(4)   # as Tulap(1.0)
         array([-1.5439, -2.5439])
         """
-        y = finite_array(y, "y")
-        x = finite_array(x, "x")
-        x2 = _as_batch(x, y)
-        s = (y.reshape(1, -1) - x2) / self.sensitivity
+        s = _unit_offsets(y, x, self.sensitivity)
         distance, index = np.unique(np.abs(s), return_inverse=True)  # x often repeats (counts)
         log_density = self._lower(-distance, density=True)[1] - math.log(self.sensitivity)
         return log_density[index.reshape(s.shape)].sum(axis=1)
@@ -705,10 +727,7 @@ class CanonicalNoise(Mechanism):
         >>> float(m.cdf(0.0)), round(float(m.cdf(-1.0) + m.cdf(1.0)), 12)
         (0.5, 1.0)
         """
-        s = self._unit(t, "t")
-        lower = np.exp(self._lower(-np.abs(s))[0])
-        out = np.where(s > 0, 1.0 - lower, lower)
-        return float(out) if out.ndim == 0 else out
+        return _symmetric_cdf(t, self.sensitivity, self._lower_cdf)
 
     def sf(self, t):
         """The survival function 1 - cdf(t) of the noise, accurate in the upper tail (sf(t) = cdf(-t)).
@@ -732,7 +751,7 @@ class CanonicalNoise(Mechanism):
         >>> np.round(m.pdf([0.3, 1.0, -1.6]), 6)       # the discrete Laplace pmf at 0, 1, 2, as Tulap
         array([0.462117, 0.170003, 0.062541])
         """
-        s = self._unit(t, "t")
+        s = _unit_values(t, self.sensitivity)
         out = np.exp(self._lower(-np.abs(s), density=True)[1]) / self.sensitivity
         return float(out) if out.ndim == 0 else out
 
@@ -749,19 +768,12 @@ class CanonicalNoise(Mechanism):
         >>> float(m.ppf(0.5)), round(float(m.cdf(m.ppf(1e-9))) / 1e-9, 12)
         (0.0, 1.0)
         """
-        p = np.asarray(p, dtype=np.float64)
-        if np.any(~((p > 0) & (p < 1))):
-            raise ValueError(f"p must lie in (0, 1), got {p!r}")
-        s = self._lower_ppf(np.minimum(p, 1.0 - p))
-        out = self.sensitivity * np.where(p > 0.5, -s, s)
-        return float(out) if out.ndim == 0 else out
+        return _symmetric_ppf(p, self.sensitivity, self._lower_ppf)
 
     # -- unit-scale helpers ---------------------------------------------------------------------
-    def _unit(self, t, name: str) -> np.ndarray:
-        t = np.asarray(t, dtype=np.float64)
-        if np.any(np.isnan(t)):
-            raise ValueError(f"{name} must not be NaN, got {t!r}")
-        return t / self.sensitivity
+    def _lower_cdf(self, s: np.ndarray) -> np.ndarray:
+        """F(s) for s <= 0 at unit scale."""
+        return np.exp(self._lower(s)[0])
 
     def _lower(self, s: np.ndarray, density: bool = False):
         """log F(s) and (with ``density``) log F'(s) for s <= 0 at unit scale, by the outward recursion."""
