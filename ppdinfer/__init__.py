@@ -26,7 +26,6 @@ from .inference import (
     weighted_mean,
 )
 from .privacy import (
-    MonteCarloSecretPosterior,
     plot_prior_posterior_odds,
     posterior_odds_ratio,
     secret_log_likelihood,
@@ -39,7 +38,6 @@ __version__ = "0.1.0"
 __all__ = [
     "BudgetWarning",
     "ImportanceWarning",
-    "MonteCarloSecretPosterior",
     "PPDModel",
     "SBCResult",
     "binomial_interval",
