@@ -74,6 +74,26 @@ def register(commands) -> None:
     infer.add_argument("--no-progress", action="store_true")
     infer.set_defaults(handler=_infer)
 
+    national = sub.add_parser(
+        "national", help="all months of a synthetic national county panel, one fit per month on the workers"
+    )
+    national.add_argument("--counties", type=positive_int, default=3000, help="counties (default 3000)")
+    national.add_argument("--months", type=positive_int, default=24, help="released months (default 24)")
+    national.add_argument(
+        "--results", type=Path, default=DEFAULT_RESULTS, help=f"results folder (default {DEFAULT_RESULTS})"
+    )
+    national.add_argument("--seed", type=non_negative_int, default=2026, help="seed of the panel and the fits")
+    national.add_argument("--draws", type=positive_int, default=1000, help="draws per chain (default 1000)")
+    national.add_argument("--tune", type=non_negative_int, default=300, help="tuning steps per chain (default 300)")
+    national.add_argument("--chains", type=positive_int, default=2, help="chains per month (default 2)")
+    national.add_argument("--workers", type=positive_int, default=None, help="local processes (default: all cores)")
+    national.add_argument(
+        "--scheduler", default=None, help="address of a dask.distributed scheduler (needs the 'dask' extra)"
+    )
+    national.add_argument("--fresh", action="store_true", help="delete the finished months of an earlier run first")
+    national.add_argument("--no-progress", action="store_true")
+    national.set_defaults(handler=_national)
+
     report = sub.add_parser("report", help="Figures 1-4 and report.md from the synthesis (and inference) results")
     _add_table_arguments(report, restrict=" (default: the results'; others are refused)")
     report.set_defaults(handler=_report)
@@ -157,3 +177,21 @@ def _report(args) -> None:
     from .pipeline import report_step
 
     report_step(args.results, data=args.data, counties=args.counties, months=args.months)
+
+
+def _national(args) -> None:
+    from .national import national_step
+
+    national_step(
+        args.counties,
+        args.months,
+        results=args.results,
+        seed=args.seed,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        workers=args.workers,
+        executor=_executor(args),
+        fresh=args.fresh,
+        progressbar=not args.no_progress,
+    )
