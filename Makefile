@@ -59,6 +59,7 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/rejection_throughput.py
+	$(PY) benchmarks/importance_scaling.py
 	$(PY) benchmarks/county_pymc.py
 	$(PY) benchmarks/wem_release.py
 	$(PY) benchmarks/integer_release.py

@@ -26,10 +26,10 @@ rate here is about 2e-3 and falls as n grows. The targets are that ppdinfer spen
 twice the RNG floor per proposal (its bookkeeping, per-block streams and checks cost at most
 as much as the random numbers), and that all cores make at least 0.9x their number times the proposals of one core (1.8x
 on 2 cores). The scaling is the median of paired rounds (1 core, then all cores, back to
-back), beside the same measure for the random numbers alone (the machine's ceiling); the
-scaling of ``importance_sample`` is printed too. All four implementations target the same
-posterior, so their acceptance rates must agree with the exact acceptance probability, which
-the script computes by enumerating x.
+back), beside the same measure for the random numbers alone (the machine's ceiling);
+``importance_scaling.py`` measures the scaling of ``importance_sample``. All four implementations
+target the same posterior, so their acceptance rates must agree with the exact acceptance
+probability, which the script computes by enumerating x.
 
 Compile time is excluded: numba kernels and every code path are warmed up before timing.
 
@@ -143,13 +143,6 @@ def draws_seconds(model, s: Setup, draws: int, seed: int, cores: int) -> float:
     start = time.perf_counter()
     pp.rejection_sample(model, s.y, draws=draws, random_seed=seed, progressbar=False, cores=cores)
     return time.perf_counter() - start
-
-
-def importance_seconds(model, s: Setup, cores: int, seed: int, draws: int) -> tuple[float, np.ndarray]:
-    """Seconds of pp.importance_sample with ``draws`` proposals on ``cores``, and its log weights."""
-    start = time.perf_counter()
-    result = pp.importance_sample(model, s.y, draws=draws, random_seed=seed, cores=cores)
-    return time.perf_counter() - start, result["proposal"]["log_weight"].values
 
 
 def paired_speedups(rate, cores: int, rounds: int) -> list[float]:
@@ -351,16 +344,6 @@ def main(argv=None) -> int:
     print(
         f"  the random numbers alone on {cores} threads: {np.median(ceiling):.2f}x ({min(ceiling):.2f}x to "
         f"{max(ceiling):.2f}x), the ceiling of thread scaling on this machine"
-    )
-    draws = 1_000_000
-    (_, one), (_, every) = (importance_seconds(model, s, c, args.seed, draws) for c in (1, cores))
-    importance = paired_speedups(
-        lambda c: draws / importance_seconds(model, s, c, args.seed, draws)[0], cores, args.rounds
-    )
-    print(
-        f"importance_sample, {draws:,} proposals, on {cores} cores: {np.median(importance):.2f}x the speed of 1 core "
-        f"({min(importance):.2f}x to {max(importance):.2f}x over {args.rounds} paired rounds); identical weights: "
-        f"{np.array_equal(one, every)}"
     )
     lines, _ = agreement_lines(results, exact_acceptance_rate(s))
     print("\n".join(lines))

@@ -51,13 +51,17 @@ def test_importance_draws_do_not_depend_on_cores_or_executor():
         return pp.importance_sample(MODEL, 80, draws=10_000, random_seed=3, **kwargs)
 
     reference = run(cores=1)
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        variants = [run(cores=2), run(cores=4), run(executor=pool)]
+    # processes return their blocks, threads (the sampler's or a user's) write them in place
+    with (
+        ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool,
+        ThreadPoolExecutor(3) as threads,
+    ):
+        variants = [run(cores=2), run(cores=4), run(executor=pool), run(executor=threads)]
     for result in variants:
-        np.testing.assert_array_equal(
-            result["proposal"]["log_weight"].values, reference["proposal"]["log_weight"].values
-        )
-        np.testing.assert_array_equal(result["posterior"]["x"].values, reference["posterior"]["x"].values)
+        for group, name in [("proposal", "log_weight"), ("proposal", "psis_log_weight"), ("posterior", "x")]:
+            np.testing.assert_array_equal(result[group][name].values, reference[group][name].values)
+        np.testing.assert_array_equal(result["posterior"]["p"].values, reference["posterior"]["p"].values)
+        assert float(result["sample_stats"]["ess"]) == float(reference["sample_stats"]["ess"])
     # the blocked importance sampler still targets the exact posterior
     exact = pp.exact_posterior(MODEL, 80)
     mean, sd = float(exact["exact"]["theta_mean"][0]), float(exact["exact"]["theta_sd"][0])

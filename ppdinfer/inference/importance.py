@@ -5,19 +5,27 @@ w_j = pi(y | x_j, z) pi(theta_j | z) / g(theta_j). The weighted proposals and th
 log weights are the ``proposal`` group; ``posterior`` is an equal-weight resample of them, so
 that every ArviZ function (which knows no weights) summarises the posterior.
 :func:`weighted_mean` and :func:`ppdinfer.summary` use all the weighted proposals.
+
+The work runs in two passes over blocks of proposals, on as many threads as there are cores:
+the first draws and weighs each block and summarizes its weights (largest log weight, sum and sum
+of squares relative to it, largest weights); from these summaries alone one thread finds the
+normalizer, the ESS and the PSIS fit; the second pass normalizes and smooths each block's log
+weights and draws its share of the stratified resample. Nothing touches all the proposals on one
+thread, and the results do not depend on the number of cores.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy import special
 
-from .._random import SeedLike, as_generator, block_generator, root_seed
+from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_int
 from ..kernels import sorted_search
 from ._guards import check_box, check_possible, check_proposal, check_z_keys
@@ -82,7 +90,7 @@ def importance_sample(
     density is zero where a pilot of 4096 prior draws weighted by the likelihood puts that
     much mass): the weights can never reach that part, and no other diagnostic sees it.
     Refuses a y of probability zero under the model (where that can be decided, see
-    :func:`rejection_sample`).
+    :func:`rejection_sample`), and a NaN log weight.
 
     Parameters
     ----------
@@ -96,11 +104,13 @@ def importance_sample(
         in which case w_j = pi(y | x_j, z).
     random_seed : int, SeedSequence or Generator, optional
         The same seed gives the same draws whatever ``cores`` or ``executor`` is: proposals come
-        in blocks of 16,384, each from its own stream, and the resample from one more.
+        in blocks of 16,384, each from its own stream, and so do the uniforms of the resample.
     cores, executor : optional
         As for :func:`rejection_sample`: threads that draw and weigh blocks concurrently
         (default: every available core at the top level, one inside a worker), or an executor
-        of your own.
+        of your own. Each block also sums its weights and keeps its largest ones, so what is
+        left to do over all the proposals at once (normalizing, PSIS, the resample) runs block
+        by block too, on ``cores`` threads, and costs one thread little.
 
     Returns
     -------
@@ -138,22 +148,22 @@ def importance_sample(
         check_distribution(proposal, "proposal")
         coverage = check_proposal(model, proposal, y, z)
     n_blocks = -(-draws // BLOCK_SIZE)
-    weigh_block = _WeightedBlock(model, y, z, root, proposal, draws)
+    tail = _tail_size(draws)
     with BlockPool(cores, executor) as pool:
-        chunks = pool.map(weigh_block, pool.even_chunks(range(n_blocks)))
-        theta, x, log_w = (np.concatenate(part) for part in zip(*(parts for _, parts in chunks)))
+        store = _Proposals(draws) if pool.shares_memory else None
+        weigh_block = _WeightedBlock(model, y, z, root, proposal, draws, largest=tail + 1 if tail else 0, store=store)
+        theta, x, log_w, peaks, sums, squares, top_w, top_i = _joined(
+            pool.map(weigh_block, pool.even_chunks(range(n_blocks)))
+        )
+    if store is not None:
+        theta, x, log_w = store.arrays
     if theta.shape[1:] != (int(np.prod(theta_shape)),):
         raise ValueError(
             f"proposal draws have {theta.shape[1]} components but the prior's have {int(np.prod(theta_shape))}"
         )
-    if not np.any(np.isfinite(log_w)):
-        raise ValueError(
-            "every importance weight is zero: the proposal puts no mass where the posterior is, "
-            "or y has probability zero under the model"
-        )
-    log_w, weights = _normalized(log_w)
-    psis_log_w, pareto_k = pareto_smooth(log_w)
-    ess = float(1 / np.dot(weights, weights))
+    weights = _Normalizer.from_blocks(peaks, sums, squares)
+    pareto_k, tail_index, tail_value = _pareto_tail(top_w, top_i, tail, weights.peak)
+    ess = weights.ess
     if coverage is not None:
         warnings.warn(f"importance_sample: {coverage}", ImportanceWarning, stacklevel=2)
     if pareto_k > PARETO_K_THRESHOLD or ess < MIN_ESS:
@@ -168,11 +178,31 @@ def importance_sample(
             ImportanceWarning,
             stacklevel=2,
         )
+    finish = _FinishedBlock(
+        theta=theta,
+        x=x,
+        log_w=log_w,
+        weights=weights,
+        uniforms=_Uniforms(root, n_blocks),
+        tail_index=tail_index,
+        tail_value=tail_value,
+        psis_log_w=None if tail_index is None else np.empty_like(log_w),
+        theta_out=np.empty((draws, theta.shape[1]), theta.dtype),
+        x_out=np.empty((draws, *x.shape[1:]), x.dtype),
+    )
+    with BlockPool(cores) as pool:  # threads: the blocks write into the arrays above
+        psis_sums, counts = _joined(pool.map(finish, pool.even_chunks(range(n_blocks))))
+    if counts.sum() != draws:  # every stratum belongs to exactly one block
+        raise RuntimeError(f"importance_sample: the resample has {counts.sum()} draws instead of {draws}")
+    psis_log_w = finish.psis_log_w
+    if psis_log_w is None:
+        psis_log_w = log_w
+    else:
+        psis_log_w -= np.log(psis_sums.sum())
     proposals = posterior_dataset(model, theta, x, theta_shape, x_shape)
-    index = _stratified(weights, draws, block_generator(root, n_blocks))
-    posterior = posterior_dataset(model, theta[index], x[index], theta_shape, x_shape)  # NumPy indexing: 2x xarray's
+    posterior = posterior_dataset(model, finish.theta_out, finish.x_out, theta_shape, x_shape)
     posterior.attrs.update(resampling="stratified", proposals=draws, ess=ess)
-    check_box(model, x[index], z, "importance_sample")
+    check_box(model, finish.x_out, z, "importance_sample")
     proposals = proposals.assign(
         log_weight=(["chain", "draw"], log_w.reshape(1, -1)),
         psis_log_weight=(["chain", "draw"], psis_log_w.reshape(1, -1)),
@@ -181,9 +211,41 @@ def importance_sample(
     return assemble(model, y, z, posterior, stats, attrs={"sampler": "importance"}, labels=labels, proposal=proposals)
 
 
+def _joined(chunks) -> tuple[np.ndarray, ...]:
+    """The parts of ``BlockPool.map``'s chunks, each concatenated over the chunks (a lone chunk's as it is)."""
+    return tuple(part[0] if len(part) == 1 else np.concatenate(part) for part in zip(*(parts for _, parts in chunks)))
+
+
+def _tail_size(draws: int) -> int:
+    """How many of the largest weights PSIS fits (as arviz-stats: floor(3 sqrt(S)) above 225 draws,
+    floor(S / 5) below), or 0 below ``MIN_PSIS_DRAWS``, where no tail is fitted."""
+    if draws < MIN_PSIS_DRAWS:
+        return 0
+    return int(3 * draws**0.5) if draws > 225 else draws // 5
+
+
+def _largest(values: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the ``count`` largest ``values`` (all of them when there are fewer), in no particular order."""
+    if count >= values.size:
+        return np.arange(values.size)
+    return np.argpartition(values, values.size - count)[values.size - count :] if count else np.arange(0)
+
+
+def _block_weights(log_w: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """A block's largest log weight, the cumulative sums of its weights relative to that one, and
+    the sum of their squares (a block of zero weights: -inf and zeros)."""
+    peak = log_w.max()
+    relative = np.exp(log_w - peak) if peak > -np.inf else np.zeros_like(log_w)
+    return peak, np.cumsum(relative), float(np.square(relative).sum())  # not a BLAS dot: its threads wake slowly
+
+
 @dataclass(frozen=True)
 class _WeightedBlock:
-    """Draw and weigh one block of proposals: theta, x and the unnormalized log weights.
+    """Draw and weigh one block of proposals: theta, x, the unnormalized log weights, and what the
+    sampler needs of them as a whole (so that no pass over all the weights is left to one thread):
+    the block's largest log weight, its weights' sum and sum of squares relative to that one, and
+    its ``largest`` log weights with their positions (all a PSIS fit can use). With a ``store``
+    (threads) theta, x and the log weights go there rather than back to the caller.
 
     A module-level class (not a closure) so that a process pool can pickle it.
     """
@@ -194,8 +256,10 @@ class _WeightedBlock:
     root: np.random.SeedSequence
     proposal: object
     draws: int
+    largest: int
+    store: _Proposals | None = None
 
-    def __call__(self, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def __call__(self, block: int) -> tuple[np.ndarray, ...]:
         rng = block_generator(self.root, block)
         size = min(BLOCK_SIZE, self.draws - block * BLOCK_SIZE)
         g = self.model.prior if self.proposal is None else self.proposal
@@ -207,51 +271,207 @@ class _WeightedBlock:
             if np.any(np.isneginf(log_g)):
                 raise ValueError("the proposal's logpdf is -inf at one of its own draws")
             log_w = log_w + self.model.prior_logpdf(theta, self.z) - log_g
-        return theta, x, log_w
+        peak, cumulative, square = _block_weights(log_w)
+        if np.isnan(peak):
+            raise ValueError(
+                "a log weight is NaN: the mechanism's logpdf, the prior's or the proposal's returned NaN at a proposal"
+            )
+        top = _largest(log_w, self.largest)
+        summary = np.array([peak]), cumulative[-1:], np.array([square]), log_w[top], top + block * BLOCK_SIZE
+        if self.store is None:
+            return theta, x, log_w, *summary
+        self.store.put(block * BLOCK_SIZE, theta, x, log_w)
+        return theta[:0], x[:0], log_w[:0], *summary
 
 
-def pareto_smooth(log_w: np.ndarray) -> tuple[np.ndarray, float]:
-    """Pareto-smoothed normalized log weights and the tail shape k (Vehtari et al. 2024).
+class _Proposals:
+    """theta, x and the log weights of all the proposals, which blocks running on threads write in
+    place (no copy of them all on one thread); allocated by the first block to arrive, with its
+    dtypes and shapes."""
 
-    k is NaN, and the raw weights are returned, when PSIS cannot fit a tail: fewer than
-    ``MIN_PSIS_DRAWS`` weights, or largest weights that take few distinct values (fewer than
-    half the tail's size: a discrete likelihood, whose weights are bounded and whose fitted
-    "tail shape" would be an artefact of the ties, e.g. k = 5.7 from 9 distinct values). Read
-    the ESS in that case.
+    names = ("theta", "x", "log weights")
+
+    def __init__(self, draws: int):
+        self.draws = draws
+        self.arrays: tuple[np.ndarray, ...] | None = None
+        self._lock = threading.Lock()
+
+    def put(self, start: int, *parts: np.ndarray) -> None:
+        """Write one block's theta, x and log weights at position ``start``."""
+        with self._lock:
+            if self.arrays is None:
+                self.arrays = tuple(np.empty((self.draws, *part.shape[1:]), part.dtype) for part in parts)
+        for name, part, whole in zip(self.names, parts, self.arrays, strict=True):
+            if not np.can_cast(part.dtype, whole.dtype, "same_kind") or part.shape[1:] != whole.shape[1:]:
+                raise ValueError(
+                    f"the blocks of proposals disagree: {name} of dtype {part.dtype} and shape {part.shape[1:]} "
+                    f"in one, {whole.dtype} and {whole.shape[1:]} in another"
+                )
+            whole[start : start + len(part)] = part
+
+
+@dataclass(frozen=True)
+class _Normalizer:
+    """The weights as a whole, from the blocks' summaries: the largest log weight ``peak``, each
+    block's weights' scale exp(block peak - peak), the cumulative weight (relative to ``peak``)
+    where each block starts and ends (the last block of positive weight ends at infinity, so that
+    rounding leaves no stratum of the resample without a block), and the ESS."""
+
+    peak: float
+    scale: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    total: float
+    ess: float
+
+    @classmethod
+    def from_blocks(cls, peaks: np.ndarray, sums: np.ndarray, squares: np.ndarray) -> _Normalizer:
+        """Combine the blocks' largest log weights, sums and sums of squares (relative to their peaks)."""
+        peak = peaks.max()
+        if not peak > -np.inf:
+            raise ValueError(
+                "every importance weight is zero: the proposal puts no mass where the posterior is, "
+                "or y has probability zero under the model"
+            )
+        scale = np.exp(peaks - peak)
+        mass = scale * sums
+        starts = np.concatenate([[0.0], np.cumsum(mass)])
+        ends = starts[1:].copy()
+        ends[np.flatnonzero(mass)[-1]] = np.inf
+        total = float(starts[-1])
+        return cls(float(peak), scale, starts[:-1], ends, total, total**2 / float((scale**2 * squares).sum()))
+
+    @property
+    def log_total(self) -> float:
+        """The log of the sum of all the weights: what normalizes the log weights."""
+        return self.peak + float(np.log(self.total))
+
+
+def _pareto_tail(
+    top_w: np.ndarray, top_i: np.ndarray, tail: int, peak: float
+) -> tuple[float, np.ndarray | None, np.ndarray | None]:
+    """Pareto k of the weights and their Pareto-smoothed tail (Vehtari et al. 2024), from the
+    blocks' largest log weights ``top_w`` at positions ``top_i``: the ``tail`` largest of all
+    and the next (the cutoff) are among them, and they are all that PSIS reads.
+
+    Returns k, the positions of the smoothed weights (ascending) and their smoothed log weights
+    relative to ``peak``; k is NaN and nothing is smoothed when PSIS cannot fit a tail (``tail``
+    is 0: too few draws; or the largest weights take fewer distinct values than half the tail's
+    size: a discrete likelihood, whose weights are bounded and whose fitted "tail shape" would be
+    an artefact of the ties, e.g. k = 5.7 from 9 distinct values; read the ESS then), or when the
+    fit fails. The fit is arviz-stats' own, given the tail and the cutoff, so k and the smoothed
+    weights are those of its ``psislw`` on all the weights (tests/test_importance_scaling.py checks).
     """
     from arviz_stats.base import array_stats  # imported here: it takes seconds to import
 
-    if log_w.size < MIN_PSIS_DRAWS or _tail_is_discrete(log_w):
-        return log_w, float("nan")
+    nothing = float("nan"), None, None
+    if not tail:
+        return nothing
+    chosen = _largest(top_w, tail + 1)
+    order = chosen[np.argsort(top_w[chosen], kind="stable")]
+    values, index = top_w[order], top_i[order]
+    if np.unique(values[1:]).size < tail / 2:
+        return nothing
     try:
-        # arviz-stats smooths LOO ratios 1 / p(y_i | theta), so it takes a log likelihood: negate.
-        smoothed, k = array_stats.psislw(-log_w)
+        smoothed, k = array_stats._ps_tail(values, tail + 1, tail, smooth_draws=True, tail="right", log_weights=True)
     except ValueError:  # "All tail values are the same"
-        return log_w, float("nan")
-    return smoothed - special.logsumexp(smoothed), float(k)
+        return nothing
+    if not np.isfinite(k):
+        return float(k), None, None
+    # _ps_tail normalizes its values; the cutoff, the one value it leaves unsmoothed, is the smallest
+    smoothed += values[0] - peak - smoothed.min()
+    position = np.argsort(index, kind="stable")
+    return float(k), index[position], smoothed[position]
 
 
-def _tail_is_discrete(log_w: np.ndarray) -> bool:
-    """Whether the PSIS tail (the ceil(min(0.2 S, 3 sqrt S)) largest weights) has fewer distinct
-    values than half its size."""
-    tail = int(np.ceil(min(0.2 * log_w.size, 3 * np.sqrt(log_w.size))))
-    return np.unique(np.partition(log_w, log_w.size - tail)[-tail:]).size < tail / 2
+@dataclass(frozen=True)
+class _FinishedBlock:
+    """The second pass over one block, once the weights are known as a whole: its normalized and
+    Pareto-smoothed log weights written in place, and its share of the stratified resample written
+    into ``theta_out`` and ``x_out``. Returns the sum of the block's smoothed weights (relative to
+    the largest weight; 0 without smoothing) and its number of resampled draws. Threads only: it
+    writes into the arrays it holds."""
+
+    theta: np.ndarray
+    x: np.ndarray
+    log_w: np.ndarray
+    weights: _Normalizer
+    uniforms: _Uniforms
+    tail_index: np.ndarray | None
+    tail_value: np.ndarray | None
+    psis_log_w: np.ndarray | None
+    theta_out: np.ndarray
+    x_out: np.ndarray
+
+    def __call__(self, block: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = slice(block * BLOCK_SIZE, min((block + 1) * BLOCK_SIZE, self.log_w.size))
+        log_w = self.log_w[rows]
+        _, cumulative, _ = _block_weights(log_w)  # as in the first pass, bit for bit
+        smoothed = 0.0
+        if self.psis_log_w is not None:
+            psis = self.psis_log_w[rows]
+            np.subtract(log_w, self.weights.peak, out=psis)
+            first, stop = np.searchsorted(self.tail_index, [rows.start, rows.stop])
+            psis[self.tail_index[first:stop] - rows.start] = self.tail_value[first:stop]
+            smoothed = float(np.exp(psis).sum())
+        w = self.weights
+        log_w -= w.log_total
+        strata, index = _stratified(
+            cumulative, w.starts[block], w.ends[block], w.scale[block], w.total, self.theta_out.shape[0], self.uniforms
+        )
+        self.theta_out[strata] = self.theta[rows][index]
+        self.x_out[strata] = self.x[rows][index]
+        return np.array([smoothed]), np.array([index.size])
 
 
-def _normalized(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The log weights normalized to sum to one, and the weights themselves (one pass of exp)."""
-    top = log_w.max()
-    weights = np.exp(log_w - top)
-    total = weights.sum()
-    return log_w - (top + np.log(total)), weights / total
+@dataclass(frozen=True)
+class _Uniforms:
+    """The uniform of each stratum of a stratified resample: stratum k's is number k % BLOCK_SIZE of
+    the stream of block ``first + k // BLOCK_SIZE`` under ``root``, so that any block of proposals
+    can draw the ones of its strata."""
+
+    root: np.random.SeedSequence
+    first: int
+
+    def __call__(self, start: int, stop: int) -> np.ndarray:
+        """The uniforms of strata ``start`` to ``stop - 1``."""
+        parts = []
+        for block in range(start // BLOCK_SIZE, -(-stop // BLOCK_SIZE)):
+            offset = block * BLOCK_SIZE
+            rng = block_generator(self.root, self.first + block)
+            skip = max(start - offset, 0)
+            rng.bit_generator.advance(skip)  # one 64-bit step per double: as if the skipped ones were drawn
+            parts.append(rng.random(min(stop - offset, BLOCK_SIZE) - skip))
+        return np.concatenate(parts)
 
 
-def _stratified(weights: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of ``draws`` equal-weight draws: one uniform in each of ``draws`` equal strata of
-    the cumulative weights, so the indices come out sorted (and are found in one merge pass)."""
-    cumulative = np.cumsum(weights)
-    u = (np.arange(draws) + rng.random(draws)) / draws * cumulative[-1]
-    return sorted_search(cumulative, u)  # capped at the last index: a guard against rounding
+def _stratified(
+    cumulative: np.ndarray,
+    start: float,
+    end: float,
+    scale: float,
+    total: float,
+    draws: int,
+    uniforms: Callable[[int, int], np.ndarray],
+) -> tuple[slice, np.ndarray]:
+    """The part of a stratified resample that falls in one block of proposals.
+
+    Stratum k of ``draws`` has the point p_k = (k + U_k) / draws * total on the cumulative weight
+    of all the proposals; the block owns the strata whose point lies in [start, end), and the
+    resampled proposal of each is the first whose cumulative weight exceeds it. Returns the
+    block's strata (a slice: they are consecutive) and the positions in the block of their
+    proposals, found from the block's own ``cumulative`` weights (relative to its largest, hence
+    divided by ``scale``). Each p_k is computed the same way by every block, so the strata are
+    shared out exactly, and the result is the stratified resample of all the proposals at once.
+    ``uniforms(a, b)`` gives U_a, ..., U_{b-1} (a :class:`_Uniforms`).
+    """
+    if not end > start:
+        return slice(0, 0), np.empty(0, dtype=np.int64)
+    lo = max(int(start / total * draws) - 1, 0)
+    hi = min(int(min(end, total) / total * draws) + 2, draws)
+    points = (np.arange(lo, hi) + uniforms(lo, hi)) / draws * total
+    first, stop = np.searchsorted(points, [start, end])
+    return slice(lo + first, lo + stop), sorted_search(cumulative, (points[first:stop] - start) / scale)
 
 
 def _take(proposals: xr.Dataset, index: np.ndarray) -> xr.Dataset:
@@ -310,7 +530,10 @@ def resample(
     proposals, w = _weighted(result, smoothed)
     w = w.values.reshape(-1)
     draws = w.size if draws is None else positive_int(draws, "draws")
-    posterior = _take(proposals, _stratified(w, draws, as_generator(random_seed)))
+    cumulative = np.cumsum(w)
+    uniforms = _Uniforms(root_seed(random_seed), 0)
+    _, index = _stratified(cumulative, 0.0, np.inf, 1.0, float(cumulative[-1]), draws, uniforms)
+    posterior = _take(proposals, index)
     groups = {
         name: result[name].to_dataset()
         for name in result.children

@@ -85,6 +85,8 @@ class BlockPool:
     interrupt stops within one chunk's work). A user's ``executor`` (for instance a
     ``ProcessPoolExecutor`` for a model whose simulator holds the GIL) is used as given and left
     open; the function must then pickle, and ``workers`` counts the available cores.
+    ``shares_memory`` says whether the function runs in this process (in the calling thread, or on
+    the pool's or a user's threads), where it may write into arrays the caller holds.
 
     Examples
     --------
@@ -104,6 +106,7 @@ class BlockPool:
                 f"ThreadPoolExecutor(4), or None for the sampler's own threads; got {executor!r}"
             )
         self.workers = available_cores() if executor is not None else resolve_cores(cores)
+        self.shares_memory = executor is None or isinstance(executor, ThreadPoolExecutor)
         self._own = executor is None and self.workers > 1
         self._executor = (
             ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="ppdinfer-block") if self._own else executor

@@ -9,6 +9,7 @@ importance sampling; ``exact``: the exact posterior).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .model import PPDModel
@@ -45,7 +46,7 @@ def posterior_dataset(
             data[name] = (["chain", "draw"], theta[:, i].reshape(chains, n))
     x_dims = _dims(model.x_name, len(x_shape), model.dims)
     data[model.x_name] = (["chain", "draw", *x_dims], x.reshape(chains, n, *x_shape))
-    return xr.Dataset(data, coords={"chain": np.arange(chains), "draw": np.arange(n)})
+    return xr.Dataset(data, coords={"chain": np.arange(chains), "draw": pd.RangeIndex(n)})  # a range, not n integers
 
 
 def observed_dataset(model: PPDModel, y: np.ndarray) -> xr.Dataset:
