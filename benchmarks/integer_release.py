@@ -5,9 +5,10 @@ What is measured
 Two implementations of the same exact distributions, run through the same
 ``AdditiveNoiseMechanism.release`` (so argument checks cost both the same):
 
-1. ``new``: ppdinfer's samplers (:mod:`ppdinfer.mechanisms._exact_integer`): the binary digits of
-   two geometrics as fixed-threshold trials on 64-bit words, vectorized over the release, and
-   the discrete Gaussian by rejection in fixed-size batches.
+1. ``new``: ppdinfer's samplers (:mod:`ppdinfer.mechanisms._exact_integer`): the discrete Laplace by
+   one 64-bit word per group of a geometric's binary digits (two groups for rates above about 0.12),
+   each compared with every threshold of its group's table in compiled code, and the discrete
+   Gaussian by rejection in fixed-size batches of discrete Laplace candidates.
 2. ``old``: the previous implementation, copied below: Canonne, Kamath & Steinke (2020),
    Algorithms 1-3, one value at a time in Python loops, every trial a Fraction comparison.
 

@@ -93,7 +93,7 @@ class SBCResult:
     >>> result = pp.sbc(model, functools.partial(pp.exact_posterior, draws=19), simulations=40, random_seed=1,
     ...                 progressbar=False)
     >>> result
-    SBCResult(simulations=40, draws=19, bins=4, p_value=0.849, calibrated=True)
+    SBCResult(simulations=40, draws=19, bins=4, p_value=0.94, calibrated=True)
     >>> result.ranks["p"].dims, int(result.ranks["p"].max()) <= 19
     (('simulation',), True)
     """
@@ -147,7 +147,7 @@ class SBCResult:
         ...                 include_x=True, random_seed=1, progressbar=False)
         >>> figure = result.plot()
         >>> [ax.get_title() for ax in figure.axes]
-        ['p   (p = 0.85)', 'x   (p = 0.71)']
+        ['p   (p = 0.94)', 'x   (p = 0.28)']
         >>> figure.savefig("sbc.png")                       # doctest: +SKIP
         """
         from matplotlib.figure import Figure

@@ -11,13 +11,19 @@ reports; no rounding error reaches a released value.
 
 Constant time. A geometric G with P(G = g) = (1 - q) q^g, q = exp(-rate), has independent
 binary digits: P(digit i = 1) = q^(2^i) / (1 + q^(2^i)), because (1 - q) q^g factorizes
-over the digits of g and prod_i (1 + q^(2^i)) = 1 / (1 - q). A geometric is therefore m
-digit trials plus one trial for "G >= 2^m" (probability q^(2^m)), with m the smallest
-integer such that 2^m rate >= 45 (so q^(2^m) <= e^-45 < 2^-64), and each trial's bounds
-lo, hi come from a 128-bit enclosure computed once per rate. A discrete Laplace draw,
-P(K = k) proportional to q^|k|, is G1 - G2 for two independent geometrics: 2 (m + 1) words
-compared with fixed thresholds, the same array operations whatever the value. The discrete
-Gaussian is CKS Algorithm 3 (discrete Laplace candidates with t = floor(sigma) + 1, each
+over the digits of g and prod_i (1 + q^(2^i)) = 1 / (1 - q). Any groups of its digits are
+therefore independent too: digits i .. i + w - 1 form a geometric with ratio q^(2^i) truncated to
+2^w values, and the digits from i on an untruncated geometric with ratio q^(2^i). A discrete
+Laplace draw, P(K = k) proportional to q^|k|, is 0 with probability (1 - q) / (1 + q) and
+otherwise +-(1 + G) with a fair sign. It takes one 64-bit word per group of G's digits
+(:func:`_laplace_tables` picks the grouping: two words for rates above about 0.12): group 0
+decides K = 0 or the first w digits from the word's top 63 bits (its lowest bit is the sign),
+each further group its digits, and the last group the rest H, up to a table end T with
+P(H >= T) <= e^-45 < 2^-64. Each word is compared with every threshold of its group's cumulative
+table, a fixed sequence of compiled, vectorized comparisons (``kernels.integer_tables``); the
+thresholds' bounds lo, hi come from a 128-bit enclosure computed once per rate. (``geometric``
+draws a geometric one digit per word, for the rare tail.) The discrete Gaussian is CKS
+Algorithm 3 (discrete Laplace candidates with t = floor(sigma) + 1, each
 accepted with probability exp(-(|K| - sigma^2 / t)^2 / (2 sigma^2))) run in batches of a
 fixed number of candidates per value; the acceptance bounds are float64 values with a
 rigorous error bound, and the first accepted candidate of each value is selected with array
@@ -25,11 +31,11 @@ arithmetic. A value with no accepted candidate gets another batch: in rejection 
 accepted value is independent of the number of rejections, so the number of rounds carries
 no information about the noise.
 
-Residual leaks: value-dependent extra work happens only (a) when G >= 2^m (probability below
-2^-64 per geometric), (b) when a word falls between lo and hi (at most 2^-63 per digit trial, so
-below 2^-56 per discrete Laplace value; below 2^-45 per Gaussian acceptance trial, the width of
-its float64 enclosure), and (c) in numpy's elementwise arithmetic, which is branch-free but not
-guaranteed constant-time.
+Residual leaks: value-dependent extra work happens only (a) in the tail (H >= T, or G >= 2^m for
+``geometric``: probability below 2^-64 per draw), (b) when a word falls between lo and hi (at most
+2^-63 per threshold, so below 2^-56 per discrete Laplace value with its at most 128 thresholds; below
+2^-45 per Gaussian acceptance trial, the width of its float64 enclosure), and (c) in the compiled
+and numpy elementwise arithmetic, which is branch-free but not guaranteed constant-time.
 """
 
 from __future__ import annotations
@@ -37,18 +43,27 @@ from __future__ import annotations
 import functools
 import math
 import secrets
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 from mpmath.ctx_iv import MPIntervalContext
+
+from ..kernels.integer_tables import table_laplace
 
 #: The fixed digits m of a geometric draw: the smallest m with 2^m rate >= _TAIL, so that the
 #: rare path (G >= 2^m) has probability exp(-2^m rate) <= e^-45 < 2^-64.
 _TAIL = 45
 #: At most 62 fixed digits: |noise| < 2^62 keeps a release of a count up to 2^53 inside int64.
 _MAX_DIGITS = 62
+#: The discrete Laplace tables: one random word costs about as much as _WORD_COST threshold comparisons; at
+#: most _MAX_WIDTH digits per bounded group and _MAX_TABLE thresholds in all (so that a value meets an
+#: undecided comparison with probability below 2^7 2^-63 = 2^-56).
+_WORD_COST = 20
+_MAX_WIDTH = 6
+_MAX_TABLE = 128
 #: Values sampled per vectorized chunk (bounds the memory; the work per value does not change).
-_CHUNK = 4096
+_CHUNK = 1 << 16
 _U64_MAX = np.uint64(2**64 - 1)
 #: Bit generators whose raw output is one uniform 64-bit word (the words Generator.integers would give).
 _RAW_64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.SFC64, np.random.Philox)
@@ -88,20 +103,30 @@ def _floor_scaled(end: tuple, digits: int) -> int:
 def decide(probability, word: int, bits: RandomBits) -> bool:
     """Exactly whether V < p, for V uniform in [0, 1) whose first 64 binary digits are ``word``.
 
-    ``probability()`` returns an interval enclosing p at ``_IV``'s current precision. Each round
-    appends 64 random digits to V and encloses p 64 digits beyond them, until V's digits lie
-    entirely below or above the enclosure (each round ends the loop with probability about 1 - 2^-64).
+    ``probability()`` returns an interval enclosing p at ``_IV``'s current precision (see :func:`resolve`).
     """
-    prefix, digits = word, 64
-    while True:
+    return resolve([probability], word, 64, bits)[0]
+
+
+def resolve(probabilities, prefix: int, digits: int, bits: RandomBits) -> list[bool]:
+    """Exactly whether V < p for each p, for one V uniform in [0, 1) whose first ``digits`` binary digits
+    are ``prefix``.
+
+    ``probabilities[i]()`` returns an interval enclosing p_i at ``_IV``'s current precision. Each round
+    appends 64 random digits to V and encloses every open p_i 64 digits beyond them, until V's digits lie
+    entirely below or above each enclosure (each round closes a trial with probability about 1 - 2^-64).
+    """
+    below: dict[int, bool] = {}
+    while len(below) < len(probabilities):
         prefix = (prefix << 64) | int(bits(1)[0])
         digits += 64
         _IV.prec = digits + 64
-        low, high = (_floor_scaled(end, digits) for end in probability()._mpi_)
-        if prefix < low:
-            return True
-        if prefix > high:
-            return False
+        for i, probability in enumerate(probabilities):
+            if i not in below:
+                low, high = (_floor_scaled(end, digits) for end in probability()._mpi_)
+                if prefix < low or prefix > high:
+                    below[i] = prefix < low
+    return [below[i] for i in range(len(probabilities))]
 
 
 def trials(words: np.ndarray, low: np.ndarray, high: np.ndarray, enclosure, bits: RandomBits) -> np.ndarray:
@@ -159,10 +184,120 @@ def geometric(rate: Fraction, count: int, bits: RandomBits) -> np.ndarray:
     return values
 
 
-def discrete_laplace(scale: Fraction, count: int, bits: RandomBits) -> np.ndarray:
-    """``count`` draws with P(K = k) proportional to exp(-|k| / scale): differences of two geometrics."""
-    pairs = geometric(1 / scale, 2 * count, bits).reshape(count, 2)
-    return pairs[:, 0] - pairs[:, 1]
+@dataclass(frozen=True)
+class _LaplaceTables:
+    """The groups of the discrete Laplace sampler for q = exp(-rate) (:func:`_laplace_tables`)."""
+
+    rate: Fraction
+    width: int  # w: binary digits of G per bounded group
+    bounded: int  # k: bounded groups after group 0
+    low: np.ndarray  # (k + 2, T) uint64: low <= p 2^digits <= high + 1 per threshold
+    high: np.ndarray
+    lengths: np.ndarray  # thresholds per group
+    shifts: np.ndarray  # the digit of G (plus one, for group 0's J) where each group's count lands
+
+    @property
+    def tail_shift(self) -> int:
+        return int(self.shifts[-1])
+
+
+def _table_threshold(rate: Fraction, width: int, bounded: int, group: int, j: int):
+    """Threshold j of ``group`` as an interval: the count of the group is the number of thresholds V reaches.
+
+    Group 0: P(K = 0) = (1 - q) / (1 + q) for j = 0, then P(K = 0) + P(K != 0) P(L <= j - 1) for the low
+    digits L of G (a geometric with ratio q truncated to 2^w values); groups 1 .. k: P(L_g <= j) for G's
+    next w digits L_g (ratio Q = q^(2^(w g)), truncated); the last group: P(H <= j) = 1 - Q^(j + 1) for the
+    rest H = G >> (w (k + 1)), an untruncated geometric with ratio Q = q^(2^(w (k + 1))).
+    """
+    if group == bounded + 1:
+        return 1 - _IV.exp(-_exact(rate * 2 ** (width * group) * (j + 1)))
+    start = width * group
+    values = 2**width
+
+    def truncated(c):  # P(L_g <= c) for the truncated geometric with ratio q^(2^start) on 0 .. 2^w - 1
+        return (1 - _IV.exp(-_exact(rate * 2**start * (c + 1)))) / (1 - _IV.exp(-_exact(rate * 2**start * values)))
+
+    if group > 0:
+        return truncated(j)
+    q = _IV.exp(-_exact(rate))
+    zero = (1 - q) / (1 + q)
+    return zero if j == 0 else zero + (1 - zero) * truncated(j - 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _laplace_tables(rate: Fraction) -> _LaplaceTables:
+    """The discrete Laplace sampler's tables for q = exp(-rate): the cheapest grouping of G's binary digits.
+
+    K = 0 with probability (1 - q) / (1 + q), else +-(1 + G) with G geometric (ratio q). G's binary digits
+    are independent, so groups of them are: group 0 (K = 0 or G's first w digits), k groups of w digits,
+    and the rest, each drawn by one word compared with its cumulative table (2^w, 2^w - 1 and T thresholds,
+    T with Q^T <= e^-_TAIL). The grouping minimizes _WORD_COST words plus thresholds per value, with at most
+    _MAX_TABLE thresholds.
+    """
+    m = _geometric_table(rate)[0]  # refuses a scale whose draws could leave int64
+    best = None
+    for width in range(_MAX_WIDTH + 1):
+        for bounded in range(m + 1 if width else 1):
+            tail = math.ceil(_TAIL / (rate * 2 ** (width * (bounded + 1))))
+            thresholds = 2**width + bounded * (2**width - 1) + tail
+            cost = _WORD_COST * (bounded + 2) + thresholds
+            if thresholds <= _MAX_TABLE and (best is None or cost < best[0]):
+                best = (cost, width, bounded, tail)
+            if tail == 1:
+                break
+    _, width, bounded, tail = best
+    lengths = np.array([2**width] + [2**width - 1] * bounded + [tail], dtype=np.int64)
+    low = np.zeros((bounded + 2, lengths.max()), dtype=np.uint64)
+    high = np.zeros_like(low)
+    _IV.prec = 128
+    for group, length in enumerate(lengths):
+        digits = 63 if group == 0 else 64  # group 0's word keeps one bit for the sign
+        for j in range(length):
+            ends = _table_threshold(rate, width, bounded, group, j)._mpi_
+            low[group, j], high[group, j] = (min(_floor_scaled(end, digits), 2**digits - 1) for end in ends)
+    shifts = np.array([0] + [width * g for g in range(1, bounded + 2)], dtype=np.int64)
+    return _LaplaceTables(rate, width, bounded, low, high, lengths, shifts)
+
+
+def _exact_laplace_value(tables: _LaplaceTables, words: np.ndarray, bits: RandomBits) -> int:
+    """The value of one flagged value's words (one per group): undecided trials resolved exactly, the tail drawn."""
+    counts = []
+    for group, word in enumerate(int(w) for w in words):
+        prefix, digits = (word >> 1, 63) if group == 0 else (word, 64)
+        length = int(tables.lengths[group])
+        low, high = tables.low[group, :length].astype(object), tables.high[group, :length].astype(object)
+        count = int(np.sum(high < prefix))
+        unsure = np.flatnonzero((low <= prefix) & (prefix <= high))
+        thresholds = [
+            functools.partial(_table_threshold, tables.rate, tables.width, tables.bounded, group, int(j))
+            for j in unsure
+        ]
+        count += sum(not below for below in resolve(thresholds, prefix, digits, bits))
+        counts.append(count)
+    magnitude = sum(count << int(shift) for count, shift in zip(counts, tables.shifts))
+    if counts[-1] == tables.lengths[-1]:  # H >= T (probability below e^-45): H - T is a geometric with ratio Q
+        magnitude += int(geometric(tables.rate * 2**tables.tail_shift, 1, bits)[0]) << tables.tail_shift
+        if magnitude >= 2**_MAX_DIGITS:
+            raise OverflowError("a noise draw left the int64 range (an event of probability below 2^-64)")
+    sign = 1 - 2 * (int(words[0]) & 1)
+    return sign * magnitude if counts[0] else 0
+
+
+def discrete_laplace(scale: Fraction, count: int, bits: RandomBits, out: np.ndarray | None = None) -> np.ndarray:
+    """``count`` draws with P(K = k) proportional to exp(-|k| / scale), by the tables of :func:`_laplace_tables`
+    (into ``out``, an int64 array of ``count`` values, when given).
+
+    Each value takes one word per group, compared (compiled) with every threshold of its group; a value
+    with an undecided trial or in the tail (probability below 2^-56 per value) is redone exactly.
+    """
+    tables = _laplace_tables(1 / scale)
+    words = bits(count, len(tables.lengths))  # row i: value i's word per group, so chunks do not matter
+    values = np.empty(count, dtype=np.int64) if out is None else out
+    flagged = np.empty(count, dtype=np.bool_)
+    table_laplace(words, tables.low, tables.high, tables.lengths, tables.shifts, values, flagged)
+    for i in np.flatnonzero(flagged):
+        values[i] = _exact_laplace_value(tables, words[i], bits)
+    return values
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,15 +348,18 @@ def _acceptance_enclosure(candidates: np.ndarray, centre: Fraction, sigma_square
     return _IV.exp(-((k - _exact(centre)) ** 2) / (2 * _exact(sigma_squared)))
 
 
-def discrete_gaussian(sigma_squared: Fraction, count: int, bits: RandomBits) -> np.ndarray:
-    """``count`` draws with P(K = k) proportional to exp(-k^2 / (2 sigma^2)) (CKS Algorithm 3, batched).
+def discrete_gaussian(
+    sigma_squared: Fraction, count: int, bits: RandomBits, out: np.ndarray | None = None
+) -> np.ndarray:
+    """``count`` draws with P(K = k) proportional to exp(-k^2 / (2 sigma^2)) (CKS Algorithm 3, batched; into
+    ``out``, an int64 array of ``count`` values, when given).
 
     Each pending value gets a fixed number of discrete Laplace candidates and acceptance trials;
     the first accepted candidate is selected with a cumulative sum, and values with none accepted
     are pending for the next round.
     """
     t, centre, c, h, batch = _gaussian_plan(sigma_squared)
-    out = np.zeros(count, dtype=np.int64)
+    out = np.zeros(count, dtype=np.int64) if out is None else out
     pending = np.arange(count)
     while pending.size:
         candidates = discrete_laplace(t, pending.size * batch, bits).reshape(-1, batch)
@@ -243,8 +381,68 @@ def _floor_sqrt(value: Fraction) -> int:
 
 
 def sample_array(draw, parameter: Fraction, shape, rng, secure: bool = False) -> np.ndarray:
-    """An int64 array of the given shape of independent draws ``draw(parameter, count, bits)``."""
+    """An int64 array of the given shape of independent draws ``draw(parameter, count, bits, out)``, made
+    in chunks of ``_CHUNK`` values written in place."""
     bits = RandomBits(rng, secure=secure)
-    size = math.prod(shape)
-    chunks = [draw(parameter, min(_CHUNK, size - start), bits) for start in range(0, size, _CHUNK)]
-    return np.concatenate(chunks or [np.zeros(0, dtype=np.int64)]).reshape(shape)
+    out = np.empty(math.prod(shape), dtype=np.int64)
+    for start in range(0, out.size, _CHUNK):
+        chunk = out[start : start + _CHUNK]
+        draw(parameter, chunk.size, bits, chunk)
+    return out.reshape(shape)
+
+
+# -- single trials and Bernoulli(exp(-gamma)), for the Wasserstein exponential mechanism -----------------
+# ppdinfer.kernels.wem decides the trials of its Bernoulli(exp(-gamma)) acceptances in double precision
+# with a margin; the rare one too close to call is finished here (mechanisms/wem.py), with the same
+# exact trials V < p as the samplers above.
+
+
+def trial(probability, bits: RandomBits, prefix: int = 0, digits: int = 0) -> bool:
+    """Exactly whether V < p, for V uniform in [0, 1) whose first ``digits`` (at most 64) binary digits,
+    already drawn, are ``prefix``; ``probability()`` encloses p as in :func:`decide`.
+
+    The rest of V's first word is drawn and compared with a 128-bit enclosure of p 2^64; a word
+    inside it is decided by :func:`decide`.
+    """
+    word = (prefix << (64 - digits)) | (int(bits(1)[0]) >> digits)
+    _IV.prec = 128
+    low, high = (_floor_scaled(end, 64) for end in probability()._mpi_)
+    return word < low or (word <= high and decide(probability, word, bits))
+
+
+def root_plus_linear(root_rate, q: int, linear_rate, s: int):
+    """An interval enclosing gamma = root_rate sqrt(q) + linear_rate s, known to be >= 0, at the current
+    precision; the rates (floats or Fractions) are converted exactly."""
+    value = _exact(Fraction(root_rate)) * _IV.sqrt(q) + _exact(Fraction(linear_rate)) * s
+    return value if value.a >= 0 else _IV.mpf([0, value.b])  # rounding may reach below 0 when gamma ~ 0
+
+
+def _quotient(enclosure, divisor: int):
+    """An interval enclosing the value that ``enclosure()`` encloses, divided by ``divisor``."""
+    return enclosure() / divisor
+
+
+def bernoulli_exp_minus(
+    gamma, pieces: int, bits: RandomBits, *, counter: int = 1, left: int | None = None, prefix: int = 0, digits: int = 0
+) -> bool:
+    """Exactly Bernoulli(exp(-gamma)), 0 <= gamma <= ``pieces``, by Canonne, Kamath & Steinke (2020), Algorithm 1.
+
+    gamma is cut into ``pieces`` pieces g = gamma / pieces <= 1; a piece passes when the count k of
+    successive successes of the trials V < g / k, k = 1, 2, ..., stops at an odd k, and the result
+    is whether every piece passes. ``gamma()`` encloses gamma as in :func:`decide`. A run begun
+    elsewhere resumes at counter k = ``counter`` with ``left`` pieces still to pass (all by default),
+    the pending trial's V beginning with the ``digits`` binary digits ``prefix``.
+    """
+    left = pieces if left is None else left
+    k = counter
+    while True:
+        if trial(functools.partial(_quotient, gamma, pieces * k), bits, prefix, digits):
+            k += 1
+        elif k % 2 == 0:
+            return False
+        else:
+            left -= 1
+            if left == 0:
+                return True
+            k = 1
+        prefix = digits = 0

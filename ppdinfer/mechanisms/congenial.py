@@ -16,6 +16,7 @@ invariants (e.g. non-negativity): dropping it biases every posterior.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -25,7 +26,9 @@ from scipy.special import logsumexp
 from .._random import SeedLike, as_generator
 from .._validation import integer_valued, positive_finite, positive_int
 from ..invariants import LinearInvariants
-from ..kernels import independence_chain
+from ..kernels import independence_block
+from ..kernels.integer_tables import conforming
+from ._exact_integer import RandomBits
 from .base import Mechanism
 from .gaussian import DiscreteGaussian
 from .laplace import DiscreteLaplace
@@ -41,6 +44,13 @@ PILOT_PROPOSALS = 10_000
 #: Per-coordinate noise mass left out when the kernel lattice {u : A u = 0} is truncated.
 TRUNCATION_TAIL = 1e-15
 _CHUNK = 4_000_000
+#: Largest block of rejection proposals: the proposals after the accepted one are wasted, so blocks stay small.
+_REJECTION_BATCH = 1 << 13
+#: MIS iterations per compiled block (bounds the memory of the random words).
+_MIS_BLOCK = 1 << 14
+#: The MIS proposal's alias table has at most 2^_ALIAS_BITS buckets (a word keeps 53 bits for the cut);
+#: a wider proposal is drawn by inverting its CDF.
+_ALIAS_BITS = 11
 
 
 class Congenial(Mechanism):
@@ -112,6 +122,7 @@ class Congenial(Mechanism):
         self.last_method: str | None = None
         self._support_cache: tuple[np.ndarray | None, str | None] | None = None
         self._constant_cache: tuple[float, float] | None = None
+        self._conformity_cache: tuple | None = None
 
     @property
     def n_cells(self) -> int:
@@ -371,7 +382,11 @@ class Congenial(Mechanism):
         -----
         The MIS proposes s~ (free cells from the proposal q, the others solved), gives it target
         weight 0 when B s~ >= b fails, and accepts with probability
-        min(1, p(s~ - x) q(s) / (p(s - x) q(s~))).
+        min(1, p(s~ - x) q(s) / (p(s - x) q(s~))). It runs compiled, in blocks of iterations: each
+        step of q comes from one 64-bit word through an alias table (mass below 2^-60 left out; by
+        inverting the CDF when the table would pass 2^11 buckets), the same draws whatever the block
+        size. The rejection release draws its proposals in blocks, each value by the exact, timing-safe
+        sampler of the noise, and tests them against the invariants compiled, without early exit.
         """
         if method not in ("auto", "rejection", "mis"):
             raise ValueError(f"method must be 'auto', 'rejection' or 'mis', got {method!r}")
@@ -384,7 +399,7 @@ class Congenial(Mechanism):
         n = 1 if size is None else positive_int(size, "size")
         max_proposals = positive_int(max_proposals, "max_proposals")
         rng = as_generator(random_seed)
-        flat = x.reshape(-1)
+        flat = np.ascontiguousarray(x.reshape(-1), dtype=np.int64)
         if method == "auto":
             support = self._support()
             if support is not None:
@@ -404,6 +419,30 @@ class Congenial(Mechanism):
         self.last_method, self.last_acceptance_rate = "mis", rate
         return _shaped(draws, shape, size)
 
+    def _conformity(self) -> tuple:
+        """The invariants for the compiled conformity tests: (lower, upper, rows, targets, number of
+        equalities). Inequalities on one cell become the bounds lower <= s <= upper; the equalities, then
+        the other inequalities, stay dense rows."""
+        if self._conformity_cache is None:
+            inv, d = self.invariants, self.n_cells
+            lower = np.full(d, np.iinfo(np.int64).min, dtype=np.int64)
+            upper = np.full(d, np.iinfo(np.int64).max, dtype=np.int64)
+            rows, targets = list(inv.A), list(inv.a)
+            for row, target in zip(inv.B, inv.b):
+                cells = np.flatnonzero(row)
+                if cells.size != 1:
+                    rows.append(row)
+                    targets.append(target)
+                    continue
+                cell, coefficient, target = cells[0], int(row[cells[0]]), int(target)
+                if coefficient > 0:  # s >= ceil(target / coefficient)
+                    lower[cell] = max(lower[cell], -(-target // coefficient))
+                else:  # s <= floor(target / coefficient)
+                    upper[cell] = min(upper[cell], target // coefficient)
+            rows = np.array(rows, dtype=np.int64).reshape(-1, d)
+            self._conformity_cache = (lower, upper, rows, np.array(targets, dtype=np.int64), inv.A.shape[0])
+        return self._conformity_cache
+
     def _rejection(self, flat, rng, n, budget, strict):
         d = self.n_cells
         found: list[np.ndarray] = []
@@ -411,9 +450,8 @@ class Congenial(Mechanism):
         batch = 256
         while len(found) < n and proposed < budget:
             batch = min(batch, budget - proposed)
-            y = flat + self.mechanism._noise((batch, d), rng, False)
-            ok = self.invariants.contains(y.reshape(batch, *self.invariants.shape))
-            hits = np.flatnonzero(ok)
+            y = self.mechanism._noise((batch, d), rng, False)  # becomes x + noise in the test
+            hits = np.flatnonzero(conforming(y, flat, *self._conformity(), np.empty(batch, dtype=np.bool_)))
             need = n - len(found)
             if hits.size >= need:
                 proposed += int(hits[need - 1]) + 1
@@ -421,7 +459,7 @@ class Congenial(Mechanism):
                 break
             proposed += batch
             found.extend(y[hits])
-            batch = min(batch * 4, 1 << 16)
+            batch = min(batch * 4, _REJECTION_BATCH)
         if len(found) < n:
             if not strict:
                 return None, proposed
@@ -486,26 +524,64 @@ class Congenial(Mechanism):
         inv, d = self.invariants, self.n_cells
         free = self.free_cells(free_cells)
         solved = np.setdiff1d(np.arange(d), free)
+        # The solved cells are solve (a - A[:, I] s_I); solve = A[:, I^c]^-1 is integer as |det| = 1.
+        solve = np.rint(np.linalg.inv(inv.A[:, solved])).astype(np.int64) if solved.size else np.zeros((0, 0), np.int64)
+        lower, upper, rows, targets, n_equalities = self._conformity()
+        noise = np.array([self.mechanism.rate, self.mechanism.power], dtype=np.float64)
         iterations = burn_in + thin * n
-        # Double geometric steps on the free cells: the difference of two geometrics on {1, 2, ...}.
-        p_stop = -math.expm1(-eps_q)
-        steps = rng.geometric(p_stop, (iterations, free.size)) - rng.geometric(p_stop, (iterations, free.size))
-        proposals = np.empty((iterations, d), dtype=np.int64)
-        proposals[:, free] = flat[free] + steps
-        if solved.size:
-            basis = inv.A[:, solved]
-            inverse = np.rint(np.linalg.inv(basis)).astype(np.int64)  # integer: |det| = 1
-            rhs = inv.a[None, :] - proposals[:, free] @ inv.A[:, free].T
-            proposals[:, solved] = rhs @ inverse.T
-        feasible = np.all(proposals @ inv.B.T >= inv.b, axis=1) if inv.B.shape[0] else np.ones(iterations, bool)
-        m = self.mechanism
-        # log w = log target - log proposal (constants dropped): the independence sampler's weight.
-        log_w = -m.rate * (np.abs(proposals - flat) ** m.power).sum(axis=1) + eps_q * np.abs(steps).sum(axis=1)
-        log_w[~feasible] = -np.inf
-        log_u = np.log(rng.random(iterations))
-        kept, accepted = independence_chain(log_w, log_u, burn_in, thin, n)
-        keep = np.where((kept >= 0)[:, None], proposals[np.maximum(kept, 0)], flat[None, :])
-        return keep, accepted / max(iterations, 1)
+        kept = np.empty((n, d), dtype=np.int64)
+        state = flat.copy()
+        chain = np.array([0, 0.0, 0, burn_in, thin, 0], dtype=np.float64)  # the chain starts at x, weight 0
+        bits = RandomBits(rng)
+        for start in range(0, iterations, _MIS_BLOCK):
+            words = bits(min(_MIS_BLOCK, iterations - start), free.size + 1)
+            independence_block(
+                flat,
+                free,
+                solved,
+                solve,
+                np.ascontiguousarray(inv.A[:, free]),
+                inv.a,
+                lower,
+                upper,
+                rows[n_equalities:],
+                targets[n_equalities:],
+                noise,
+                eps_q,
+                _alias_table(eps_q, _ALIAS_BITS),
+                words,
+                state,
+                chain,
+                kept,
+            )
+        return kept, float(chain[2]) / max(iterations, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _alias_table(epsilon: float, max_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walker's alias table (Vose's construction) of the MIS proposal step, P(k) proportional to exp(-epsilon |k|)
+    on |k| <= K, the mass beyond (below 2^-60, under the resolution of a 53-bit uniform) left out: (cut, keep,
+    other) over 2^bits buckets, bucket i giving keep[i] with probability cut[i] and else other[i]; empty
+    arrays when more than 2^max_bits buckets would be needed."""
+    reach = math.ceil(60 * math.log(2) / epsilon)
+    bits = max(1, (2 * reach).bit_length())
+    if bits > max_bits:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    size = 1 << bits
+    keep = np.zeros(size, dtype=np.int64)
+    keep[: 2 * reach + 1] = np.arange(-reach, reach + 1)
+    scaled = np.zeros(size)
+    scaled[: 2 * reach + 1] = np.exp(-epsilon * np.abs(keep[: 2 * reach + 1]))
+    scaled *= size / scaled.sum()
+    cut, other = np.ones(size), keep.copy()
+    small = [i for i in range(size) if scaled[i] < 1]
+    large = [i for i in range(size) if scaled[i] >= 1]
+    while small and large:
+        below, above = small.pop(), large.pop()
+        cut[below], other[below] = scaled[below], keep[above]
+        scaled[above] -= 1 - scaled[below]
+        (small if scaled[above] < 1 else large).append(above)
+    return cut, keep, other
 
 
 def _shaped(draws: np.ndarray, shape, size):
