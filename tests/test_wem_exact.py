@@ -4,17 +4,19 @@ Exact samplers (their pmf is checked in test_wasserstein_mechanisms.py), the emp
 audit, warnings for short chains, interruption by Ctrl-C, and run times that do not depend on x.
 """
 
+import functools
 import math
 import signal
 import threading
 import time
 import warnings
-from decimal import Decimal, localcontext
+from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 
-from ppdinfer.mechanisms import wem
+from ppdinfer.mechanisms import _exact_integer, wem
 from ppdinfer.mechanisms.wem import EXACT_PROPOSAL_LIMIT, MIN_SWEEPS, ChainLengthWarning, WassersteinExponential
 
 AUDIT_RELEASES = 100_000
@@ -35,30 +37,117 @@ def privacy_loss(draws, other, min_count=500):
 
 
 # -- exact Bernoulli trials ------------------------------------------------------------------
+# The kernels decide each trial U < gamma / d of a Bernoulli(exp(-gamma)) acceptance on the 53 random
+# digits u of U when double precision leaves a margin; wem._accepted finishes the rest with the exact
+# trials of _exact_integer, gamma = root_rate sqrt(q) + linear_rate s enclosed at rising precision.
 
 
-def test_exact_comparisons_draw_more_bits_only_when_needed():
-    rng = np.random.default_rng(0)
-    # p = sqrt(4) / 4 = (sqrt(9) - 0.5 * 2) / 4 = 1/2: decided on the first 53 bits
-    for spec in [(1.0, 4, 0.0, 0), (1.0, 9, -0.5, 2)]:
-        assert wem._exact_below(2**52 - 1, *spec, 4, rng) and not wem._exact_below(2**52, *spec, 4, rng)
-    # p = sqrt(2) / 2 falls inside [u, u + 1) / 2^53 for u = floor(p 2^53): U < p with probability frac(p 2^53)
-    with localcontext() as context:
-        context.prec = 60
-        scaled = Decimal(2).sqrt() / 2 * 2**53
-    u, frac = int(scaled), float(scaled - int(scaled))
-    hits = np.mean([wem._exact_below(u, 1.0, 2, 0.0, 0, 2, rng) for _ in range(4000)])
-    assert abs(hits - frac) < 4.5 * math.sqrt(frac * (1 - frac) / 4000)
+class RecordedBits(_exact_integer.RandomBits):
+    """Random words from a seeded Generator, each one kept in ``words``."""
+
+    def __init__(self, seed):
+        super().__init__(np.random.default_rng(seed))
+        self.words = []
+
+    def __call__(self, *shape):
+        out = super().__call__(*shape)
+        self.words.extend(int(w) for w in out.reshape(-1))
+        return out
+
+
+def enclosure(root_rate, q, linear_rate, s, d=1):
+    """The trial probability gamma / d as the exact engine encloses it."""
+    return functools.partial(
+        _exact_integer._quotient, functools.partial(_exact_integer.root_plus_linear, root_rate, q, linear_rate, s), d
+    )
+
+
+def reference(root_rate, q, linear_rate, s, d=1):
+    """gamma / d to 60 significant digits (about 199 bits), in mpmath."""
+    with mpmath.workdps(60):
+        return (mpmath.mpf(root_rate) * mpmath.sqrt(q) + mpmath.mpf(linear_rate) * s) / d
+
+
+#: L2 envelope rate of two coordinates at rate 1/4 (as wem._lattice_l2_plan computes it): close to 1/4 / sqrt(2)
+ENVELOPE = math.isqrt(2**59) / 2**32
+#: (root_rate, q, linear_rate, s, d): the kernels' gammas near where double precision cannot decide
+BOUNDARY_CASES = [
+    (1.0, 2, 0.0, 0, 2),  # sqrt(2) / 2
+    (0.25, 13, -ENVELOPE, 5, 1),  # naive L2 envelope, v = (3, -2): 0.0175
+    (0.25, 13, -ENVELOPE, 5, 3),  # ... its third trial
+    (0.25, 2, -ENVELOPE, 2, 1),  # v = (1, 1): root and linear cancel to 1.4e-10
+    (1 / 3, 50, 0.0, 0, 6),  # congenial L2, gamma 2.36 in 3 pieces, k = 2
+    (0.1, 49 * 49, 0.0, 0, 5 * 7),  # congenial L1 (q = L1^2): a rational 0.14 that no binary fraction equals
+]
+
+
+def test_exact_trials_draw_more_bits_only_when_needed():
+    # p = sqrt(4) / 4 = (sqrt(9) - 0.5 * 2) / 4 = 1/2: decided on the first word
+    for spec in [(1.0, 4, 0.0, 0, 4), (1.0, 9, -0.5, 2, 4)]:
+        for prefix, expected in ((2**52 - 1, True), (2**52, False)):
+            bits = RecordedBits(0)
+            assert _exact_integer.trial(enclosure(*spec), bits, prefix, 53) is expected
+            assert len(bits.words) == 1
+    # gamma = 0 exactly, however the rates round: never below, and the enclosure does not dip under 0
+    zero = _exact_integer.root_plus_linear(Fraction(1, 3), 9, -1, 1)
+    assert zero.a == 0 and zero.b >= 0
+    assert not _exact_integer.trial(
+        functools.partial(_exact_integer.root_plus_linear, Fraction(1, 3), 9, -1, 1), RecordedBits(1)
+    )
+
+
+@pytest.mark.parametrize("spec", BOUNDARY_CASES)
+@pytest.mark.parametrize("known", [53, 64])
+def test_exact_trials_agree_with_mpmath_near_the_boundary(spec, known):
+    # U's first ``known`` digits tie with p's: 53 as the kernels hand a trial over (the first word's last
+    # 11 digits usually decide), 64 where every decision needs decide()'s further words
+    p = reference(*spec)
+    with mpmath.workdps(60):
+        prefix = int(mpmath.floor(p * 2**known))
+        frac = float(p * 2**known - prefix)
+    assert prefix > 0 and 1e-6 < frac < 1 - 1e-6
+    # the neighbouring prefixes are decided whatever the further digits
+    assert _exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix - 1, known)
+    assert not _exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix + 1, known)
+    hits, n = 0, 400
+    for seed in range(n):
+        bits = RecordedBits(seed)
+        decided = _exact_integer.trial(enclosure(*spec), bits, prefix, known)
+        # V's digits as drawn: the prefix, the rest of the first word, then decide()'s whole words
+        digits = 64 * len(bits.words)
+        assert digits <= 192  # within the reference's 199 bits (another round has probability 2^-64)
+        v = (prefix << (64 - known)) | (bits.words[0] >> known)
+        for word in bits.words[1:]:
+            v = (v << 64) | word
+        with mpmath.workdps(60):
+            below, above = mpmath.mpf(v) / 2**digits, mpmath.mpf(v + 1) / 2**digits
+            assert p < below or above <= p, "the digits drawn cannot decide, yet a decision was made"
+            assert decided is bool(above <= p)
+        hits += decided
+    # and U < p has the probability frac(p 2^known) given its first digits
+    assert abs(hits / n - frac) < 4.5 * math.sqrt(frac * (1 - frac) / n)
 
 
 @pytest.mark.parametrize("spec", [(0.3, 7, 0.0, 0), (1.0, 2, -0.25, 3), (0.7, 50, 0.0, 0)])
-def test_exactly_finished_trials_are_bernoulli_exp_minus(spec):
+def test_finished_acceptances_are_bernoulli_exp_minus(spec):
+    # every trial handed over at its first counter, with uniform 53 digits: the acceptance is then
+    # Bernoulli(exp(-gamma)) whatever the kernel would have decided
     root_rate, q, linear_rate, s = spec
     gamma = root_rate * math.sqrt(q) + linear_rate * s
     pieces = max(1, math.ceil(gamma))
     rng = np.random.default_rng(1)
-    hits = np.mean([wem._finish_exp_minus(1, pieces, rng.integers(2**53), pieces, *spec, rng) for _ in range(4000)])
-    assert abs(hits - math.exp(-gamma)) < 4.5 * math.sqrt(math.exp(-gamma) * (1 - math.exp(-gamma)) / 4000)
+    n = 3000
+    state = np.zeros((n, 4))
+    state[:] = 1, pieces, 0, pieces
+    state[:, 2] = rng.integers(2**53, size=n)
+    accepted = wem._accepted(np.full(n, -1), state, rng, lambda i: spec)
+    p = math.exp(-gamma)
+    assert abs(accepted.mean() - p) < 4.5 * math.sqrt(p * (1 - p) / n)
+    # a decided proposal is left as the kernel decided it, and draws no bits
+    decided = np.array([1, 0, 1])
+    before = rng.bit_generator.state
+    assert wem._accepted(decided, np.zeros((3, 4)), rng, lambda i: spec).tolist() == [True, False, True]
+    assert rng.bit_generator.state == before
 
 
 # -- privacy audit ---------------------------------------------------------------------------

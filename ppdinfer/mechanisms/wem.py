@@ -63,6 +63,7 @@ from ..kernels.wem import (
     min_log_normalizer,
     wem_advance,
 )
+from . import _exact_integer
 from .base import Mechanism
 from .laplace import DiscreteLaplace
 
@@ -291,15 +292,16 @@ class WassersteinExponential(Mechanism):
     Exact means exact: every acceptance exp(-gamma), gamma irrational for the L2 norm, is a
     chain of Canonne-Kamath-Steinke trials Bernoulli(gamma / k), each comparing uniform random
     integers with gamma / k, in double precision where IEEE 754's correctly rounded sqrt, +, *
-    and / leave a margin that decides it, and otherwise on more random bits in exact integer
-    arithmetic; the discrete Laplace proposals are drawn in integer arithmetic. The uniforms
-    come from numba's Mersenne Twister, seeded from the numpy Generator for each batch, as the
-    chain's do. The one float approximation left is the prior-congenial weight nu(y) / max nu,
-    a log-gamma expression decided by a double-precision uniform: it is the same for every x,
-    so the release is exactly Theorem 9's mechanism for the base measure actually used, which
-    is epsilon-TP because Theorem 9 holds for any base measure. That measure differs from the
-    nu of :meth:`logpdf` by float rounding (about 1e-12 relative) and by rounding nu / max nu
-    up to a multiple of 2^-53.
+    and / leave a margin that decides it, and otherwise on more random bits from the numpy
+    Generator, against interval enclosures of gamma / k at rising precision (the trials of the
+    exact integer samplers, ``_exact_integer``); the discrete Laplace proposals are drawn in
+    integer arithmetic. The uniforms come from numba's Mersenne Twister, seeded from the numpy
+    Generator for each batch, as the chain's do. The one float approximation left is the
+    prior-congenial weight nu(y) / max nu, a log-gamma expression decided by a double-precision
+    uniform: it is the same for every x, so the release is exactly Theorem 9's mechanism for the
+    base measure actually used, which is epsilon-TP because Theorem 9 holds for any base
+    measure. That measure differs from the nu of :meth:`logpdf` by float rounding (about 1e-12
+    relative) and by rounding nu / max nu up to a multiple of 2^-53.
 
     **MCMC release** (large naive tables; congenial supports beyond enumeration, such as every
     measure on the case study's table): Metropolis chains (``ppdinfer.kernels.wem``) that
@@ -658,58 +660,31 @@ def _lattice_l2_plan(rate: float, dim: int):
     return proposals, sampler
 
 
+#: Random binary digits of each uniform of the exact-release kernels (numba's random() is u / 2^53).
+_KERNEL_DIGITS = 53
+
+
 def _outputs(size: int):
     """Empty (index, status, state) arrays for ``size`` proposals of an exact-release kernel."""
     return np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.zeros((size, 4))
 
 
 def _accepted(status, state, rng, gamma_of) -> np.ndarray:
-    """The accepted proposals of a kernel batch (status 1), each undecided one (-1) finished exactly;
-    ``gamma_of(i)`` gives proposal i's (root_rate, q, linear_rate, s), see :func:`_finish_exp_minus`."""
+    """The accepted proposals of a kernel batch (status 1), each undecided one (-1) finished exactly.
+
+    ``gamma_of(i)`` gives proposal i's (root_rate, q, linear_rate, s), gamma = root_rate sqrt(q) +
+    linear_rate s; its ``state`` row (k, pieces left, u, pieces) is where the kernel stopped, u the
+    first ``_KERNEL_DIGITS`` binary digits of the trial too close to call.
+    """
     accepted = status == 1
+    bits = _exact_integer.RandomBits(rng)
     for i in np.flatnonzero(status == -1):
-        accepted[i] = _finish_exp_minus(*state[i], *gamma_of(i), rng)
+        k, left, u, pieces = (int(value) for value in state[i])
+        gamma = functools.partial(_exact_integer.root_plus_linear, *gamma_of(i))
+        accepted[i] = _exact_integer.bernoulli_exp_minus(
+            gamma, pieces, bits, counter=k, left=left, prefix=u, digits=_KERNEL_DIGITS
+        )
     return accepted
-
-
-def _finish_exp_minus(k, left, u, pieces, root_rate: float, q: int, linear_rate: float, s: int, rng) -> bool:
-    """Finish, in exact arithmetic, a Bernoulli(exp(-gamma)) trial, gamma = root_rate sqrt(q) + linear_rate s,
-    that ``ppdinfer.kernels.wem._bernoulli_exp_minus`` left at counter k with ``left`` of its
-    ``pieces`` to pass and the random bits u of a trial too close to call."""
-    k, left, u, pieces = int(k), int(left), int(u), int(pieces)
-    while True:
-        if _exact_below(u, root_rate, q, linear_rate, s, pieces * k, rng):
-            k += 1
-        elif k % 2 == 0:
-            return False
-        else:
-            left -= 1
-            if left == 0:
-                return True
-            k = 1
-        u = int(rng.integers(2**53))
-
-
-def _exact_below(u: int, root_rate: float, q: int, linear_rate: float, s: int, d: int, rng) -> bool:
-    """Whether U < (root_rate sqrt(q) + linear_rate s) / d for U uniform on [u, u + 1) / 2^53, in exact
-    integer arithmetic on as many further random bits as it takes."""
-    a, a_den = float(root_rate).as_integer_ratio()
-    c, c_den = float(linear_rate).as_integer_ratio()
-    den = max(a_den, c_den)  # powers of two
-    a, c = a * (den // a_den), c * (den // c_den)
-
-    def sign(w, bits):  # the sign of w - p 2^bits, p 2^bits = (a sqrt(q) + c s) 2^bits / (den d)
-        lhs = w * den * d - (c * s << bits)
-        rhs = a * a * q << 2 * bits
-        return -1 if lhs < 0 else (lhs * lhs > rhs) - (lhs * lhs < rhs)
-
-    bits = 53
-    while True:
-        if sign(u + 1, bits) <= 0:
-            return True
-        if sign(u, bits) >= 0:
-            return False
-        u, bits = (u << 32) | int(rng.integers(2**32)), bits + 32
 
 
 def _as_tables(values, n_counties: int) -> np.ndarray:
