@@ -53,20 +53,28 @@ def assert_mean(idata, name, exact, k=4.0):
 
 
 @pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON, GAMMA_POISSON])
-def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind):
-    y = np.array([3.4, 9.1, 0.2, 5.5])
+@pytest.mark.parametrize(
+    "frequency", [(1.0, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.0, 1.0)], ids=["release", "adapted", "local"]
+)
+def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind, frequency):
+    y = np.array([3.4, 9.1, 0.2, 5.5, 7.0])
     rate, power = 0.7, 1
-    x = np.array([4, 6, 1, 5], dtype=np.int64)
-    n = np.full(4, 16.0 if kind == BINOMIAL else 2.5)  # trials, or a Gamma-Poisson's shape
-    p = np.array([0.2, 0.4, 0.1, 0.3]) if kind != POISSON else np.array([3.0, 8.0, 1.0, 5.0])
+    x = np.array([4, 6, 1, 5, 2], dtype=np.int64)
+    n = np.full(5, 16.0 if kind == BINOMIAL else 2.5)  # trials, or a Gamma-Poisson's shape
+    p = np.array([0.2, 0.4, 0.1, 0.2, 0.1]) if kind != POISSON else np.array([3.0, 8.0, 1.0, 5.0, 6.0])
     if kind == DIRICHLET_MULTINOMIAL:
-        p = np.array([1.0, 2.0, 0.5, 1.5])
-    scale = np.full(4, 2.0)
+        p = np.array([1.0, 2.0, 0.5, 1.5, 1.0])
+    scale, frequency = np.full(5, 2.0), np.array(frequency)
     compiled, generic = x.copy(), x.copy()
-    compiled_rates = augmentation_sweeps(kind, compiled, y, n, p, rate, power, False, scale, 7, 123)
-    generic_rates = generic_sweeps(kind, generic, n, p, scale, 7, lambda v: -rate * np.abs(y - v).sum(), 123)
-    assert np.array_equal(compiled, generic) and np.allclose(compiled_rates, generic_rates)
-    assert compiled_rates.min() > 0 and not np.array_equal(compiled, x)  # it moved
+    compiled_counts = augmentation_sweeps(kind, compiled, y, n, p, rate, power, False, scale, y, frequency, 7, 123)
+    generic_counts = generic_sweeps(
+        kind, generic, n, p, scale, y, frequency, 7, lambda v: -rate * np.abs(y - v).sum(), 123
+    )
+    assert np.array_equal(compiled, generic) and np.array_equal(compiled_counts, generic_counts)
+    made = frequency > 0
+    assert compiled_counts[0, made].min() > 0 and not compiled_counts[1, ~made].any()  # every move made and accepted
+    if frequency[0] < 1:
+        assert 0 < compiled_counts[1, 0] < compiled_counts[1, 1]  # the prior move on about half the pairs
     if kind in (MULTINOMIAL, DIRICHLET_MULTINOMIAL):
         assert compiled.sum() == x.sum()
 

@@ -8,19 +8,30 @@ The latent x is observed through a release y with one of two likelihoods (up to 
   log L(x) = -rate * ||y - x||_2, which couples the coordinates. The kernels carry the squared
   norm and update it move by move.
 
-Two Metropolis-Hastings moves, each leaving the conditional posterior of x given theta
+Three Metropolis-Hastings moves, each leaving the conditional posterior of x given theta
 invariant:
 
 - *prior* (Ju, Awan, Gong & Rao 2022): propose from the conditional prior given theta and the
-  other coordinates, accept with the likelihood ratio;
-- *local*: a symmetric integer step, accepted with prior ratio times likelihood ratio; it
-  mixes where the prior is much wider than the likelihood.
+  other coordinates, accept with the likelihood ratio; it mixes where the release says little;
+- *release*: where the release has a centre c (y itself for a release of x), propose from
+  q(t) proportional to b ** dist(t, [lo, hi]) on the integers, [lo, hi] the values of the coordinate that
+  the centre points to (c_k for a single coordinate; c_i and total - c_j for a pair, whose
+  likelihood of discrete Laplace noise has exactly this shape) and b from the noise's size; an
+  independence proposal on the move's fibre, accepted with prior ratio times likelihood ratio times
+  q(old) / q(new). It mixes where the release pins x (the prior move is then rarely accepted);
+- *local*: a symmetric integer step, accepted with prior ratio times likelihood ratio; the
+  fallback where no centre is known.
+
+A sweep draws each move with its frequency (``frequency[PRIOR]`` etc., 1 = always; the PyMC
+step adapts them during tuning from the acceptance rates), so that a move that is rarely accepted
+costs little.
 
 A Poisson x whose rate has its own Gamma prior (one rate per coordinate) may have the rate
 integrated out (*Gamma-Poisson*, a negative binomial prior), as the Dirichlet below.
 
-For a multinomial x (a public total) both moves act on a pair (i, j) and keep x_i + x_j,
-so every state visited has the public total exactly. With a conjugate Dirichlet(alpha) on the
+For a multinomial x (a public total) the moves act on a pair (i, j) and keep x_i + x_j,
+so every state visited has the public total exactly; a sweep pairs the cells at random (disjoint
+pairs from a random permutation), so each cell is moved once per sweep. With a conjugate Dirichlet(alpha) on the
 cell probabilities, the *collapsed* kind integrates them out: x then has the
 Dirichlet-multinomial prior, the pair's conditional prior is BetaBinomial(x_i + x_j, alpha_i,
 alpha_j), and x mixes without waiting for theta. The kernels seed numba's generator from the
@@ -35,6 +46,8 @@ import numpy as np
 from numba import njit
 
 MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON = 0, 1, 2, 3, 4
+#: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
+PRIOR, RELEASE, LOCAL = 0, 1, 2
 
 
 @njit(cache=True, nogil=True)
@@ -117,12 +130,80 @@ def log_uniform():
 
 @njit(cache=True, nogil=True)
 def choose_pair(dim):
-    """Two distinct cells (i, j), uniformly among the ordered pairs."""
+    """Two distinct cells (i, j), uniformly among the ordered pairs (the WEM release chain's move)."""
     i = np.random.randint(dim)
     j = np.random.randint(dim - 1)
     if j >= i:
         j += 1
     return i, j
+
+
+@njit(cache=True, nogil=True)
+def pair_order(dim):
+    """A random permutation of the cells: a sweep moves the disjoint pairs (order[0], order[1]), (order[2],
+    order[3]), ... (an odd cell out waits for the next sweep)."""
+    return np.random.permutation(dim)
+
+
+@njit(cache=True, nogil=True)
+def make_move(frequency, move):
+    """Whether this pair (or coordinate) gets ``move``: always at frequency 1, else with that probability."""
+    return frequency[move] >= 1.0 or (frequency[move] > 0.0 and np.random.random() < frequency[move])
+
+
+@njit(cache=True, nogil=True)
+def _decay(sd):
+    """The ratio b of successive probabilities of the discrete Laplace law whose standard deviation is ``sd``
+    (at least 0.5): sd ** 2 = 2 b / (1 - b) ** 2."""
+    s2 = max(sd, 0.5) ** 2
+    return ((s2 + 1.0) - math.sqrt(2.0 * s2 + 1.0)) / s2
+
+
+@njit(cache=True, nogil=True)
+def _distance(t, lo, hi):
+    return lo - t if t < lo else (t - hi if t > hi else 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _interval_draw(lo, hi, b):
+    """t on the integers with probability proportional to b ** dist(t, [lo, hi]) (lo <= hi, 0 < b < 1)."""
+    first, last = math.ceil(lo), math.floor(hi)
+    middle = max(last - first + 1, 0)
+    left = b ** (lo - (first - 1)) / (1.0 - b)
+    right = b ** ((last + 1) - hi) / (1.0 - b)
+    u = np.random.random() * (middle + left + right)
+    if u < middle:
+        return first + int(u)
+    k = int(math.floor(math.log(1.0 - np.random.random()) / math.log(b)))  # P(k) proportional to b ** k
+    return first - 1 - k if u < middle + left else last + 1 + k
+
+
+@njit(cache=True, nogil=True)
+def _cell_ratio(collapsed, x, p):
+    """exp(w(x + 1) - w(x)) of :func:`_cell_log_weight` w: (x + alpha) / (x + 1), or p / (x + 1)."""
+    return (x + p) / (x + 1.0) if collapsed else p / (x + 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _pair_log_prior_ratio(collapsed, x, p, i, new_i, j, new_j):
+    """log prior(new) - log prior(x) of a transfer within the pair (i, j); -inf off the support. A transfer of
+    at most 8 multiplies the cells' one-step ratios (one log instead of eight log-gammas)."""
+    if new_i < 0 or new_j < 0 or not p[i] > 0 or not p[j] > 0:
+        return -np.inf
+    step = new_i - x[i]
+    if abs(step) > 8:
+        return (
+            _cell_log_weight(collapsed, new_i, p[i])
+            + _cell_log_weight(collapsed, new_j, p[j])
+            - _cell_log_weight(collapsed, x[i], p[i])
+            - _cell_log_weight(collapsed, x[j], p[j])
+        )
+    if step < 0:  # the transfer from i to j: swap the roles
+        i, j, step = j, i, -step
+    ratio = 1.0
+    for k in range(step):  # cell i climbs from x_i, cell j falls from x_j
+        ratio *= _cell_ratio(collapsed, x[i] + k, p[i]) / _cell_ratio(collapsed, x[j] - k - 1, p[j])
+    return math.log(ratio)
 
 
 @njit(cache=True, nogil=True)
@@ -138,23 +219,28 @@ def pair_prior_move(collapsed, x, p, i, j):
 
 
 @njit(cache=True, nogil=True)
+def pair_release_move(collapsed, x, p, centre, scale, i, j):
+    """x_i | x_i + x_j from q(t) proportional to b ** dist(t, [lo, hi]), [lo, hi] spanned by c_i and total - c_j
+    (clipped to [0, total]), b from the noise sizes ``scale / 2`` of both cells: (new x_i, new x_j, log ratio),
+    the ratio being prior ratio times q(old) / q(new), -inf off the support."""
+    total = x[i] + x[j]
+    u = min(max(centre[i], 0.0), float(total))
+    v = min(max(total - centre[j], 0.0), float(total))
+    lo, hi = min(u, v), max(u, v)
+    b = _decay(0.5 * scale[i]) * _decay(0.5 * scale[j])  # the fibre's likelihood decays with both rates
+    xi = _interval_draw(lo, hi, b)
+    xj = total - xi
+    log_ratio = _pair_log_prior_ratio(collapsed, x, p, i, xi, j, xj)
+    return xi, xj, log_ratio + (_distance(x[i], lo, hi) - _distance(xi, lo, hi)) * math.log(b)
+
+
+@njit(cache=True, nogil=True)
 def pair_local_move(collapsed, x, p, scale, i, j):
     """A symmetric transfer of a step from cell j to cell i: (new x_i, new x_j, log prior ratio),
     the ratio -inf where the move leaves the support (a negative cell, a cell of probability 0)."""
     step = _local_step(0.5 * (scale[i] + scale[j]))
     xi, xj = x[i] + step, x[j] - step
-    if xi < 0 or xj < 0 or not p[i] > 0 or not p[j] > 0:
-        return xi, xj, -np.inf
-    return (
-        xi,
-        xj,
-        (
-            _cell_log_weight(collapsed, xi, p[i])
-            + _cell_log_weight(collapsed, xj, p[j])
-            - _cell_log_weight(collapsed, x[i], p[i])
-            - _cell_log_weight(collapsed, x[j], p[j])
-        ),
-    )
+    return xi, xj, _pair_log_prior_ratio(collapsed, x, p, i, xi, j, xj)
 
 
 @njit(cache=True, nogil=True)
@@ -169,6 +255,19 @@ def site_prior_move(kind, n, p, k):
 
 
 @njit(cache=True, nogil=True)
+def site_release_move(kind, x, n, p, centre, scale, k):
+    """Coordinate k from q(t) proportional to b ** |t - c_k| (c_k clipped to the support), b from the noise
+    size ``scale_k / 2``: (candidate, log prior ratio + log q(old) - log q(new)), -inf off the support."""
+    c = max(centre[k], 0.0)
+    if kind == BINOMIAL:
+        c = min(c, n[k])
+    b = _decay(0.5 * scale[k])
+    candidate = _interval_draw(c, c, b)
+    log_ratio = _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+    return candidate, log_ratio + (abs(x[k] - c) - abs(candidate - c)) * math.log(b)
+
+
+@njit(cache=True, nogil=True)
 def site_local_move(kind, x, n, p, scale, k):
     """A symmetric step of coordinate k: (candidate, log prior ratio), -inf off the support."""
     candidate = x[k] + _local_step(scale[k])
@@ -176,52 +275,73 @@ def site_local_move(kind, x, n, p, scale, k):
 
 
 @njit(cache=True, nogil=True)
-def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, accepted, move):
-    if log_ratio > -np.inf and log_uniform() <= log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm, state):
+def accept(log_ratio):
+    """The Metropolis-Hastings test log U <= log ratio; U is drawn only for a negative ratio."""
+    return log_ratio >= 0.0 or log_uniform() <= log_ratio
+
+
+@njit(cache=True, nogil=True)
+def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, counts, move):
+    counts[1, move] += 1
+    if log_ratio > -np.inf and accept(log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm, state)):
         x[i] = new_i
         if j >= 0:
             x[j] = new_j
         _commit(state)
-        accepted[move] += 1
+        counts[0, move] += 1
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(collapsed, x, y, p, rate, power, norm, scale, state, accepted):
-    """One sweep of pair moves for a multinomial x; ``accepted`` counts (prior, local) acceptances."""
-    for _ in range(x.shape[0]):
-        i, j = choose_pair(x.shape[0])
-        xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
-        if ok:
-            _try_pair(x, y, i, xi, j, xj, 0.0, rate, power, norm, state, accepted, 0)
-        xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
-        _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, accepted, 1)
+def _pair_moves(collapsed, x, y, p, rate, power, norm, scale, centre, frequency, state, counts):
+    """One sweep of pair moves for a multinomial x over disjoint random pairs."""
+    order = pair_order(x.shape[0])
+    for pair in range(x.shape[0] // 2):
+        i, j = order[2 * pair], order[2 * pair + 1]
+        if make_move(frequency, PRIOR):
+            xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+            _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR)
+        if make_move(frequency, RELEASE):
+            xi, xj, log_ratio = pair_release_move(collapsed, x, p, centre, scale, i, j)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE)
+        if make_move(frequency, LOCAL):
+            xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL)
 
 
 @njit(cache=True, nogil=True)
-def _site_moves(kind, x, y, n, p, rate, power, norm, scale, state, accepted):
+def _site_moves(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, state, counts):
     """One sweep of single-coordinate moves for independent binomial or Poisson coordinates."""
     for k in range(x.shape[0]):
-        _try_pair(x, y, k, site_prior_move(kind, n, p, k), -1, 0, 0.0, rate, power, norm, state, accepted, 0)
-        candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
-        _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, accepted, 1)
+        if make_move(frequency, PRIOR):
+            _try_pair(x, y, k, site_prior_move(kind, n, p, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR)
+        if make_move(frequency, RELEASE):
+            candidate, log_ratio = site_release_move(kind, x, n, p, centre, scale, k)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE)
+        if make_move(frequency, LOCAL):
+            candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL)
 
 
 @njit(cache=True, nogil=True)
-def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, sweeps, seed):
-    """Run ``sweeps`` sweeps in place on x (int64); return acceptance rates of (prior, local) moves.
+def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, sweeps, seed):
+    """Run ``sweeps`` sweeps in place on x (int64); return the counts of (accepted, tried) moves, shape (2, 3),
+    columns (PRIOR, RELEASE, LOCAL).
 
     ``norm`` selects the likelihood -rate * ||y - x||_2 (power must be 2) instead of the separable
-    -rate * sum |y - x| ** power.
+    -rate * sum |y - x| ** power; ``centre`` is the release move's centre (read only where
+    ``frequency[RELEASE] > 0``) and ``frequency`` the probability of each move per pair or coordinate.
     """
     seed_moves(seed)
-    accepted = np.zeros(2)
+    counts = np.zeros((2, 3))
     state = np.zeros(2)
     for _ in range(sweeps):
         state[0] = 0.0  # recomputed every sweep, so rounding cannot drift
         for k in range(x.shape[0]):
             state[0] += _term(y[k], x[k], power)
         if kind == MULTINOMIAL or kind == DIRICHLET_MULTINOMIAL:
-            _pair_moves(kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, norm, scale, state, accepted)
+            _pair_moves(
+                kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, norm, scale, centre, frequency, state, counts
+            )
         else:
-            _site_moves(kind, x, y, n, p, rate, power, norm, scale, state, accepted)
-    return accepted / (sweeps * x.shape[0])
+            _site_moves(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, state, counts)
+    return counts

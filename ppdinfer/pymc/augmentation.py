@@ -30,16 +30,22 @@ from ..kernels.augmentation import (
     BINOMIAL,
     DIRICHLET_MULTINOMIAL,
     GAMMA_POISSON,
+    LOCAL,
     MULTINOMIAL,
     POISSON,
+    PRIOR,
+    RELEASE,
+    accept,
     augmentation_sweeps,
-    choose_pair,
-    log_uniform,
+    make_move,
     pair_local_move,
+    pair_order,
     pair_prior_move,
+    pair_release_move,
     seed_moves,
     site_local_move,
     site_prior_move,
+    site_release_move,
 )
 from ..mechanisms.base import AdditiveNoiseMechanism
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
@@ -51,6 +57,9 @@ _KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
 @dataclass_state
 class PrivacyAugmentationState(StepMethodState):
     sweeps: int = field(metadata={"frozen": True})
+    frequency: np.ndarray
+    tuning: bool
+    tuning_counts: np.ndarray
 
 
 def _constant(variable, what: str) -> np.ndarray:
@@ -71,6 +80,10 @@ def _common_constant(variable, what: str) -> float:
 
 _NOISE_OPS = (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 _PAIR_KINDS = (MULTINOMIAL, DIRICHLET_MULTINOMIAL)
+#: the least frequency of the prior and release moves after tuning (so neither is ever dropped)
+MIN_FREQUENCY = 0.05
+#: the moves' names, in the kernel's order (PRIOR, RELEASE, LOCAL)
+MOVES = ("prior", "release", "local")
 
 
 def dependents(model: pm.Model, rv) -> list:
@@ -135,9 +148,13 @@ class _SeparableLikelihood:
     """A release the compiled kernel evaluates: log L(x) = -rate * sum |y - x| ** power (or the L2 norm)."""
 
     def __init__(self, y, rate, power, norm, noise_sd):
-        # read y at every step: pm.set_data may change it between runs of one model
+        # read y at every chain's start: pm.set_data may change it between runs of one model
         self.y = pytensor.function([], pt.cast(y, "float64"))
         self.rate, self.power, self.norm, self.noise_sd = float(rate), int(power), bool(norm), float(noise_sd)
+
+    def centre(self, shape):
+        """The release move's centre: y itself."""
+        return self.y()
 
 
 class _ModelLikelihood:
@@ -180,6 +197,14 @@ class _ModelLikelihood:
 
         return loglik
 
+    def centre(self, shape):
+        """The release move's centre: y where x's one child is a numeric release of x itself with x's shape,
+        else None (the local move then replaces the release move)."""
+        if self._direct is None:
+            return None
+        y = np.asarray(self._direct())
+        return y.astype(float) if y.shape == shape and np.issubdtype(y.dtype, np.number) else None
+
     def step_scale(self, x) -> float:
         """The noise's size for x's local moves: the mechanism's own where a release reads x itself,
         else infinite (the prior's spread then sets the step)."""
@@ -189,46 +214,57 @@ class _ModelLikelihood:
         return self.noise_sd
 
 
-def generic_sweeps(kind, x, n, p, scale, sweeps, loglik, seed) -> np.ndarray:
+def generic_sweeps(kind, x, n, p, scale, centre, frequency, sweeps, loglik, seed) -> np.ndarray:
     """The compiled kernel's sweeps (:func:`ppdinfer.kernels.augmentation.augmentation_sweeps`), the same
     moves and random stream, with the log likelihood from a Python callable ``loglik(x)``.
 
-    Runs in place on the flat int64 x and returns the acceptance rates of the (prior, local) moves.
+    Runs in place on the flat int64 x and returns the counts of (accepted, tried) moves, shape (2, 3),
+    columns (prior, release, local).
     """
     seed_moves(seed)
-    accepted = np.zeros(2)
+    counts = np.zeros((2, 3))
     current = loglik(x)
     collapsed = kind == DIRICHLET_MULTINOMIAL
 
     def attempt(changes, log_ratio, move):
         nonlocal current
+        counts[1, move] += 1
         if not log_ratio > -np.inf:
             return
-        log_u = log_uniform()
         proposal = x.copy()
         for index, value in changes:
             proposal[index] = value
         proposed = loglik(proposal)
-        if proposed > -np.inf and log_u <= log_ratio + proposed - current:
+        if proposed > -np.inf and accept(log_ratio + proposed - current):
             x[:] = proposal
             current = proposed
-            accepted[move] += 1
+            counts[0, move] += 1
 
     for _ in range(sweeps):
         if kind in _PAIR_KINDS:
-            for _ in range(x.size):
-                i, j = choose_pair(x.size)
-                xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
-                if ok:
-                    attempt(((i, xi), (j, xj)), 0.0, 0)
-                xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
-                attempt(((i, xi), (j, xj)), log_ratio, 1)
+            order = pair_order(x.size)
+            for pair in range(x.size // 2):
+                i, j = order[2 * pair], order[2 * pair + 1]
+                if make_move(frequency, PRIOR):
+                    xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+                    attempt(((i, xi), (j, xj)), 0.0 if ok else -np.inf, PRIOR)
+                if make_move(frequency, RELEASE):
+                    xi, xj, log_ratio = pair_release_move(collapsed, x, p, centre, scale, i, j)
+                    attempt(((i, xi), (j, xj)), log_ratio, RELEASE)
+                if make_move(frequency, LOCAL):
+                    xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+                    attempt(((i, xi), (j, xj)), log_ratio, LOCAL)
         else:
             for k in range(x.size):
-                attempt(((k, site_prior_move(kind, n, p, k)),), 0.0, 0)
-                candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
-                attempt(((k, candidate),), log_ratio, 1)
-    return accepted / (sweeps * x.size)
+                if make_move(frequency, PRIOR):
+                    attempt(((k, site_prior_move(kind, n, p, k)),), 0.0, PRIOR)
+                if make_move(frequency, RELEASE):
+                    candidate, log_ratio = site_release_move(kind, x, n, p, centre, scale, k)
+                    attempt(((k, candidate),), log_ratio, RELEASE)
+                if make_move(frequency, LOCAL):
+                    candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+                    attempt(((k, candidate),), log_ratio, LOCAL)
+    return counts
 
 
 class PrivacyAugmentation(BlockedStep):
@@ -245,9 +281,17 @@ class PrivacyAugmentation(BlockedStep):
 
     where L(x) is the density of everything x feeds: its releases (a :class:`ppdinfer.pymc.Release`
     of any mechanism, ``DiscreteLaplace``, ``DiscreteGaussian``, ``WassersteinNaive``, or any other
-    observed distribution) and its other children. A local move proposes a symmetric integer step
-    (a transfer between two cells of a row for a multinomial x, so the public total holds at every
-    state) and accepts with the prior ratio times the likelihood ratio. Where x's one child is an
+    observed distribution) and its other children. Where x's one child is a release of x itself, a
+    release move proposes from the release's side instead: a discrete-Laplace-shaped law around
+    the values the release y points to, the likelihood's own shape on a pair for discrete Laplace
+    noise (an independence proposal, accepted with prior ratio times likelihood ratio times the
+    proposal ratio); it is accepted almost always where the release pins x and the prior move almost
+    never. Otherwise a local move proposes a symmetric integer step and accepts with the prior ratio
+    times the likelihood ratio. For a multinomial x each move transfers counts between two cells of
+    a row (disjoint random pairs, each cell once per sweep), so the public total holds at every
+    state. During tuning the frequencies of the prior and release moves adapt: each runs on a share
+    of the pairs (or coordinates) equal to its acceptance rate over the better one's, at least
+    ``MIN_FREQUENCY``; they are fixed after tuning. Where x's one child is an
     additive release of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM),
     the moves run in a compiled kernel; otherwise the same moves (one implementation,
     ``ppdinfer.kernels.augmentation``) call the model's log density of x's children.
@@ -258,12 +302,18 @@ class PrivacyAugmentation(BlockedStep):
         One latent variable x with a Multinomial (rows of a table too: each row keeps its total),
         Binomial or Poisson prior.
     sweeps : int
-        Sweeps over x per step (each sweep makes one prior and one local move per coordinate);
-        5 by default: a sweep costs microseconds, little next to PyMC's per-draw overhead.
+        Sweeps over x per step (each sweep moves every coordinate, or every disjoint pair of cells, once
+        with each move at its frequency); 5 by default.
     collapse : bool
         Integrate a conjugate prior out of the x update: a Dirichlet on a multinomial x's cells
         (pair this step with a following :class:`ConjugateDirichlet` on the same theta), or a
         Gamma rate per coordinate of a Poisson x (pair it with :class:`ConjugateGamma`).
+    moves : collection of str, optional
+        The moves to make, each on every pair or coordinate, without adaptation: any of "prior",
+        "release" (needs a release of x itself with x's shape) and "local". None (the default): the prior
+        and release moves with adapted frequencies where the release has x's shape, else the prior and
+        local moves. ``("prior", "local")`` is the step before the release move (issue 26), whose sweeps
+        moved J random pairs, twice the disjoint pairs of a sweep now.
 
     Examples
     --------
@@ -285,6 +335,7 @@ class PrivacyAugmentation(BlockedStep):
     _state_class = PrivacyAugmentationState
     stats_dtypes_shapes = {
         "accept_prior": (np.float64, []),
+        "accept_release": (np.float64, []),
         "accept_local": (np.float64, []),
     }
 
@@ -294,6 +345,7 @@ class PrivacyAugmentation(BlockedStep):
         *,
         sweeps: int = 5,
         collapse: bool = False,
+        moves=None,
         model=None,
         rng=None,
         initial_point=None,
@@ -312,6 +364,9 @@ class PrivacyAugmentation(BlockedStep):
             )
         if not isinstance(sweeps, int) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        if moves is not None and (isinstance(moves, str) or not set(moves) or not set(moves) <= set(MOVES)):
+            raise ValueError(f"moves must be None or a non-empty collection of {MOVES}, got {moves!r}")
+        self.moves = None if moves is None else tuple(move for move in MOVES if move in moves)
         children = dependents(model, x_rv)
         if not children:
             raise ValueError(f"nothing in the model depends on {x_rv.name}: no release to augment")
@@ -356,6 +411,31 @@ class PrivacyAugmentation(BlockedStep):
             graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
         )
         self.rng = np.random.default_rng(rng)
+        # the frequencies of the moves: fixed by ``moves``, else known at the first step (from the release)
+        self._moves = None if moves is None else np.array([float(move in moves) for move in MOVES])
+        self.setup_chain(self.rng, tune=0, draws=0)
+
+    def setup_chain(self, rng, tune: int, draws: int) -> None:
+        """Start a chain: every enabled move at frequency 1, adapted during its ``tune`` tuning steps."""
+        super().setup_chain(rng, tune, draws)
+        self._centre = None  # y, read once per chain (pm.set_data may change it between runs)
+        self.frequency = None if self._moves is None else self._moves.copy()
+        self.tuning = tune > 0
+        self.tuning_counts = np.zeros((2, 3))
+
+    def stop_tuning(self):
+        """Fix the moves' frequencies for the rest of the chain."""
+        self.tuning = False
+
+    def _adapt(self, counts):
+        """Tuning: each of the prior and release moves gets the frequency acceptance rate / the better rate."""
+        self.tuning_counts += counts
+        if self.moves is not None or not self._moves[RELEASE]:
+            return
+        accepted, tried = self.tuning_counts
+        rates = accepted[[PRIOR, RELEASE]] / np.maximum(tried[[PRIOR, RELEASE]], 1)
+        if rates.max() > 0:
+            self.frequency[[PRIOR, RELEASE]] = np.maximum(rates / rates.max(), MIN_FREQUENCY)
 
     def _prior_parameters(self, point, shape):
         """(n, p, prior sd) of x's prior, broadcast to x's shape (n to its rows for a multinomial);
@@ -387,36 +467,50 @@ class PrivacyAugmentation(BlockedStep):
                 "start from a value inside the set the public total allows"
             )
         likelihood = self._likelihood
+        if self._centre is None:
+            self._centre = (likelihood.centre(x.shape),)
+        (centre,) = self._centre
         if self.compiled:
-            y = likelihood.y()
-            if x.shape != y.shape:
-                raise ValueError(f"{name} has shape {x.shape} but its release y has shape {y.shape}")
+            if x.shape != centre.shape:
+                raise ValueError(f"{name} has shape {x.shape} but its release y has shape {centre.shape}")
             noise_sd = likelihood.noise_sd
         else:
             noise_sd = likelihood.step_scale(x)
+        if self._moves is None:  # the first step: the release move where y has x's shape, else the local move
+            self._moves = np.array([1.0, float(centre is not None), float(centre is None)])
+        if self.frequency is None:
+            self.frequency = self._moves.copy()
+        if self._moves[RELEASE] and centre is None:
+            raise ValueError(f"the release move needs a release of {name} itself with its shape: use other moves")
         scale = np.maximum(2.0 * np.minimum(prior_sd, noise_sd), 1.0)
         # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
         rows = list(np.ndindex(x.shape[:-1])) if self.kind in _PAIR_KINDS else [Ellipsis]
-        rates = np.zeros(2)
+        counts = np.zeros((2, 3))
         for row in rows:
             cells = x[row].reshape(-1)  # a copy of the row, written back below
-            n_row = np.ascontiguousarray(
-                np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row], dtype=float
-            ).reshape(-1)
-            p_row = np.ascontiguousarray(p[row], dtype=float).reshape(-1)
-            scale_row = np.ascontiguousarray(scale[row], dtype=float).reshape(-1)
+            n_row, p_row, scale_row, centre_row = (
+                np.ascontiguousarray(values, dtype=float).reshape(-1)
+                for values in (
+                    np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row],
+                    p[row],
+                    scale[row],
+                    np.zeros(0) if centre is None else centre[row],
+                )
+            )
             seed = int(self.rng.integers(2**31))
             if self.compiled:
-                rates += augmentation_sweeps(
+                counts += augmentation_sweeps(
                     self.kind,
                     cells,
-                    np.ascontiguousarray(y[row], dtype=float).reshape(-1),
+                    centre_row,  # y
                     n_row,
                     p_row,
                     likelihood.rate,
                     likelihood.power,
                     likelihood.norm,
                     scale_row,
+                    centre_row,
+                    self.frequency,
                     self.sweeps,
                     seed,
                 )
@@ -427,12 +521,17 @@ class PrivacyAugmentation(BlockedStep):
                         f"{name} = {x.tolist()} has probability zero given the release: start from "
                         "a value the release allows (initvals)"
                     )
-                rates += generic_sweeps(self.kind, cells, n_row, p_row, scale_row, self.sweeps, loglik, seed)
+                counts += generic_sweeps(
+                    self.kind, cells, n_row, p_row, scale_row, centre_row, self.frequency, self.sweeps, loglik, seed
+                )
             x[row] = cells.reshape(x[row].shape)
+        if self.tuning:
+            self._adapt(counts)
         new_point = dict(point)
         new_point[name] = x
-        rates /= len(rows)
-        return new_point, [{"accept_prior": float(rates[0]), "accept_local": float(rates[1])}]
+        with np.errstate(invalid="ignore"):
+            rates = counts[0] / counts[1]  # NaN for a move not made
+        return new_point, [{f"accept_{move}": float(rates[i]) for i, move in enumerate(MOVES)}]
 
     def _row_likelihood(self, point, x, row):
         """log L as a function of one row's cells (all of x when ``row`` is Ellipsis)."""

@@ -97,7 +97,7 @@ def conjugate_dirichlets(model: pm.Model) -> list:
     ]
 
 
-def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, **kwargs):
+def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, moves=None, **kwargs):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
     Every integer latent x that feeds an observed release (``privacy_latents``) gets
@@ -108,7 +108,10 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     multinomial latent x, or a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
     exposure), is integrated out of x's update (``collapse=True``) and then drawn exactly by
     :class:`ConjugateDirichlet` or :class:`ConjugateGamma`, so x and its rates move together given
-    the hyperparameters. ``kwargs`` go to ``pm.sample``.
+    the hyperparameters. ``sweeps`` and ``moves`` go to each :class:`PrivacyAugmentation` (by default the
+    prior and release moves, their frequencies adapted during tuning), ``kwargs`` to ``pm.sample``: with
+    ``cores`` above 1 (PyMC's default where the machine has several) the chains run in parallel
+    processes and give the same draws as one after the other.
 
     Examples
     --------
@@ -135,7 +138,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
         }
         gammas = {x: found[0] for x in latents if conjugate and (found := gamma_poisson_rate(model, x)) is not None}
         collapsible = set(dirichlets) | set(gammas)
-        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible) for rv in latents]
+        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible, moves=moves) for rv in latents]
         steps += [ConjugateDirichlet([rv]) for rv in dirichlets.values()]
         steps += [ConjugateGamma([rate]) for rate in gammas.values()]
         user_steps = kwargs.pop("step", None) or []
