@@ -20,7 +20,7 @@ and marked so), the ratio dask x1 / local x1, the smallest bulk ESS of a month a
 ``ESS_TARGET`` (400), the largest R-hat, and the z-scores of the posterior means against the true
 counts. Run (about 40 minutes on 2 cores before the single-month speed-up of issue 26, part 1):
 ``.venv/bin/python benchmarks/national_months.py [--counties 3000] [--months 24] [--draws 1000]
-[--tune 300] [--chains 2] [--seed 2026]``; ``--counties 300 --months 6`` tries it in a minute.
+[--tune 300] [--chains 2] [--sweeps 10] [--seed 2026]``; ``--counties 300 --months 6`` tries it in a minute.
 """
 
 from __future__ import annotations
@@ -80,13 +80,15 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000, help="draws per chain")
     parser.add_argument("--tune", type=int, default=300, help="tuning steps per chain")
     parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--sweeps", type=int, default=10, help="augmentation sweeps per iteration")
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     panel = synthetic_panel(args.counties, args.months, seed=args.seed)
-    fit = {"draws": args.draws, "tune": args.tune, "chains": args.chains, "seed": args.seed}
+    fit = {"draws": args.draws, "tune": args.tune, "chains": args.chains, "sweeps": args.sweeps, "seed": args.seed}
     print(
         f"{args.counties} counties x {args.months} months ({panel.releases.size:,} released counts), "
-        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws) a month; {os.cpu_count()} cores"
+        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws) a month, {args.sweeps} sweeps; "
+        f"{os.cpu_count()} cores"
     )
     fit_months(synthetic_panel(20, 1), draws=20, tune=20, executor=ThreadPoolExecutor(1), progressbar=False)
     runs = {"local x1": lambda: local_executor(1), "local x2": lambda: local_executor(2), "dask x1": dask_executor}

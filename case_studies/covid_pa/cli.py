@@ -86,6 +86,9 @@ def register(commands) -> None:
     national.add_argument("--draws", type=positive_int, default=1000, help="draws per chain (default 1000)")
     national.add_argument("--tune", type=non_negative_int, default=300, help="tuning steps per chain (default 300)")
     national.add_argument("--chains", type=positive_int, default=2, help="chains per month (default 2)")
+    national.add_argument(
+        "--sweeps", type=positive_int, default=10, help="augmentation sweeps per iteration (default 10)"
+    )
     national.add_argument("--workers", type=positive_int, default=None, help="local processes (default: all cores)")
     national.add_argument(
         "--scheduler", default=None, help="address of a dask.distributed scheduler (needs the 'dask' extra)"
@@ -190,6 +193,7 @@ def _national(args) -> None:
         draws=args.draws,
         tune=args.tune,
         chains=args.chains,
+        sweeps=args.sweeps,
         workers=args.workers,
         executor=_executor(args),
         fresh=args.fresh,
