@@ -80,7 +80,7 @@ def _common_constant(variable, what: str) -> float:
 
 _NOISE_OPS = (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 _PAIR_KINDS = (MULTINOMIAL, DIRICHLET_MULTINOMIAL)
-#: the least frequency of the prior and release moves after tuning (so neither is ever dropped)
+#: the least frequency of an adapted move after tuning (so none is ever dropped)
 MIN_FREQUENCY = 0.05
 #: the moves' names, in the kernel's order (PRIOR, RELEASE, LOCAL)
 MOVES = ("prior", "release", "local")
@@ -286,14 +286,18 @@ class PrivacyAugmentation(BlockedStep):
     the values the release y points to, the likelihood's own shape on a pair for discrete Laplace
     noise (an independence proposal, accepted with prior ratio times likelihood ratio times the
     proposal ratio); it is accepted almost always where the release pins x and the prior move almost
-    never. Otherwise a local move proposes a symmetric integer step and accepts with the prior ratio
-    times the likelihood ratio. For a multinomial x each move transfers counts between two cells of
-    a row (disjoint random pairs, each cell once per sweep), so the public total holds at every
-    state. During tuning the frequencies of the prior and release moves adapt: each runs on a share
-    of the pairs (or coordinates) equal to its acceptance rate over the better one's, at least
-    ``MIN_FREQUENCY``; they are fixed after tuning. Where x's one child is an
-    additive release of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM),
-    the moves run in a compiled kernel; otherwise the same moves (one implementation,
+    never. A local move proposes a symmetric integer step and accepts with the prior ratio times the
+    likelihood ratio (it mixes the coordinates the prior pins more tightly than the release does).
+    For a multinomial x each move transfers counts between two cells of a row (disjoint random
+    pairs, each cell once per sweep), so the public total holds at every state. Where the release
+    is of x itself, the frequencies of the three moves adapt during tuning: each runs on a share of
+    the pairs (or coordinates) equal to its acceptance rate over the best one's, at least
+    ``MIN_FREQUENCY``; they are fixed after tuning. (On Pennsylvania's 67 counties in 2020-06 at eps
+    1, the smallest bulk ESS of 2 x 1,000 draws is 394-452 over three seeds with the local move and
+    219-381 without; on 3,000 synthetic counties the release move does nearly all the work and the
+    adapted frequencies keep the local move's cost small.) Where x's one child is an additive release
+    of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM), the moves run in
+    a compiled kernel; otherwise the same moves (one implementation,
     ``ppdinfer.kernels.augmentation``) call the model's log density of x's children.
 
     Parameters
@@ -310,10 +314,10 @@ class PrivacyAugmentation(BlockedStep):
         Gamma rate per coordinate of a Poisson x (pair it with :class:`ConjugateGamma`).
     moves : collection of str, optional
         The moves to make, each on every pair or coordinate, without adaptation: any of "prior",
-        "release" (needs a release of x itself with x's shape) and "local". None (the default): the prior
-        and release moves with adapted frequencies where the release has x's shape, else the prior and
-        local moves. ``("prior", "local")`` is the step before the release move (issue 26), whose sweeps
-        moved J random pairs, twice the disjoint pairs of a sweep now.
+        "release" (needs a release of x itself with x's shape) and "local". None (the default): all three
+        with adapted frequencies where the release has x's shape, else the prior and local moves.
+        ``("prior", "local")`` is the step before the release move (issue 26), whose sweeps moved J
+        random pairs, twice the disjoint pairs of a sweep now.
 
     Examples
     --------
@@ -428,14 +432,14 @@ class PrivacyAugmentation(BlockedStep):
         self.tuning = False
 
     def _adapt(self, counts):
-        """Tuning: each of the prior and release moves gets the frequency acceptance rate / the better rate."""
+        """Tuning: each move gets the frequency acceptance rate / the best rate (at least ``MIN_FREQUENCY``)."""
         self.tuning_counts += counts
         if self.moves is not None or not self._moves[RELEASE]:
             return
         accepted, tried = self.tuning_counts
-        rates = accepted[[PRIOR, RELEASE]] / np.maximum(tried[[PRIOR, RELEASE]], 1)
+        rates = accepted / np.maximum(tried, 1)
         if rates.max() > 0:
-            self.frequency[[PRIOR, RELEASE]] = np.maximum(rates / rates.max(), MIN_FREQUENCY)
+            self.frequency = np.maximum(rates / rates.max(), MIN_FREQUENCY)
 
     def _prior_parameters(self, point, shape):
         """(n, p, prior sd) of x's prior, broadcast to x's shape (n to its rows for a multinomial);
@@ -476,8 +480,8 @@ class PrivacyAugmentation(BlockedStep):
             noise_sd = likelihood.noise_sd
         else:
             noise_sd = likelihood.step_scale(x)
-        if self._moves is None:  # the first step: the release move where y has x's shape, else the local move
-            self._moves = np.array([1.0, float(centre is not None), float(centre is None)])
+        if self._moves is None:  # the first step: the release move too where y has x's shape
+            self._moves = np.array([1.0, float(centre is not None), 1.0])
         if self.frequency is None:
             self.frequency = self._moves.copy()
         if self._moves[RELEASE] and centre is None:
