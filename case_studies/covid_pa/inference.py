@@ -23,7 +23,6 @@ import contextlib
 import functools
 import logging
 import math
-import tempfile
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -300,14 +299,7 @@ def coverage_study(
     config = coverage_config(
         table, month, concentration=concentration, prob=prob, draws=draws, tune=tune, chains=chains, seed=seed
     )
-    with contextlib.ExitStack() as stack:
-        if results_dir is None:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="coverage_")))
-        else:
-            folder = Path(results_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-        stack.enter_context(rundir.locked(folder))
-        rundir.prepare(folder, config, fresh)
+    with rundir.task_folder(results_dir, config, fresh, prefix="coverage_") as folder:
         todo = [task for task in planned if not rundir.usable(folder / task.filename, config)]
         run_tasks(
             _run_coverage_task, todo, table, config, folder, executor=executor, desc="coverage", progressbar=progressbar

@@ -16,9 +16,7 @@ executor, the number of workers, the order months finish in, or interruptions.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
@@ -440,14 +438,7 @@ def fit_months(
         concentration_per_county=concentration_per_county,
         seed=seed,
     )
-    with contextlib.ExitStack() as stack:
-        if results_dir is None:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="national_")))
-        else:
-            folder = Path(results_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-        stack.enter_context(rundir.locked(folder))
-        rundir.prepare(folder, config, fresh)
+    with rundir.task_folder(results_dir, config, fresh, prefix="national_") as folder:
         todo = [t for t in planned if not rundir.usable(folder / _filename(t), config)]
         run_tasks(_run_month, todo, panel, config, folder, executor=executor, desc="months", progressbar=progressbar)
         fits = [rundir.read_result(folder / _filename(t))[0] for t in sorted(planned)]

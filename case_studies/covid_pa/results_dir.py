@@ -169,6 +169,22 @@ def locked(results_dir: Path):
         os.close(fd)  # releases the lock
 
 
+@contextlib.contextmanager
+def task_folder(results_dir: Path | str | None, config: dict, fresh: bool, prefix: str):
+    """The folder of a run's task files for the block: ``results_dir`` (created if needed) or, when it
+    is None, a temporary folder named ``prefix...``, held :func:`locked` and :func:`prepare`-d for
+    ``config``."""
+    with contextlib.ExitStack() as stack:
+        if results_dir is None:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+        else:
+            folder = Path(results_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(locked(folder))
+        prepare(folder, config, fresh)
+        yield folder
+
+
 def prepare(results_dir: Path, config: dict, fresh: bool = False) -> None:
     """Make ``results_dir`` ready for a run of ``config``; call it holding :func:`locked`.
 
