@@ -12,14 +12,15 @@ from scipy import special, stats
 import ppdinfer as pp
 from ppdinfer._random import block_generator, root_seed
 from ppdinfer.inference.importance import (
-    _block_weights,
     _Normalizer,
     _Proposals,
+    _relative_weights,
     _stratified,
     _Uniforms,
 )
 from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.kernels import sorted_search
+from ppdinfer.kernels.resampling import running_sums
 from ppdinfer.models import beta_binomial
 
 MODEL = beta_binomial.model(n=50, epsilon=1.0, a=2, b=2)
@@ -96,7 +97,7 @@ def test_resampled_draws_follow_the_exact_posterior():
 def blockwise_resample(log_w, draws, uniforms):
     """What importance_sample does, block by block: each block's share of the stratified resample."""
     blocks = [log_w[start : start + BLOCK_SIZE] for start in range(0, log_w.size, BLOCK_SIZE)]
-    summaries = [_block_weights(block) for block in blocks]
+    summaries = [(peak, *running_sums(relative)) for peak, relative in map(_relative_weights, blocks)]
     peaks, sums, squares = (np.array(part) for part in zip(*[(p, c[-1], s) for p, c, s in summaries]))
     weights = _Normalizer.from_blocks(peaks, sums, squares)
     index = np.full(draws, -1)

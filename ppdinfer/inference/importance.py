@@ -27,10 +27,10 @@ import xarray as xr
 
 from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_int
-from ..kernels import sorted_search
+from ..kernels.resampling import resample_block, running_sums, stratum_search
 from ._guards import check_box, check_possible, check_proposal, check_z_keys
 from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
-from .parallel import BlockPool
+from .parallel import BlockPool, empty_for_threads
 from .rejection import BLOCK_SIZE
 from .results import assemble, posterior_dataset
 
@@ -186,9 +186,9 @@ def importance_sample(
         uniforms=_Uniforms(root, n_blocks),
         tail_index=tail_index,
         tail_value=tail_value,
-        psis_log_w=None if tail_index is None else np.empty_like(log_w),
-        theta_out=np.empty((draws, theta.shape[1]), theta.dtype),
-        x_out=np.empty((draws, *x.shape[1:]), x.dtype),
+        psis_log_w=None if tail_index is None else empty_for_threads(log_w.shape, log_w.dtype),
+        theta_out=empty_for_threads((draws, theta.shape[1]), theta.dtype),
+        x_out=empty_for_threads((draws, *x.shape[1:]), x.dtype),
     )
     with BlockPool(cores) as pool:  # threads: the blocks write into the arrays above
         psis_sums, counts = _joined(pool.map(finish, pool.even_chunks(range(n_blocks))))
@@ -231,12 +231,14 @@ def _largest(values: np.ndarray, count: int) -> np.ndarray:
     return np.argpartition(values, values.size - count)[values.size - count :] if count else np.arange(0)
 
 
-def _block_weights(log_w: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """A block's largest log weight, the cumulative sums of its weights relative to that one, and
-    the sum of their squares (a block of zero weights: -inf and zeros)."""
+def _relative_weights(log_w: np.ndarray) -> tuple[float, np.ndarray]:
+    """A block's largest log weight (NaN if one is NaN) and its weights relative to that one (zeros
+    for a block of zero weights)."""
     peak = log_w.max()
-    relative = np.exp(log_w - peak) if peak > -np.inf else np.zeros_like(log_w)
-    return peak, np.cumsum(relative), float(np.square(relative).sum())  # not a BLAS dot: its threads wake slowly
+    if not peak > -np.inf:
+        return peak, np.zeros_like(log_w)
+    relative = np.subtract(log_w, peak)
+    return peak, np.exp(relative, out=relative)
 
 
 @dataclass(frozen=True)
@@ -271,7 +273,8 @@ class _WeightedBlock:
             if np.any(np.isneginf(log_g)):
                 raise ValueError("the proposal's logpdf is -inf at one of its own draws")
             log_w = log_w + self.model.prior_logpdf(theta, self.z) - log_g
-        peak, cumulative, square = _block_weights(log_w)
+        peak, relative = _relative_weights(log_w)
+        cumulative, square = running_sums(relative)
         if np.isnan(peak):
             raise ValueError(
                 "a log weight is NaN: the mechanism's logpdf, the prior's or the proposal's returned NaN at a proposal"
@@ -300,7 +303,7 @@ class _Proposals:
         """Write one block's theta, x and log weights at position ``start``."""
         with self._lock:
             if self.arrays is None:
-                self.arrays = tuple(np.empty((self.draws, *part.shape[1:]), part.dtype) for part in parts)
+                self.arrays = tuple(empty_for_threads((self.draws, *part.shape[1:]), part.dtype) for part in parts)
         for name, part, whole in zip(self.names, parts, self.arrays, strict=True):
             if not np.can_cast(part.dtype, whole.dtype, "same_kind") or part.shape[1:] != whole.shape[1:]:
                 raise ValueError(
@@ -406,7 +409,6 @@ class _FinishedBlock:
     def __call__(self, block: int) -> tuple[np.ndarray, np.ndarray]:
         rows = slice(block * BLOCK_SIZE, min((block + 1) * BLOCK_SIZE, self.log_w.size))
         log_w = self.log_w[rows]
-        _, cumulative, _ = _block_weights(log_w)  # as in the first pass, bit for bit
         smoothed = 0.0
         if self.psis_log_w is not None:
             psis = self.psis_log_w[rows]
@@ -414,14 +416,14 @@ class _FinishedBlock:
             first, stop = np.searchsorted(self.tail_index, [rows.start, rows.stop])
             psis[self.tail_index[first:stop] - rows.start] = self.tail_value[first:stop]
             smoothed = float(np.exp(psis).sum())
-        w = self.weights
-        log_w -= w.log_total
-        strata, index = _stratified(
-            cumulative, w.starts[block], w.ends[block], w.scale[block], w.total, self.theta_out.shape[0], self.uniforms
-        )
-        self.theta_out[strata] = self.theta[rows][index]
-        self.x_out[strata] = self.x[rows][index]
-        return np.array([smoothed]), np.array([index.size])
+        w, draws = self.weights, self.theta_out.shape[0]
+        start, end = w.starts[block], w.ends[block]
+        lo, hi = _strata_around(start, end, w.total, draws)
+        _, count = resample_block(  # the block's cumulative weights as in the first pass, bit for bit
+            _relative_weights(log_w)[1], log_w, w.log_total, self.uniforms(lo, hi), lo, draws, w.total, start, end, w.scale[block],
+            self.theta[rows], self.x[rows], self.theta_out, self.x_out,
+        )  # fmt: skip
+        return np.array([smoothed]), np.array([count])
 
 
 @dataclass(frozen=True)
@@ -435,7 +437,7 @@ class _Uniforms:
 
     def __call__(self, start: int, stop: int) -> np.ndarray:
         """The uniforms of strata ``start`` to ``stop - 1``."""
-        parts = []
+        parts = [np.empty(0)]
         for block in range(start // BLOCK_SIZE, -(-stop // BLOCK_SIZE)):
             offset = block * BLOCK_SIZE
             rng = block_generator(self.root, self.first + block)
@@ -465,13 +467,17 @@ def _stratified(
     shared out exactly, and the result is the stratified resample of all the proposals at once.
     ``uniforms(a, b)`` gives U_a, ..., U_{b-1} (a :class:`_Uniforms`).
     """
+    lo, hi = _strata_around(start, end, total, draws)
+    first, stop, index = stratum_search(cumulative, uniforms(lo, hi), lo, draws, total, start, end, scale)
+    return slice(lo + first, lo + stop), index
+
+
+def _strata_around(start: float, end: float, total: float, draws: int) -> tuple[int, int]:
+    """A run of strata lo, ..., hi - 1 that holds every stratum whose point can lie in [start, end)
+    (with a margin for rounding; none when the stretch is empty)."""
     if not end > start:
-        return slice(0, 0), np.empty(0, dtype=np.int64)
-    lo = max(int(start / total * draws) - 1, 0)
-    hi = min(int(min(end, total) / total * draws) + 2, draws)
-    points = (np.arange(lo, hi) + uniforms(lo, hi)) / draws * total
-    first, stop = np.searchsorted(points, [start, end])
-    return slice(lo + first, lo + stop), sorted_search(cumulative, (points[first:stop] - start) / scale)
+        return 0, 0
+    return max(int(start / total * draws) - 1, 0), min(int(min(end, total) / total * draws) + 2, draws)
 
 
 def _take(proposals: xr.Dataset, index: np.ndarray) -> xr.Dataset:

@@ -29,3 +29,105 @@ def sorted_search(cumulative, points):
             j += 1
         out[i] = j
     return out
+
+
+@njit(cache=True, nogil=True)
+def running_sums(weights):
+    """The cumulative sums of ``weights`` (in order, as ``np.cumsum``, so the same weights give
+    the same bits) and the sum of their squares.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> running_sums(np.array([1.0, 3.0, 2.0]))
+    (array([1., 4., 6.]), 14.0)
+    """
+    cumulative = np.empty(weights.shape[0])
+    total = 0.0
+    square = 0.0
+    for i in range(weights.shape[0]):
+        total += weights[i]
+        cumulative[i] = total
+        square += weights[i] * weights[i]
+    return cumulative, square
+
+
+@njit(cache=True, nogil=True)
+def stratum_search(cumulative, uniforms, first_stratum, draws, total, start, end, scale):
+    """The strata of a stratified resample that fall on one stretch of the cumulative weight, and
+    their proposals. Stratum k = ``first_stratum`` + i has the point p_k = (k + uniforms[i]) /
+    ``draws`` * ``total``; the stretch [``start``, ``end``) holds the proposals whose cumulative
+    weights, divided by ``scale``, are ``cumulative``. Returns the first and one past the last
+    of ``uniforms``' strata whose point lies in the stretch, and for each of them the first
+    position j with cumulative[j] > (p_k - start) / scale (as :func:`sorted_search`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> stratum_search(np.array([1.0, 2.0, 4.0]), np.array([0.5, 0.5, 0.5, 0.5]), 0, 4, 4.0, 0.0, 4.0, 1.0)
+    (0, 4, array([0, 1, 2, 2]))
+    """
+    n = uniforms.shape[0]
+    first = n
+    stop = n
+    for i in range(n):
+        point = (first_stratum + i + uniforms[i]) / draws * total
+        if first == n and point >= start:
+            first = i
+        if point >= end:
+            stop = i
+            break
+    if stop < first:
+        stop = first
+    targets = np.empty(stop - first)
+    for i in range(first, stop):
+        targets[i - first] = ((first_stratum + i + uniforms[i]) / draws * total - start) / scale
+    return first, stop, sorted_search(cumulative, targets)
+
+
+@njit(cache=True, nogil=True)
+def take_rows(source, index, target, start):
+    """target[start + i] = source[index[i]] for each i, for 2-D arrays, without a temporary.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> target = np.zeros((4, 2), dtype=np.int64)
+    >>> take_rows(np.array([[1, 2], [3, 4], [5, 6]]), np.array([2, 0]), target, 1)
+    >>> target.tolist()
+    [[0, 0], [5, 6], [1, 2], [0, 0]]
+    """
+    for i in range(index.shape[0]):
+        row = index[i]
+        for j in range(source.shape[1]):
+            target[start + i, j] = source[row, j]
+
+
+@njit(cache=True, nogil=True)
+def resample_block(
+    relative, log_w, log_total, uniforms, first_stratum, draws, total, start, end, scale, theta, x, theta_out, x_out
+):
+    """One block's part of a stratified resample, in one call: the strata whose points fall on the
+    block's stretch [``start``, ``end``) of the cumulative weight (as :func:`stratum_search`, from
+    the block's weights ``relative`` to its largest, divided by ``scale``), their proposals' rows
+    of ``theta`` and ``x`` copied to the strata's rows of ``theta_out`` and ``x_out``, and the
+    block's ``log_w`` normalized in place (``log_total`` subtracted). Returns the first stratum
+    and their number.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> relative, theta, x = np.array([0.5, 0.5, 1.0]), np.array([[0.1], [0.2], [0.3]]), np.array([[1], [2], [3]])
+    >>> log_w, theta_out, x_out = np.log(relative), np.zeros((4, 1)), np.zeros((4, 1), dtype=np.int64)
+    >>> resample_block(relative, log_w, np.log(2.0), np.full(4, 0.5), 0, 4, 2.0, 0.0, 2.0, 1.0, theta, x, theta_out, x_out)
+    (0, 4)
+    >>> x_out.ravel().tolist(), np.exp(log_w).tolist()
+    ([1, 2, 3, 3], [0.25, 0.25, 0.5])
+    """
+    cumulative, _ = running_sums(relative)
+    for i in range(log_w.shape[0]):
+        log_w[i] -= log_total
+    first, stop, index = stratum_search(cumulative, uniforms, first_stratum, draws, total, start, end, scale)
+    take_rows(theta, index, theta_out, first_stratum + first)
+    take_rows(x, index, x_out, first_stratum + first)
+    return first_stratum + first, stop - first
