@@ -12,7 +12,11 @@ log weights, the PSIS check, the ESS, the stratified resample and the gathering 
 on one thread over all 10^6 proposals, about a quarter of a one-core call; now each block returns
 its largest log weight, its weights' sum and sum of squares and its largest weights, and a second
 pass by blocks normalizes, smooths and resamples, leaving the combination of the blocks' summaries,
-the PSIS fit on the tail and the DataTree to one thread.
+the PSIS fit on the tail and the DataTree to one thread. Two more things kept 2 cores from
+scaling, and are gone: the arrays the threads fill were in transparent huge pages, whose first
+touch costs milliseconds on this project's virtual machines and serializes the threads (now
+small pages: ``parallel.empty_for_threads``), and the second pass made a dozen short NumPy calls
+per block, each handing the GIL between the threads (now one compiled call per block).
 
 Baseline, in the same run: the previous implementation, copied below (``previous_importance_sample``:
 the same blocks of proposals, then the serial tail as it was), timed the same way. Each round runs

@@ -18,6 +18,7 @@ from ppdinfer.inference.importance import (
     _stratified,
     _Uniforms,
 )
+from ppdinfer.inference.parallel import empty_for_threads
 from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.kernels import sorted_search
 from ppdinfer.kernels.resampling import running_sums
@@ -188,3 +189,15 @@ def test_a_nan_log_weight_is_refused_not_dropped():
     # a block whose largest log weight is NaN must not pass for a block of zero weights
     with pytest.raises(ValueError, match="log weight is NaN"):
         pp.importance_sample(MODEL, 10, draws=5000, proposal=NaNProposal(), random_seed=1)
+
+
+@pytest.mark.parametrize("advice", [True, False])
+def test_arrays_for_threads_leave_numpy_huge_page_advice_as_it_was(advice):
+    set_advice = np._core.multiarray._set_madvise_hugepage
+    before = set_advice(advice)
+    try:
+        array = empty_for_threads((1_000_000, 2), np.int64)  # 16 MB: numpy would advise huge pages
+        assert array.shape == (1_000_000, 2) and array.dtype == np.int64 and array.flags.c_contiguous
+        assert set_advice(advice) is advice
+    finally:
+        set_advice(before)

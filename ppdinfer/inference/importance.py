@@ -10,8 +10,10 @@ The work runs in two passes over blocks of proposals, on as many threads as ther
 the first draws and weighs each block and summarizes its weights (largest log weight, sum and sum
 of squares relative to it, largest weights); from these summaries alone one thread finds the
 normalizer, the ESS and the PSIS fit; the second pass normalizes and smooths each block's log
-weights and draws its share of the stratified resample. Nothing touches all the proposals on one
-thread, and the results do not depend on the number of cores.
+weights and draws its share of the stratified resample (one compiled call per block). Nothing
+touches all the proposals on one thread, the arrays the threads fill are allocated in small pages
+(:func:`~ppdinfer.inference.parallel.empty_for_threads`), and the results do not depend on the
+number of cores.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Resampling kernels: the index of each sorted point in a cumulative sum, by one merge pass."""
+"""Resampling kernels: the index of each sorted point in a cumulative sum (one merge pass), the running
+sums of weights, and one block's share of a stratified resample in a single call (so that threads
+sharing the work do not pass the GIL back and forth between many short NumPy calls)."""
 
 from __future__ import annotations
 
