@@ -44,6 +44,7 @@ def positive_int(value, name: str) -> int:
 #: Largest magnitude of an integer value: 2^53, so that the float64 likelihood kernels see it exactly
 #: and a release (value + noise) stays far inside int64.
 MAX_INTEGER = 2**53
+_LARGEST, _SMALLEST = np.int64(MAX_INTEGER), np.int64(-MAX_INTEGER)
 
 
 def integer_valued(values, name: str) -> np.ndarray:
@@ -52,7 +53,9 @@ def integer_valued(values, name: str) -> np.ndarray:
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold integers, got {values!r}")
     if arr.dtype.kind in "iu":  # whole numbers already: only the magnitude to check, by two reductions
-        too_large = arr.size > 0 and max(-int(arr.min()), int(arr.max())) > MAX_INTEGER
+        # compared with NumPy scalars: a Python int of a value above 256 (which CPython does not cache)
+        # would take longer to make, and a release's time would then depend on the confidential counts
+        too_large = arr.size > 0 and bool((arr.max() > _LARGEST) | (arr.min() < _SMALLEST))
     else:
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise ValueError(f"{name} must hold integers, got {values!r}")
