@@ -102,6 +102,20 @@ def test_a_repeated_grid_value_is_refused_and_the_order_does_not_matter():
     assert means[0] == means[1]
 
 
+def test_a_conjugate_posterior_is_reported_on_the_users_grid():
+    conjugate = pp.PPDModel(priors.Beta(2, 3), generators.Binomial(20), DiscreteLaplace(1.0), names="p")
+    grid = np.linspace(0.05, 0.65, 25)
+    exact = pp.exact_posterior(conjugate, 7, theta_grid=grid[::-1])["exact"]  # sorted like a gridded one
+    np.testing.assert_array_equal(exact["theta_grid"].values[:, 0], grid)
+    default = pp.exact_posterior(conjugate, 7)["exact"]  # its own 2,001 points; closed form either way
+    assert float(exact["theta_mean"][0]) == float(default["theta_mean"][0])
+    for name in ("theta_cdf", "theta_density"):
+        between = np.interp(grid, default["theta_grid"].values[:, 0], default[name].values[:, 0])
+        np.testing.assert_allclose(exact[name].values[:, 0], between, rtol=1e-3, atol=1e-6)
+    with pytest.raises(ValueError, match=r"theta_grid must lie in \[0, 1\] for the conjugate Beta prior"):
+        pp.exact_posterior(conjugate, 7, theta_grid=[-0.5, 0.5, 1.5])
+
+
 def test_a_grid_too_large_is_refused_before_it_is_computed():
     start = time.perf_counter()
     with pytest.raises(ValueError, match=r"a grid of 100,000,000 theta values times 21 support points"):

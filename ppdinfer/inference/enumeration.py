@@ -56,6 +56,9 @@ def exact_posterior(
         times the prior density), each value once (a repeated value is refused).
         Default: ``grid_size`` equal-prior-mass points from the prior's ``ppf``. The grid times
         the support of x may hold at most 50,000,000 cells, checked before anything is computed.
+        For a conjugate pair, whose posterior is in closed form: the points in [0, 1] where
+        ``theta_cdf`` and ``theta_density`` are reported (for every component); default 2,001
+        points over each component's mean +- 10 sd.
     draws : int
         Independent exact draws placed in the ``posterior`` group (grid points for a gridded theta).
 
@@ -103,10 +106,15 @@ def exact_posterior(
             "exact_posterior sums over a grid for scalar theta only; this model has "
             f"{theta_dim} components and no conjugate form"
         )
-    grid = None if pair is not None else _checked_grid(model, theta_grid, grid_size)
+    grid = _checked_grid(model, theta_grid, grid_size) if pair is None or theta_grid is not None else None
+    if pair is not None and grid is not None and not np.all((grid >= 0) & (grid <= 1)):
+        raise ValueError(
+            f"theta_grid must lie in [0, 1] for the conjugate {type(model.prior).__name__} prior, "
+            f"got values from {grid.min():g} to {grid.max():g}"
+        )
     check_z_keys(model, y, z, "exact_posterior")
     support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
-    n_grid = None if grid is None else np.size(grid) if isinstance(grid, np.ndarray) else grid
+    n_grid = None if grid is None or pair is not None else np.size(grid) if isinstance(grid, np.ndarray) else grid
     if n_grid is not None and n_grid * support.shape[0] > _MAX_CELLS:  # before the grid's values are computed
         raise ValueError(
             f"a grid of {n_grid:,} theta values times {support.shape[0]:,} support points of x is "
@@ -116,7 +124,7 @@ def exact_posterior(
     loglik = model.loglik(y, support, z)
     check_possible(model, y, z, support_loglik=loglik)
     if pair is not None:
-        exact, theta, x = _conjugate(pair, support, loglik, z, draws, rng)
+        exact, theta, x = _conjugate(pair, support, loglik, z, draws, rng, grid)
     else:
         exact, theta, x = _gridded(model, generator, support, loglik, z, grid, draws, rng)
     check_box(model, x, z, "exact_posterior")
@@ -130,11 +138,14 @@ def _normalize(log_p):
     return np.exp(log_p - log_norm), float(log_norm)
 
 
-def _conjugate(pair, support, loglik, z, draws, rng):
+def _conjugate(pair, support, loglik, z, draws, rng, theta_grid=None):
     x_pmf, log_evidence = _normalize(pair.log_marginal(support, z) + loglik)
     a, b = pair.component_betas(support, z)
     mixture = BetaMixture(x_pmf, a, b)
-    grid = mixture.grid(2001)
+    if theta_grid is None:
+        grid = mixture.grid(2001)
+    else:  # the user's points, for every component
+        grid = np.repeat(theta_grid[:, None], len(mixture.components), axis=1)
     exact = _exact_dataset(
         x_pmf, log_evidence, mixture.mean(), mixture.sd(), grid, mixture.cdf(grid), mixture.pdf(grid)
     )
