@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ppdinfer.datasets import KANTOROVICH_EDUCATION_ORDER
 from ppdinfer.mechanisms import Laplace
 from ppdinfer.privacy import posterior_odds_ratio
 from ppdinfer.privacy.kantorovich import (
@@ -70,22 +71,7 @@ COUNTING_SYSTEMS = {
 #: The secret pair of Section 4.
 SECRETS = ("White", "Asian-Pac-Islander")
 #: The paper's 14 education levels in its index order (Figure 3's axis): it drops 5th-6th and Preschool.
-PAPER_ORDER = (
-    "Bachelors",
-    "Some-college",
-    "11th",
-    "HS-grad",
-    "Prof-school",
-    "Assoc-acdm",
-    "Assoc-voc",
-    "9th",
-    "7th-8th",
-    "12th",
-    "Masters",
-    "1st-4th",
-    "10th",
-    "Doctorate",
-)
+PAPER_ORDER = KANTOROVICH_EDUCATION_ORDER
 
 
 def appendix_c_plans() -> dict[str, KantorovichPlan]:
