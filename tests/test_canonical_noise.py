@@ -352,6 +352,12 @@ def test_canonical_noise_checks_its_input():
         noise.ppf(1e-6)
     with pytest.raises(ValueError, match="p must"):
         noise.ppf([0.0, 0.5])
+    # a callable computing f through 1 - alpha gives f = 1 below alpha ~ 1e-16: refused at once, not after max_steps
+    gdp = CanonicalNoise(lambda a: stats.norm.cdf(stats.norm.ppf(1 - a) - 1.0))
+    assert gdp.ppf(1e-10) == pytest.approx(CanonicalNoise.gaussian(1.0).ppf(1e-10), rel=1e-8)
+    for deep in (1e-17, 1e-300):
+        with pytest.raises(ValueError, match=r"cannot be followed in: the tradeoff gives f\(1e-\d+\) = 1.0"):
+            gdp.ppf(deep)
     with pytest.raises(ValueError, match="t must"):
         noise.cdf(math.nan)
     assert noise.cdf(-math.inf) == 0.0 and noise.cdf(math.inf) == 1.0

@@ -467,8 +467,18 @@ class _CallableTail:
                 raise ValueError(
                     f"a quantile lies more than max_steps = {self.max_steps} units into the tail: raise max_steps"
                 )
+            level = np.exp(log_q[active])
+            value = self._f(level)
             with np.errstate(divide="ignore"):
-                log_q[active] = np.log1p(-self._f(np.exp(log_q[active])))
+                log_q[active] = np.log1p(-value)
+            stalled = np.flatnonzero(~(log_q[active] > np.log(level)))
+            if stalled.size:  # 1 - f(q) <= q: the walk would never reach c (f loses precision this deep)
+                q, f_q = float(level[stalled[0]]), float(value[stalled[0]])
+                raise ValueError(
+                    f"a quantile this far into the tail cannot be followed in: the tradeoff gives f({q:.3g}) = "
+                    f"{f_q!r}, so the next level 1 - f is no larger than {q:.3g} (a callable that computes "
+                    "f(alpha) through 1 - alpha loses it below alpha ~ 1e-16)"
+                )
             steps[active] += 1
             active = active[log_q[active] < log_c]
         return steps, log_q
