@@ -106,15 +106,18 @@ def exact_posterior(
             "exact_posterior sums over a grid for scalar theta only; this model has "
             f"{theta_dim} components and no conjugate form"
         )
-    grid = _checked_grid(model, theta_grid, grid_size) if pair is None or theta_grid is not None else None
-    if pair is not None and grid is not None and not np.all((grid >= 0) & (grid <= 1)):
-        raise ValueError(
-            f"theta_grid must lie in [0, 1] for the conjugate {type(model.prior).__name__} prior, "
-            f"got values from {grid.min():g} to {grid.max():g}"
-        )
+    if pair is None:  # the grid to sum over
+        grid = _checked_grid(model, theta_grid, grid_size)
+    else:  # closed form: only where to report it, if the user says
+        grid = None if theta_grid is None else _checked_grid(model, theta_grid, grid_size)
+        if grid is not None and not np.all((grid >= 0) & (grid <= 1)):
+            raise ValueError(
+                f"theta_grid must lie in [0, 1] for the conjugate {type(model.prior).__name__} prior, "
+                f"got values from {grid.min():g} to {grid.max():g}"
+            )
     check_z_keys(model, y, z, "exact_posterior")
     support = np.asarray(generator.support(z, theta_dim)).reshape(-1, int(np.prod(x_shape)))
-    n_grid = None if grid is None or pair is not None else np.size(grid) if isinstance(grid, np.ndarray) else grid
+    n_grid = None if pair is not None else np.size(grid) if isinstance(grid, np.ndarray) else grid
     if n_grid is not None and n_grid * support.shape[0] > _MAX_CELLS:  # before the grid's values are computed
         raise ValueError(
             f"a grid of {n_grid:,} theta values times {support.shape[0]:,} support points of x is "

@@ -421,10 +421,23 @@ class _FinishedBlock:
         w, draws = self.weights, self.theta_out.shape[0]
         start, end = w.starts[block], w.ends[block]
         lo, hi = _strata_around(start, end, w.total, draws)
-        _, count = resample_block(  # the block's cumulative weights as in the first pass, bit for bit
-            _relative_weights(log_w)[1], log_w, w.log_total, self.uniforms(lo, hi), lo, draws, w.total, start, end, w.scale[block],
-            self.theta[rows], self.x[rows], self.theta_out, self.x_out,
-        )  # fmt: skip
+        _, relative = _relative_weights(log_w)  # as in the first pass: the same cumulative weights, bit for bit
+        _, count = resample_block(
+            relative,
+            log_w,
+            w.log_total,
+            self.uniforms(lo, hi),
+            lo,
+            draws,
+            w.total,
+            start,
+            end,
+            w.scale[block],
+            self.theta[rows],
+            self.x[rows],
+            self.theta_out,
+            self.x_out,
+        )
         return np.array([smoothed]), np.array([count])
 
 
@@ -439,7 +452,9 @@ class _Uniforms:
 
     def __call__(self, start: int, stop: int) -> np.ndarray:
         """The uniforms of strata ``start`` to ``stop - 1``."""
-        parts = [np.empty(0)]
+        if stop <= start:
+            return np.empty(0)
+        parts = []
         for block in range(start // BLOCK_SIZE, -(-stop // BLOCK_SIZE)):
             offset = block * BLOCK_SIZE
             rng = block_generator(self.root, self.first + block)

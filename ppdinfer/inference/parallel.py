@@ -88,7 +88,7 @@ def empty_for_threads(shape, dtype) -> np.ndarray:
     >>> array.shape, array.dtype
     ((1000000, 2), dtype('float64'))
     """
-    set_advice = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    set_advice = getattr(np._core.multiarray, "_set_madvise_hugepage", None)  # private: absent, plain np.empty
     if set_advice is None:
         return np.empty(shape, dtype)
     with _HUGE_PAGE_ADVICE:

@@ -467,13 +467,13 @@ class _CallableTail:
                 raise ValueError(
                     f"a quantile lies more than max_steps = {self.max_steps} units into the tail: raise max_steps"
                 )
-            level = np.exp(log_q[active])
-            value = self._f(level)
+            previous = log_q[active]
+            value = self._f(np.exp(previous))
             with np.errstate(divide="ignore"):
                 log_q[active] = np.log1p(-value)
-            stalled = np.flatnonzero(~(log_q[active] > np.log(level)))
+            stalled = np.flatnonzero(~(log_q[active] > previous))
             if stalled.size:  # 1 - f(q) <= q: the walk would never reach c (f loses precision this deep)
-                q, f_q = float(level[stalled[0]]), float(value[stalled[0]])
+                q, f_q = float(np.exp(previous[stalled[0]])), float(value[stalled[0]])
                 raise ValueError(
                     f"a quantile this far into the tail cannot be followed in: the tradeoff gives f({q:.3g}) = "
                     f"{f_q!r}, so the next level 1 - f is no larger than {q:.3g} (a callable that computes "
