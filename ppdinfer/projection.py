@@ -35,6 +35,7 @@ from ._random import SeedLike, as_generator
 from ._validation import MAX_INTEGER, finite_array, positive_finite, probability
 from .invariants import InfeasibleInvariants, LinearInvariants
 from .mechanisms.base import Mechanism, _as_batch
+from .mechanisms.guarantee import Guarantee
 
 __all__ = ["L1ConvexCombination", "project_l1_integer", "project_l2"]
 
@@ -344,6 +345,10 @@ class L1ConvexCombination(Mechanism):
         (2.0, 1.0)
         """
         return self.epsilon / (2 * max(self.beta, 1 - self.beta))
+
+    def _guarantee(self) -> Guarantee:
+        # Laplace(2 / eps) per bin under substitution (L1 sensitivity 2), then post-processing
+        return Guarantee("pure", epsilon=self.epsilon, sensitivity=2.0)
 
     def parameters(self) -> dict[str, float]:
         """The settings ``epsilon`` and ``beta``.

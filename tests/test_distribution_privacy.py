@@ -455,12 +455,14 @@ def test_no_noise_mechanism_is_the_point_mass():
 
 def test_misspecification_guarantees():
     eps, delta, slack, eta = 1.0, 1e-3, 0.2, 1e-5
-    assert misspecified_guarantee(eps, delta, slack, eta) == pytest.approx(
+    guarantee = misspecified_guarantee(eps, delta, slack, eta)
+    assert guarantee.definition == "distribution"
+    assert (guarantee.epsilon, guarantee.delta) == pytest.approx(
         (eps + 2 * slack, (1 + math.exp(eps + slack)) * eta + math.exp(slack) * delta)
     )
     noise, guarantee = wasserstein_correction(eps, delta, slack, distance=0.3)
     assert noise == Laplace(slack, 0.3)  # Laplace(W / lambda) per coordinate
-    assert guarantee == pytest.approx((eps + 2 * slack, math.exp(slack) * delta))
+    assert (guarantee.epsilon, guarantee.delta) == pytest.approx((eps + 2 * slack, math.exp(slack) * delta))
 
 
 # --- bad input ------------------------------------------------------------------------------------

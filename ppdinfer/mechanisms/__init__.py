@@ -13,13 +13,16 @@ from .gaussian import (
     discrete_gaussian_log_normalizer,
     gaussian_delta,
 )
+from .guarantee import AdditiveNoise, Guarantee
 from .laplace import DiscreteLaplace, Laplace
 
 __all__ = [
+    "AdditiveNoise",
     "AdditiveNoiseMechanism",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Gaussian",
+    "Guarantee",
     "Laplace",
     "Mechanism",
     "analytic_gaussian_sigma",

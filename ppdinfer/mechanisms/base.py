@@ -7,15 +7,31 @@ for the exact rejection sampler.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .._random import SeedLike, as_generator
 from .._validation import finite_array, integer_valued, nonnegative_counts
 from ..kernels import additive_noise_loglik
+from .guarantee import AdditiveNoise, Guarantee
 
 
 class Mechanism:
     r"""Base class. Subclasses set ``discrete`` and implement the four methods below.
+
+    What a mechanism is, it declares here, once; the samplers, the PyMC layer, the posterior
+    predictive and the accounting read these declarations and never test for a concrete class:
+
+    - ``discrete``: y takes integer values;
+    - ``separable``: the density is a product over coordinates of one density of y_k - x_k that
+      does not depend on z (the posterior of per-unit models then factorizes over units);
+    - ``additive_noise``: iid noise of log density ``log_norm - rate |e| ** power`` (an
+      :class:`~ppdinfer.mechanisms.guarantee.AdditiveNoise`), which the compiled kernels and the
+      symbolic PyMC likelihood evaluate directly, or None;
+    - ``guarantee()``: the privacy guarantee as constructed (a :class:`Guarantee`);
+    - ``impossible_release(y, z)``: why y cannot be released whatever x is, when y alone decides it;
+    - ``check_latent(x, z, caller)``: a warning when the density is computed approximately at x.
 
     A mechanism serves the curator, who calls ``release(x, z)`` to draw y ~ pi(. | x, z), and
     the analyst, who needs the likelihood ``logpdf(y, x, z)`` = log pi(y | x, z) and, for exact
@@ -39,6 +55,58 @@ class Mechanism:
 
     #: True when y takes integer values (the density is a pmf on the integer lattice).
     discrete: bool = False
+    #: True when log pi(y | x, z) = sum_k log p(y_k - x_k) for one density p that does not read z.
+    separable: bool = False
+    #: A guarantee stated from outside (``with_guarantee``), replacing the mechanism's own.
+    _stated_guarantee: Guarantee | None = None
+
+    @property
+    def additive_noise(self) -> AdditiveNoise | None:
+        """The iid additive noise the compiled kernels evaluate, or None for any other release."""
+        return None
+
+    def guarantee(self) -> Guarantee:
+        """The privacy guarantee of one release, as constructed (or as stated by ``with_guarantee``)."""
+        if self._stated_guarantee is not None:
+            return self._stated_guarantee
+        return self._guarantee()
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("unstated")
+
+    def with_guarantee(self, guarantee: Guarantee):
+        """A copy of this mechanism that states ``guarantee`` (e.g. what the library that released it said).
+
+        The release and the likelihood are unchanged; only ``guarantee()`` and the results'
+        constant data differ.
+
+        Examples
+        --------
+        >>> from ppdinfer.mechanisms import DiscreteLaplace
+        >>> from ppdinfer.mechanisms.guarantee import Guarantee
+        >>> stated = DiscreteLaplace(1.0, 2.0).with_guarantee(Guarantee("pure", epsilon=0.5, note="per query"))
+        >>> stated.guarantee().epsilon, stated == DiscreteLaplace(1.0, 2.0)
+        (0.5, True)
+        """
+        if not isinstance(guarantee, Guarantee):
+            raise ValueError(f"guarantee must be a ppdinfer Guarantee, got {guarantee!r}")
+        stated = copy.copy(self)
+        stated._stated_guarantee = guarantee
+        return stated
+
+    def impossible_release(self, y, z=None) -> str | None:
+        """Why ``y`` has probability zero whatever x is, where y alone decides it; else None.
+
+        The default decides nothing (None); a mechanism whose releases keep a visible property
+        (invariants, a post-processing's image) overrides it, and the samplers refuse such a y up front.
+        """
+        return None
+
+    def check_latent(self, x, z=None, caller: str = "", stacklevel: int = 2) -> None:
+        """Warn when the likelihood at the distinct values ``x`` (rows) is computed approximately.
+
+        The default computes every value exactly and does nothing.
+        """
 
     def release(self, x, z=None, random_seed: SeedLike = None) -> np.ndarray:
         """The privatized release of ``x`` (same shape as ``x``)."""
@@ -145,6 +213,12 @@ class AdditiveNoiseMechanism(Mechanism):
     log_norm: float
     rate: float
     power: int
+    separable = True
+
+    @property
+    def additive_noise(self) -> AdditiveNoise:
+        """This mechanism's noise as the compiled kernels read it."""
+        return AdditiveNoise(self.log_norm, self.rate, self.power, self.discrete)
 
     def release(self, x, z=None, random_seed: SeedLike = None, *, secure: bool = False) -> np.ndarray:
         """The release ``x + noise``; a discrete mechanism releases counts, so x must hold integers >= 0.

@@ -30,6 +30,7 @@ from scipy import optimize, special
 from .._random import SeedLike, as_generator
 from .._validation import finite_array, positive_finite, positive_int
 from .base import Mechanism, _as_batch
+from .guarantee import Guarantee
 
 #: The smallest epsilon Tulap accepts: numpy's geometric draws (int64) overflow near eps = 1e-19 and
 #: would then add almost no noise while the likelihood assumes a scale of 1 / eps.
@@ -133,6 +134,7 @@ class Tulap(Mechanism):
     """
 
     discrete = False
+    separable = True
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
         self.epsilon = positive_finite(epsilon, "epsilon")
@@ -155,6 +157,9 @@ class Tulap(Mechanism):
         0.135335
         """
         return math.exp(-self.epsilon)
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("pure", epsilon=self.epsilon, sensitivity=self.sensitivity)
 
     def parameters(self) -> dict[str, float]:
         """The settings ``epsilon`` and ``sensitivity``.
@@ -305,6 +310,9 @@ class _GaussianTail:
         steps = np.maximum(np.ceil((-self.mu / 2 - z) / self.mu), 0.0)
         return steps, special.log_ndtr(z + steps * self.mu)
 
+    def guarantee(self, sensitivity: float) -> Guarantee:
+        return Guarantee("gdp", mu=self.mu, sensitivity=sensitivity)
+
     def parameters(self) -> dict[str, float]:
         return {"mu": self.mu}
 
@@ -338,6 +346,11 @@ class _DPTail:
         q = np.exp(log_q)
         steps = np.maximum(np.ceil((math.log(math.exp(log_c) + d) - np.log(q + d)) / self.epsilon), 0.0)
         return steps, np.log(np.exp(steps * self.epsilon) * (q + d) - d)
+
+    def guarantee(self, sensitivity: float) -> Guarantee:
+        if self.delta > 0:
+            return Guarantee("approximate", epsilon=self.epsilon, delta=self.delta, sensitivity=sensitivity)
+        return Guarantee("pure", epsilon=self.epsilon, sensitivity=sensitivity)
 
     def parameters(self) -> dict[str, float]:
         return {"epsilon": self.epsilon, "delta": self.delta} if self.delta > 0 else {"epsilon": self.epsilon}
@@ -483,6 +496,13 @@ class _CallableTail:
             active = active[log_q[active] < log_c]
         return steps, log_q
 
+    def guarantee(self, sensitivity: float) -> Guarantee:
+        return Guarantee(
+            "f-dp",
+            sensitivity=sensitivity,
+            note=f"the tradeoff function given, fixed point c = {self.fixed_point():.6g}",
+        )
+
     def parameters(self) -> dict[str, float]:
         return {"c": self.fixed_point()}
 
@@ -565,6 +585,7 @@ class CanonicalNoise(Mechanism):
     """
 
     discrete = False
+    separable = True
 
     def __init__(
         self,
@@ -666,6 +687,9 @@ class CanonicalNoise(Mechanism):
             )
         self._log_c = math.log(self.c) if self.c > 0 else -math.inf
         self._log_width = math.log1p(-2 * self.c)  # log of the central density 1 - 2c
+
+    def _guarantee(self) -> Guarantee:
+        return self._tail.guarantee(self.sensitivity)
 
     def parameters(self) -> dict[str, float]:
         """The tradeoff function's parameters (``c`` for a general callable) and ``sensitivity``.

@@ -31,6 +31,7 @@ from ..kernels.integer_tables import conforming
 from ._exact_integer import RandomBits
 from .base import Mechanism
 from .gaussian import DiscreteGaussian
+from .guarantee import Guarantee
 from .laplace import DiscreteLaplace
 
 #: Largest conforming set enumerated for the exact c(s).
@@ -128,6 +129,11 @@ class Congenial(Mechanism):
     def n_cells(self) -> int:
         """d, the number of cells of a table."""
         return self.invariants.n_cells
+
+    def _guarantee(self) -> Guarantee:
+        noise = self.mechanism.guarantee()
+        note = "of the noise before conditioning on the invariants; privacy.congenial_privacy gives the exact loss"
+        return Guarantee(noise.definition, noise.epsilon, noise.delta, noise.rho, noise.mu, noise.sensitivity, note)
 
     def parameters(self) -> dict[str, float]:
         """The noise's settings (prefixed ``noise_``) and the numbers of invariants."""

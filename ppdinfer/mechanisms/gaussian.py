@@ -12,6 +12,7 @@ from scipy import optimize, special
 from .._validation import positive_finite, probability
 from . import _exact_integer
 from .base import AdditiveNoiseMechanism
+from .guarantee import Guarantee
 
 if TYPE_CHECKING:
     import mpmath
@@ -146,13 +147,26 @@ class Gaussian(AdditiveNoiseMechanism):
 
     @classmethod
     def from_epsilon_delta(cls, epsilon: float, delta: float, sensitivity: float = 1.0, method: str = "analytic"):
-        """Calibrate sigma for (epsilon, delta)-DP; ``method`` is 'analytic' or 'classical'."""
+        """Calibrate sigma for (epsilon, delta)-DP; ``method`` is 'analytic' or 'classical'.
+
+        The mechanism keeps the guarantee it was calibrated for: ``guarantee()`` states epsilon,
+        delta and the L2 sensitivity.
+        """
         if method not in _CALIBRATIONS:
             raise ValueError(f"method must be one of {sorted(_CALIBRATIONS)}, got {method!r}")
-        return cls(_CALIBRATIONS[method](epsilon, delta, sensitivity))
+        mechanism = cls(_CALIBRATIONS[method](epsilon, delta, sensitivity))
+        return mechanism.with_guarantee(
+            Guarantee(
+                "approximate", epsilon=epsilon, delta=delta, sensitivity=sensitivity, note=f"{method} calibration"
+            )
+        )
 
     def parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}
+
+    def _guarantee(self) -> Guarantee:
+        # N(0, sigma^2) noise on a query of L2 sensitivity 1 is (1 / (2 sigma^2))-zCDP.
+        return Guarantee("zcdp", rho=1 / (2 * self.sigma**2), sensitivity=1.0)
 
     def _noise(self, shape, rng, secure):
         return rng.normal(0.0, self.sigma, size=shape)
@@ -200,6 +214,10 @@ class DiscreteGaussian(AdditiveNoiseMechanism):
 
     def parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}
+
+    def _guarantee(self) -> Guarantee:
+        # Canonne, Kamath & Steinke (2020), Theorem 14: (1 / (2 sigma^2))-zCDP for sensitivity 1.
+        return Guarantee("zcdp", rho=1 / (2 * self.sigma**2), sensitivity=1.0)
 
     def _noise(self, shape, rng, secure):
         sigma_squared = Fraction(self.sigma) ** 2

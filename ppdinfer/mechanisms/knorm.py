@@ -34,6 +34,7 @@ import numpy as np
 from .._random import SeedLike, as_generator
 from .._validation import finite_array, positive_finite, positive_int
 from .base import Mechanism
+from .guarantee import Guarantee
 
 #: Candidates drawn per release before giving up (the acceptance rate is P(x + R U in Y)).
 MAX_CANDIDATES = 10_000_000
@@ -92,6 +93,9 @@ class KNormGradient(Mechanism):
         """dim counts of n records each on [0, n]^dim with sigma = Delta_z = ``sensitivity``."""
         n, dim = positive_int(n, "n"), positive_int(dim, "dim")
         return cls(epsilon, sensitivity, np.zeros(dim), np.full(dim, float(n)))
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("pufferfish", epsilon=self.epsilon, note="Theorem 10 (K-norm gradient mechanism)")
 
     def parameters(self) -> dict[str, float]:
         bounds = {f"lower_{k}": float(v) for k, v in enumerate(self.lower)}

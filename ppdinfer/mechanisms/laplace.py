@@ -10,6 +10,7 @@ import numpy as np  # noqa: F401  (the examples use np)
 from .._validation import positive_finite
 from . import _exact_integer
 from .base import AdditiveNoiseMechanism
+from .guarantee import Guarantee
 
 
 class _LaplaceFamily(AdditiveNoiseMechanism):
@@ -24,6 +25,9 @@ class _LaplaceFamily(AdditiveNoiseMechanism):
 
     def parameters(self) -> dict[str, float]:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity}
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("pure", epsilon=self.epsilon, sensitivity=self.sensitivity)
 
 
 class Laplace(_LaplaceFamily):

@@ -23,6 +23,7 @@ import numpy as np
 from .._random import SeedLike
 from .._validation import integer_valued
 from .base import Mechanism
+from .guarantee import Guarantee
 
 #: Distinct x whose log-likelihood is remembered for one (y*, z) before the memory starts afresh.
 MEMO_LIMIT = 1_000_000
@@ -182,6 +183,9 @@ class PostProcessedRelease(Mechanism):
     def log_bound(self, z=None, size: int = 1) -> float:
         """0: pi(y* | x, z) is a probability."""
         return 0.0
+
+    def _guarantee(self) -> Guarantee:
+        return self.mechanism.guarantee()  # post-processing keeps the raw release's guarantee
 
     def parameters(self) -> dict[str, float]:
         """The raw mechanism's settings (prefixed ``raw_``) and the size of the box."""

@@ -35,6 +35,7 @@ from .._validation import finite_array, positive_finite, positive_int
 from ..geometry import SensitivitySpace
 from .base import Mechanism
 from .gaussian import Gaussian
+from .guarantee import Guarantee
 
 __all__ = ["KNormMechanism", "NormBallMechanism", "SemiDPGaussian", "naive_gaussian"]
 
@@ -185,6 +186,9 @@ class SemiDPGaussian(_SubspaceMechanism):
         """
         return self.sigma**2 * self.space.projection
 
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("semi-dp", mu=self.mu, note="mu-GDP on the sensitivity space (Algorithm 1)")
+
     def parameters(self) -> dict[str, float]:
         """mu, sigma and the rank s of the space."""
         return {"mu": self.mu, "sigma": self.sigma, "rank": float(self.space.rank)}
@@ -297,6 +301,9 @@ class KNormMechanism(_SubspaceMechanism):
         """
         size = positive_int(size, "size")
         return self._uniform_in_hull(size, as_generator(random_seed))
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("semi-dp", epsilon=self.epsilon, note="epsilon-DP on the sensitivity space (Algorithms 2-3)")
 
     def parameters(self) -> dict[str, float]:
         """epsilon and the rank s of the space."""
@@ -417,6 +424,9 @@ class NormBallMechanism(Mechanism):
         order = _norm_order(norm)
         epsilon = positive_finite(epsilon, "epsilon")
         return cls(epsilon / positive_int(group_size, "group_size"), cls.TABLE_SENSITIVITY[order], order)
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("pure", epsilon=self.epsilon, sensitivity=self.sensitivity)
 
     def parameters(self) -> dict[str, float]:
         """epsilon, the sensitivity and the norm's order q."""

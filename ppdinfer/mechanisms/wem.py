@@ -65,6 +65,7 @@ from ..kernels.wem import (
 )
 from . import _exact_integer
 from .base import Mechanism
+from .guarantee import Guarantee
 from .laplace import DiscreteLaplace
 
 #: The losses L_x(y) = ||y - x||_p, by name, with their power p.
@@ -389,6 +390,9 @@ class WassersteinExponential(Mechanism):
         self.sweeps = positive_int(sweeps, "sweeps")
         self.method = _check_method(method)
         self.rate = self.epsilon / (2 * self.sigma)
+
+    def _guarantee(self) -> Guarantee:
+        return Guarantee("pufferfish", epsilon=self.epsilon, note="Theorem 9 (Wasserstein exponential mechanism)")
 
     def parameters(self) -> dict[str, float | str]:
         return {

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import NamedTuple
 
 import numpy as np
 from scipy import integrate, linalg, optimize
@@ -45,6 +44,7 @@ from scipy import integrate, linalg, optimize
 from ..._validation import finite_array, positive_finite, probability
 from ...geometry import SensitivitySpace
 from ..gaussian import Gaussian, analytic_gaussian_sigma, gaussian_delta
+from ..guarantee import Guarantee
 from ..laplace import Laplace
 from ..semidp import KNormMechanism
 from .family import DiscreteLaw, DistributionFamily, GaussianLaw, covariance_matrix
@@ -104,17 +104,9 @@ class DistributionPrivacyWarning(UserWarning):
     """
 
 
-class Guarantee(NamedTuple):
-    """An (epsilon, delta) distribution privacy guarantee.
-
-    Examples
-    --------
-    >>> Guarantee(1.0, 1e-3).epsilon
-    1.0
-    """
-
-    epsilon: float
-    delta: float
+def _distribution(mechanism, epsilon: float, delta: float, construction: str):
+    """``mechanism`` stating the (epsilon, delta)-distribution privacy of ``construction``."""
+    return mechanism.with_guarantee(Guarantee("distribution", epsilon=epsilon, delta=delta, note=construction))
 
 
 def _family(family) -> DistributionFamily:
@@ -163,7 +155,8 @@ def wasserstein_mechanism(family, epsilon: float) -> Laplace:
     Laplace(epsilon=1.0, sensitivity=97.0)
     """
     epsilon = positive_finite(epsilon, "epsilon")
-    return Laplace(epsilon, _positive_sensitivity(wasserstein_sensitivity(family), "Delta_W"))
+    noise = Laplace(epsilon, _positive_sensitivity(wasserstein_sensitivity(family), "Delta_W"))
+    return _distribution(noise, epsilon, 0.0, "Theorem 3.1 (Wasserstein mechanism)")
 
 
 def concentration_radius(family, deviation: float) -> float:
@@ -211,7 +204,8 @@ def approximate_wasserstein_mechanism(family, epsilon: float, delta: float, radi
         radius = max(closeness_radius(laws[i], laws[j], delta) for i, j in family.pairs)
     else:
         radius = positive_finite(radius, "radius")
-    return Laplace(epsilon, _positive_sensitivity(radius, "W"))
+    noise = Laplace(epsilon, _positive_sensitivity(radius, "W"))
+    return _distribution(noise, epsilon, delta, "Theorem 3.2 (approximate Wasserstein mechanism)")
 
 
 # --- the expected value mechanisms (Sections 4.1 and 4.2) ---------------------------------------
@@ -230,7 +224,8 @@ def expected_value_laplace(family, epsilon: float) -> Laplace:
     Laplace(epsilon=0.5, sensitivity=2.0)
     """
     epsilon = positive_finite(epsilon, "epsilon")
-    return Laplace(epsilon, _positive_sensitivity(_family(family).mean_distance(1), "Delta_{E,1}"))
+    noise = Laplace(epsilon, _positive_sensitivity(_family(family).mean_distance(1), "Delta_{E,1}"))
+    return _distribution(noise, epsilon, 0.0, "Theorem 4.1 (ExpM(L))")
 
 
 def classical_constant(delta: float) -> float:
@@ -298,8 +293,10 @@ def expected_value_gaussian(family, epsilon: float, delta: float, calibration: s
     """
     sensitivity = _positive_sensitivity(_family(family).mean_distance(2), "Delta_{E,2}")
     if calibration == "analytic":
-        return Gaussian(analytic_gaussian_sigma(epsilon, delta, sensitivity))
-    return Gaussian(sensitivity / mahalanobis_limit(epsilon, delta, calibration))
+        noise = Gaussian(analytic_gaussian_sigma(epsilon, delta, sensitivity))
+    else:
+        noise = Gaussian(sensitivity / mahalanobis_limit(epsilon, delta, calibration))
+    return _distribution(noise, epsilon, delta, f"Theorem 4.2 (ExpM(G), {calibration} calibration)")
 
 
 def mean_direction(family, direction=None) -> np.ndarray:
@@ -357,7 +354,8 @@ def directional_laplace(family, epsilon: float, direction=None) -> KNormMechanis
     epsilon = positive_finite(epsilon, "epsilon")
     sensitivity = _positive_sensitivity(_family(family).mean_distance(2), "Delta_{E,2}")
     direction = mean_direction(family, direction)
-    return KNormMechanism(epsilon, SensitivitySpace([sensitivity * direction]))
+    noise = KNormMechanism(epsilon, SensitivitySpace([sensitivity * direction]))
+    return _distribution(noise, epsilon, 0.0, "Theorem 4.3 (DirM(L))")
 
 
 # --- adversarial uncertainty: Gaussian laws (Section 4.3 and Appendix A) ------------------------
@@ -471,7 +469,7 @@ def eigenvector_gaussian(
                 DistributionPrivacyWarning,
                 stacklevel=2,
             )
-    return CorrelatedGaussian(covariance)
+    return _distribution(CorrelatedGaussian(covariance), epsilon, delta, "Theorem 4.5 (EigM(G))")
 
 
 def directional_gaussian(
@@ -551,7 +549,10 @@ def directional_gaussian(
     laws = _family(family)._laws_of(GaussianLaw)
     direction = mean_direction(family, direction)
     if calibration == "audited":
-        return CorrelatedGaussian(_audited_variance(family, epsilon, delta, direction) * np.outer(direction, direction))
+        noise = CorrelatedGaussian(
+            _audited_variance(family, epsilon, delta, direction) * np.outer(direction, direction)
+        )
+        return _distribution(noise, epsilon, delta, "Algorithm 1 (DauM(G), audited)")
     variance = _closed_form_variance(family, direction, mahalanobis_limit(epsilon, delta, calibration))
     mechanism = CorrelatedGaussian(variance * np.outer(direction, direction))
     unequal = [(i, j) for i, j in family.pairs if not _shared_covariance(laws[i], laws[j])]
@@ -566,7 +567,7 @@ def directional_gaussian(
                 DistributionPrivacyWarning,
                 stacklevel=2,
             )
-    return mechanism
+    return _distribution(mechanism, epsilon, delta, f"Algorithm 1 (DauM(G), {calibration} calibration)")
 
 
 def _closed_form_variance(family, direction: np.ndarray, limit: float) -> float:
@@ -815,7 +816,8 @@ def misspecified_guarantee(epsilon: float, delta: float, slack: float, eta: floa
     delta = probability(delta, "delta", open_interval=False)
     slack = positive_finite(slack, "slack")
     eta = probability(eta, "eta", open_interval=False)
-    return Guarantee(epsilon + 2 * slack, (1 + math.exp(epsilon + slack)) * eta + math.exp(slack) * delta)
+    delta_out = (1 + math.exp(epsilon + slack)) * eta + math.exp(slack) * delta
+    return Guarantee("distribution", epsilon=epsilon + 2 * slack, delta=delta_out, note="Theorem 4.6")
 
 
 def wasserstein_correction(epsilon: float, delta: float, slack: float, distance: float) -> tuple[Laplace, Guarantee]:
@@ -841,4 +843,6 @@ def wasserstein_correction(epsilon: float, delta: float, slack: float, distance:
     delta = probability(delta, "delta", open_interval=False)
     slack = positive_finite(slack, "slack")
     noise = Laplace(slack, positive_finite(distance, "distance"))
-    return noise, Guarantee(epsilon + 2 * slack, math.exp(slack) * delta)
+    return noise, Guarantee(
+        "distribution", epsilon=epsilon + 2 * slack, delta=math.exp(slack) * delta, note="Theorem 4.7"
+    )
