@@ -60,7 +60,8 @@ def constant_dataset(model: PPDModel, z) -> xr.Dataset:
         data[key] = (_dims(key, value.ndim), value)
     for key, value in model.mechanism.parameters().items():
         data[f"mechanism_{key}"] = ((), value)
-    return xr.Dataset(data, attrs={"mechanism": repr(model.mechanism)})
+    guarantee = model.mechanism.guarantee()
+    return xr.Dataset(data, attrs={"mechanism": repr(model.mechanism), **guarantee.attrs()})
 
 
 def assemble(
