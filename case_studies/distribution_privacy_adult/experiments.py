@@ -161,11 +161,10 @@ def noise_covariance(mechanism: Gaussian | CorrelatedGaussian, dim: int) -> np.n
     array([[4., 0.],
            [0., 4.]])
     """
-    if isinstance(mechanism, Gaussian):
-        return mechanism.sigma**2 * np.eye(positive_int(dim, "dim"))
-    if isinstance(mechanism, CorrelatedGaussian):
-        return mechanism.covariance
-    raise ValueError(f"mechanism must be a Gaussian or a CorrelatedGaussian, got {mechanism!r}")
+    covariance = mechanism.noise_covariance(positive_int(dim, "dim"))
+    if covariance is None:
+        raise ValueError(f"mechanism must add Gaussian noise (a Gaussian or a CorrelatedGaussian), got {mechanism!r}")
+    return covariance
 
 
 def expected_error(covariance, draws: int = EXPECTATION_DRAWS, random_seed: SeedLike = 0) -> float:

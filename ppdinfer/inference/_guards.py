@@ -4,7 +4,8 @@
 - :func:`check_possible`: refuse a y of probability zero under the model, where that can be
   decided soundly (by y alone for some mechanisms, or over x's whole finite support);
 - :func:`check_proposal`: warn when an importance proposal misses posterior mass (by a pilot);
-- :func:`check_box`: warn when a post-processed release's box misses mass at the x drawn.
+- :func:`check_box`: let the mechanism warn where its likelihood is approximate at the x drawn
+  (a post-processed release whose box misses mass there).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import warnings
 
 import numpy as np
 
-from ..mechanisms.congenial import Congenial
-from ..mechanisms.postprocessed import PostProcessedRelease
 from .model import PPDModel, draw_theta, theta_logpdf
 
 #: Prior draws of the pilots (z keys read, importance proposal's coverage).
@@ -108,7 +107,7 @@ def check_possible(model: PPDModel, y: np.ndarray, z, support_loglik: np.ndarray
     support is finite and at most ``SUPPORT_LIMIT`` values. A y of small but positive likelihood
     is never refused.
     """
-    reason = _impossible_by_y(model.mechanism, y, z)
+    reason = model.mechanism.impossible_release(y, z)
     if reason is None and support_loglik is None:
         theta = draw_theta(model.prior, 16, np.random.default_rng(0), z)
         if np.any(np.isfinite(model.loglik(y, model.simulate_x(theta, z, np.random.default_rng(1)), z))):
@@ -118,19 +117,6 @@ def check_possible(model: PPDModel, y: np.ndarray, z, support_loglik: np.ndarray
         reason = f"its likelihood is zero at every one of the {support_loglik.size} x of the data model's support"
     if reason is not None:
         raise ValueError(f"{ZERO_PROBABILITY}: {reason}; check y and z (no sampler can condition on it)")
-
-
-def _impossible_by_y(mechanism, y: np.ndarray, z) -> str | None:
-    """Why y is impossible whatever x, for mechanisms where y alone decides it; else None."""
-    if isinstance(mechanism, PostProcessedRelease) and mechanism.preimage(y, z).shape[0] == 0:
-        return (
-            f"no raw release of the box ({mechanism.box.shape[0]} values) is published as y = "
-            f"{np.asarray(y).reshape(-1).tolist()[:10]} (y lies outside the post-processing's image)"
-        )
-    if isinstance(mechanism, Congenial) and np.asarray(y).size == mechanism.n_cells:
-        if not mechanism.invariants.contains(np.asarray(y).reshape(mechanism.invariants.shape)):
-            return "y breaks the congenial mechanism's invariants, which every release keeps"
-    return None
 
 
 def _support_loglik(model: PPDModel, y: np.ndarray, z, theta_dim: int) -> np.ndarray | None:
@@ -173,7 +159,7 @@ def check_proposal(model: PPDModel, proposal, y: np.ndarray, z) -> str | None:
 
 
 def check_box(model: PPDModel, x: np.ndarray, z, caller: str) -> None:
-    """For a post-processed release, warn (``BoxMassWarning``) when its box misses more than
-    ``BOX_TOLERANCE`` of the raw release's mass at one of the distinct x drawn."""
-    if isinstance(model.mechanism, PostProcessedRelease) and x.size:
-        model.mechanism.check_box(np.unique(x.reshape(x.shape[0], -1), axis=0), z, caller=caller, stacklevel=4)
+    """Let the mechanism warn where its likelihood is approximate at the distinct x drawn (a
+    post-processed release: its box misses more than ``BOX_TOLERANCE`` of the raw release's mass)."""
+    if x.size:
+        model.mechanism.check_latent(np.unique(x.reshape(x.shape[0], -1), axis=0), z, caller=caller, stacklevel=4)

@@ -161,7 +161,7 @@ def exchange_sample(
     index = {tuple(row): i for i, row in enumerate(support)}
     moves = _moves(support, d)
     start = int(np.argmax(target))
-    draw_w, aux_log_ratio = _auxiliary(mechanism, x_shape, z, rng)
+    draw_w, aux_log_ratio = mechanism.auxiliary_release(x_shape, z, rng)
 
     bar = tqdm(total=tune + draws, desc="exchange", unit="it", disable=not progressbar, leave=False)
     try:
@@ -192,37 +192,6 @@ def exchange_sample(
         "theta from its conjugate conditional given each x",
     }
     return assemble(model, y, z, posterior, stats, attrs=attrs)
-
-
-def _auxiliary(mechanism, x_shape, z, rng):
-    """(draw_w, aux_log_ratio): an exact release w ~ p*(. | x') and log p(w - x) - log p(w - x').
-
-    Both are called only for tables of the support with a finite target, hence inside S*. For
-    the congenial mechanism they call its rejection release and noise density directly (the
-    checks of ``release`` and ``unnormalized_logpdf`` would cost more than the draw itself).
-    """
-    from ..mechanisms.congenial import MAX_PROPOSALS, Congenial
-
-    if isinstance(mechanism, Congenial):
-
-        def draw_w(candidate):
-            return mechanism._rejection(candidate, rng, 1, MAX_PROPOSALS, strict=True)[0][0]
-
-        def aux_log_ratio(w, current, candidate):
-            both = mechanism._log_noise(w.astype(float), np.stack([current, candidate]).astype(float))
-            return float(both[0] - both[1])
-    else:
-
-        def draw_w(candidate):
-            return np.asarray(mechanism.release(candidate.reshape(x_shape), z, rng)).reshape(-1)
-
-        def aux_log_ratio(w, current, candidate):
-            both = mechanism.unnormalized_logpdf(
-                w.reshape(x_shape), np.stack([current, candidate]).reshape(2, *x_shape), z
-            )
-            return float(np.asarray(both, dtype=float)[0] - np.asarray(both, dtype=float)[1])
-
-    return draw_w, aux_log_ratio
 
 
 def _moves(support: np.ndarray, d: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import copy
 import numpy as np
 
 from .._random import SeedLike, as_generator
-from .._validation import finite_array, integer_valued, nonnegative_counts
+from .._validation import finite_array, integer_valued, nonnegative_counts, positive_int
 from ..kernels import additive_noise_loglik
 from .guarantee import AdditiveNoise, Guarantee
 
@@ -94,6 +94,10 @@ class Mechanism:
         stated._stated_guarantee = guarantee
         return stated
 
+    def noise_covariance(self, dim: int) -> np.ndarray | None:
+        """C when a release of a vector of ``dim`` values is x + N(0, C) (Gaussian noise), else None."""
+        return None
+
     def impossible_release(self, y, z=None) -> str | None:
         """Why ``y`` has probability zero whatever x is, where y alone decides it; else None.
 
@@ -107,6 +111,24 @@ class Mechanism:
 
         The default computes every value exactly and does nothing.
         """
+
+    def auxiliary_release(self, x_shape, z, rng: np.random.Generator):
+        """``(draw_w, log_ratio)`` for the exchange algorithm: an exact release w of a flat candidate x',
+        and ``log q(w | x) - log q(w | x')`` from ``unnormalized_logpdf`` (the normalizer never computed).
+
+        Both functions take and return flat arrays; the default calls ``release`` and
+        ``unnormalized_logpdf``, which a mechanism with an unknown normalizer provides.
+        """
+
+        def draw_w(candidate):
+            return np.asarray(self.release(candidate.reshape(x_shape), z, rng)).reshape(-1)
+
+        def log_ratio(w, current, candidate):
+            both = self.unnormalized_logpdf(w.reshape(x_shape), np.stack([current, candidate]).reshape(2, *x_shape), z)
+            both = np.asarray(both, dtype=float)
+            return float(both[0] - both[1])
+
+        return draw_w, log_ratio
 
     def release(self, x, z=None, random_seed: SeedLike = None) -> np.ndarray:
         """The privatized release of ``x`` (same shape as ``x``)."""
@@ -249,6 +271,12 @@ class AdditiveNoiseMechanism(Mechanism):
     def log_bound(self, z=None, size: int = 1) -> float:
         # The noise density is largest at zero noise, whatever x is.
         return size * self.log_norm
+
+    def noise_covariance(self, dim: int) -> np.ndarray | None:
+        """sigma^2 I for continuous Gaussian noise (power 2), else None."""
+        if self.discrete or self.power != 2:
+            return None
+        return np.eye(positive_int(dim, "dim")) / (2 * self.rate)
 
     def noise_scale(self, x=None, z=None) -> float:
         """The noise's standard deviation per coordinate, from the continuous density

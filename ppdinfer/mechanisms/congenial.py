@@ -92,6 +92,16 @@ class Congenial(Mechanism):
     last_method : str or None
         After a release: "rejection" or "mis".
 
+    See Also
+    --------
+    ppdinfer.privacy.congenial_gamma : Its privacy cost gamma.
+    ppdinfer.projection.project_l2 : The projection it replaces.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
+
     Examples
     --------
     >>> from ppdinfer.invariants import LinearInvariants
@@ -129,6 +139,27 @@ class Congenial(Mechanism):
     def n_cells(self) -> int:
         """d, the number of cells of a table."""
         return self.invariants.n_cells
+
+    def auxiliary_release(self, x_shape, z, rng: np.random.Generator):
+        """The exchange algorithm's auxiliary release: the rejection release and the noise density
+        called directly (the checks of ``release`` and ``unnormalized_logpdf`` would cost more than
+        the draw itself; the exchange sampler calls them only for tables inside S*)."""
+
+        def draw_w(candidate):
+            return self._rejection(candidate, rng, 1, MAX_PROPOSALS, strict=True)[0][0]
+
+        def log_ratio(w, current, candidate):
+            both = self._log_noise(w.astype(float), np.stack([current, candidate]).astype(float))
+            return float(both[0] - both[1])
+
+        return draw_w, log_ratio
+
+    def impossible_release(self, y, z=None) -> str | None:
+        """Why ``y`` cannot be a release (it breaks the invariants every release keeps), else None."""
+        y = np.asarray(y)
+        if y.size == self.n_cells and not self.invariants.contains(y.reshape(self.invariants.shape)):
+            return "y breaks the congenial mechanism's invariants, which every release keeps"
+        return None
 
     def _guarantee(self) -> Guarantee:
         noise = self.mechanism.guarantee()

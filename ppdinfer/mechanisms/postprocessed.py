@@ -71,6 +71,18 @@ class PostProcessedRelease(Mechanism):
         The raw releases the sum runs over, whole numbers, one per row (for instance a grid
         ``np.stack(np.meshgrid(*ranges, indexing="ij"), -1).reshape(-1, d)``).
 
+    See Also
+    --------
+    ppdinfer.postprocessing.postprocess : The COVID post-processing.
+    ppdinfer.mechanisms.Congenial : Conditioning instead of projecting.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4 and Theorem 15.
+    .. [2] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
+
     Examples
     --------
     A count released with discrete Laplace noise and published clipped at zero:
@@ -179,6 +191,20 @@ class PostProcessedRelease(Mechanism):
                 stacklevel=stacklevel,
             )
         return float(missed[worst])
+
+    def impossible_release(self, y, z=None) -> str | None:
+        """Why no raw release of the box is published as ``y`` (y outside the post-processing's image), else None."""
+        if self.preimage(y, z).shape[0] > 0:
+            return None
+        return (
+            f"no raw release of the box ({self.box.shape[0]} values) is published as y = "
+            f"{np.asarray(y).reshape(-1).tolist()[:10]} (y lies outside the post-processing's image)"
+        )
+
+    def check_latent(self, x, z=None, caller: str = "", stacklevel: int = 2) -> None:
+        """The box check (:meth:`check_box`) at the distinct rows of ``x``."""
+        if np.asarray(x).size:
+            self.check_box(x, z, caller=caller or "PostProcessedRelease", stacklevel=stacklevel + 1)
 
     def log_bound(self, z=None, size: int = 1) -> float:
         """0: pi(y* | x, z) is a probability."""

@@ -39,7 +39,7 @@ from .. import _array_checks as _checks
 from .._validation import finite_array, integer_valued, positive_finite, probability
 from ..geometry.wasserstein import quantile_coupling
 from ..kernels.mixture import laplace_mixture_logpdf
-from ..mechanisms import DiscreteLaplace, Gaussian, Laplace, classical_gaussian_sigma
+from ..mechanisms import DiscreteLaplace, Gaussian, Guarantee, Laplace, classical_gaussian_sigma
 from ..mechanisms.gaussian import raise_until
 
 __all__ = [
@@ -76,6 +76,10 @@ CORRECTED_CONSTANT = 0.4187
 
 _SEARCH_STEPS = 200
 """Budget of halvings and bisection steps in the searches for the smallest scale."""
+_LOSS_RESOLUTION = 2.0**-40
+"""Smallest epsilon `smallest_laplace_scale` searches for: losses are differences of logarithms of
+mixture densities, exact to about 1e-16 absolute, so below 2^-40 (9.1e-13) rounding would decide more
+than 1e-4 of the answer (and below ~1e-16 no scale passes the audit at all)."""
 
 _REEVALUATED = 16
 """Support points at which `privacy_loss` evaluates the largest log ratios again, directly."""
@@ -530,8 +534,14 @@ def kantorovich_laplace(plans, epsilon: float, *, relaxed: bool = False, discret
     if relaxed:
         scale = relaxed_laplace_scale(plans, epsilon)
         if scale < sensitivity / epsilon:  # equal (up to rounding) when a row or column moves one distance only
-            return family(epsilon, epsilon * scale)
-    return family(epsilon, sensitivity)
+            return _pufferfish(family(epsilon, epsilon * scale), epsilon, 0.0, "Theorem 2 (relaxed Laplace scale)")
+    return _pufferfish(family(epsilon, sensitivity), epsilon, 0.0, "Lemma 1 / Theorem 1 (Kantorovich mechanism)")
+
+
+def _pufferfish(mechanism, epsilon: float, delta: float, construction: str):
+    """``mechanism`` stating the (epsilon, delta)-Pufferfish privacy of ``construction`` (Ding et al.)."""
+    stated = Guarantee("pufferfish", epsilon=epsilon, delta=delta or None, note=construction)
+    return mechanism.with_guarantee(stated)
 
 
 def relaxed_laplace_scale(plans, epsilon: float) -> float:
@@ -642,8 +652,10 @@ def kantorovich_gaussian(
     if sensitivity == 0:
         raise ValueError("plans: every plan keeps all its mass in place (p = q): no noise is needed")
     if method == "analytic":
-        return Gaussian.from_epsilon_delta(epsilon, delta, sensitivity)
-    return Gaussian(theorem3_constant(epsilon, delta, method, constant) * sensitivity / epsilon)
+        noise = Gaussian.from_epsilon_delta(epsilon, delta, sensitivity)
+    else:
+        noise = Gaussian(theorem3_constant(epsilon, delta, method, constant) * sensitivity / epsilon)
+    return _pufferfish(noise, epsilon, delta, f"Theorem 3 (Kantorovich Gaussian mechanism, {method})")
 
 
 def _plans(plans) -> list[KantorovichPlan]:
@@ -680,12 +692,19 @@ def privacy_loss(plans, mechanism) -> float:
     >>> round(privacy_loss([plan], kantorovich_laplace([plan], 1.0)), 4)
     0.2945
     """
-    if not isinstance(mechanism, (Laplace, DiscreteLaplace)):
-        raise ValueError(f"mechanism must be a Laplace or DiscreteLaplace, got {mechanism!r}")
+    noise = _additive_noise(mechanism, power=1, kind="a Laplace or DiscreteLaplace")
     plans = _plans(plans)
-    if isinstance(mechanism, DiscreteLaplace) and any(np.any(plan.support != np.round(plan.support)) for plan in plans):
+    if noise.discrete and any(np.any(plan.support != np.round(plan.support)) for plan in plans):
         raise ValueError("mechanism: a DiscreteLaplace needs integer support points")
-    return max(_laplace_loss(plan, 1.0 / mechanism.rate) for plan in plans)
+    return max(_laplace_loss(plan, 1.0 / noise.rate) for plan in plans)
+
+
+def _additive_noise(mechanism, power: int, kind: str, continuous: bool = False):
+    """The mechanism's iid additive noise of the given power (1: Laplace shapes, 2: Gaussian), or a ValueError."""
+    noise = getattr(mechanism, "additive_noise", None)
+    if noise is None or noise.power != power or (continuous and noise.discrete):
+        raise ValueError(f"mechanism must be {kind}, got {mechanism!r}")
+    return noise
 
 
 def _laplace_loss(plan: KantorovichPlan, scale: float) -> float:
@@ -728,15 +747,14 @@ def privacy_delta(plans, mechanism: Gaussian, epsilon: float) -> float:
     >>> round(privacy_delta([plan], Gaussian(1.0), 1.0), 4)          # = gaussian_delta(1, 1)
     0.1269
     """
-    if not isinstance(mechanism, Gaussian):
-        raise ValueError(f"mechanism must be a Gaussian, got {mechanism!r}")
+    sigma = math.sqrt(0.5 / _additive_noise(mechanism, power=2, kind="a Gaussian", continuous=True).rate)
     epsilon = positive_finite(epsilon, "epsilon")
     worst = 0.0
     for plan in _plans(plans):
         worst = max(
             worst,
-            _hockey_stick(plan.p, plan.q, plan.support, mechanism.sigma, epsilon),
-            _hockey_stick(plan.q, plan.p, plan.support, mechanism.sigma, epsilon),
+            _hockey_stick(plan.p, plan.q, plan.support, sigma, epsilon),
+            _hockey_stick(plan.q, plan.p, plan.support, sigma, epsilon),
         )
     return worst
 
@@ -802,8 +820,26 @@ def smallest_laplace_scale(plans, epsilon: float, *, rtol: float = 1e-9) -> floa
         ratios = [np.abs(np.log(plan.p) - np.log(plan.q))[(plan.p > 0) | (plan.q > 0)] for plan in plans]
     if max(float(ratio.max()) for ratio in ratios) <= epsilon:
         return 0.0  # X itself is epsilon-indistinguishable: the limit of the loss as the scale goes to 0
+    if epsilon < _LOSS_RESOLUTION:
+        raise ValueError(
+            f"epsilon={epsilon!r} is below what the float64 audit resolves ({_LOSS_RESOLUTION:.3g}: the loss is a "
+            "difference of logarithms, exact to a few units in the last place); use epsilon >= "
+            f"{_LOSS_RESOLUTION:.3g}, or Theorem 1's scale max sensitivity / epsilon, which is always enough"
+        )
     high = max(plan.sensitivity for plan in plans) / epsilon
-    return _bisect_scale(lambda scale: max(_laplace_loss(plan, scale) for plan in plans) <= epsilon, high, rtol)
+    limit = high * 2.0**20  # Theorem 1's scale is enough in exact arithmetic: far past it, only rounding fails
+
+    def enough(scale: float) -> bool:
+        loss = max(_laplace_loss(plan, scale) for plan in plans)
+        if loss > epsilon and scale > limit:
+            raise ValueError(
+                f"epsilon={epsilon!r} is below what the float64 audit resolves for these plans: the computed loss "
+                f"at 2^20 times Theorem 1's scale is still {loss:.3g}; use a larger epsilon, or Theorem 1's scale "
+                f"{high:.6g}, which is always enough"
+            )
+        return loss <= epsilon
+
+    return _bisect_scale(enough, high, rtol)
 
 
 def smallest_gaussian_sigma(plans, epsilon: float, delta: float, *, rtol: float = 1e-6) -> float:

@@ -13,8 +13,6 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ..mechanisms.base import AdditiveNoiseMechanism
-
 
 def release_log_density(mechanism, z, y, x):
     """The scalar graph log pi(y | x, z), summed over the release's coordinates.
@@ -33,10 +31,11 @@ def release_log_density(mechanism, z, y, x):
     >>> bool(np.isclose(value, Tulap(1.0).logpdf(y, [[1.0, 3.0]])[0]))
     True
     """
-    if isinstance(mechanism, AdditiveNoiseMechanism):
+    noise = mechanism.additive_noise
+    if noise is not None:
         distance = pt.abs(pt.cast(y, "float64") - pt.cast(x, "float64"))
-        terms = distance if mechanism.power == 1 else pt.sqr(distance)
-        return pt.cast(pt.as_tensor_variable(y).size, "float64") * mechanism.log_norm - mechanism.rate * pt.sum(terms)
+        terms = distance if noise.power == 1 else pt.sqr(distance)
+        return pt.cast(pt.as_tensor_variable(y).size, "float64") * noise.log_norm - noise.rate * pt.sum(terms)
     return MechanismLogLikelihood(mechanism, z)(y, x)
 
 

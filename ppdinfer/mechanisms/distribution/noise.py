@@ -109,6 +109,12 @@ class CorrelatedGaussian(Mechanism):
             raise ValueError(f"size must be the dimension {self.dim} of the release, got {size}")
         return float(-0.5 * self.rank * math.log(2 * math.pi) - 0.5 * np.log(self.variances).sum())
 
+    def noise_covariance(self, dim: int) -> np.ndarray:
+        """C itself; ``dim`` must be its dimension m."""
+        if dim != self.dim:
+            raise ValueError(f"dim: this noise has dimension {self.dim}, got {dim!r}")
+        return self.covariance
+
     def parameters(self) -> dict[str, float]:
         """The dimension m, the rank r and the total variance trace(C)."""
         return {"dim": float(self.dim), "rank": float(self.rank), "trace": float(np.trace(self.covariance))}
