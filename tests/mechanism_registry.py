@@ -39,6 +39,7 @@ from ppdinfer.mechanisms import (
     KNormMechanism,
     Laplace,
     Mechanism,
+    NoisyMeasurements,
     NormBallMechanism,
     PostProcessedRelease,
     SemiDPGaussian,
@@ -278,5 +279,18 @@ CASES: list[Case] = [
         np.array(1),
         np.array([0, 1, 20]),
         support=np.arange(0, 50),
+    ),
+    # a noisy-measurement file over 2 block groups x 2 cells under one tract: the tract total, block group
+    # 1's total and one cell of each (a square query matrix, so y and x share a shape), state total 10
+    Case(
+        "NoisyMeasurements(4 queries over 2 x 2 cells, total 10)",
+        NoisyMeasurements(
+            [[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0]],
+            [0.6, 0.65, 0.6, 0.65],
+            invariants=(np.ones((1, 4), dtype=np.int64), [10]),
+        ),
+        np.array([3, 2, 4, 1]),
+        np.array([[3, 2, 4, 1], [2, 3, 4, 1], [3, 2, 3, 2]]),
+        support=window([10, 5, 3, 4], 6),
     ),
 ]

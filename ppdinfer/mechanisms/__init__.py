@@ -34,6 +34,7 @@ __all__ = [
 from .canonical import CanonicalNoise, Tulap
 from .congenial import Congenial
 from .knorm import KNormGradient
+from .noisy_measurements import NoisyMeasurements
 from .postprocessed import BoxMassWarning, PostProcessedRelease
 from .semidp import KNormMechanism, NormBallMechanism, SemiDPGaussian, naive_gaussian
 from .wem import BaseMeasure, CongenialBase, Naive, PriorCongenial, WassersteinExponential
@@ -47,6 +48,7 @@ __all__ += [
     "KNormGradient",
     "KNormMechanism",
     "Naive",
+    "NoisyMeasurements",
     "NormBallMechanism",
     "PostProcessedRelease",
     "PriorCongenial",
