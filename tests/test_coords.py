@@ -146,3 +146,18 @@ def test_bad_coords_are_refused():
     model = rates_model(dims={"x": "hospital"}, coords={"hospital": ["a", "b"]})
     with pytest.raises(ValueError, match=r"coords\['hospital'\] has 2 labels but dimension 'hospital' of x has size 3"):
         model.prepare([1.0, 2.0, 3.0], None)
+
+
+def test_summary_rows_are_labelled_by_the_coordinates():
+    """pp.summary labels rows like arviz.summary: rate[Mercy], not rate[0]."""
+    model = rates_model(dims={"rate": "hospital", "x": "hospital"}, coords={"hospital": HOSPITALS})
+    result = pp.rejection_sample(model, [2.1, 3.9, 6.2], draws=100, random_seed=0, progressbar=False)
+    table = pp.summary(result)
+    assert list(table.index) == [f"{name}[{h}]" for name in ("rate", "x") for h in HOSPITALS]
+    assert table.loc["x[General]", "mean"] == pytest.approx(
+        float(result["posterior"]["x"].sel(hospital="General").mean())
+    )
+    draws = pp.summary(  # two dims: the coordinates joined by a comma
+        result["posterior"]["x"].expand_dims(year=[2020, 2021], axis=-1).rename("cases")
+    )
+    assert list(draws.index)[:2] == ["cases[Mercy,2020]", "cases[Mercy,2021]"]

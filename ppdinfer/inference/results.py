@@ -98,5 +98,19 @@ def assemble(
         dataset = dataset.rename({old: new for old, new in renames.items() if old in dataset.dims})
         groups[key] = dataset.assign_coords({dim: values for dim, values in coords.items() if dim in dataset.dims})
     tree = xr.DataTree.from_dict(groups)
-    tree.attrs.update({"theta_names": list(model.names), "x_name": model.x_name, **(attrs or {})})
+    tree.attrs.update({"theta_names": list(model.names), "x_name": model.x_name, **netcdf_flags(attrs or {})})
     return tree
+
+
+def netcdf_flags(attrs: dict) -> dict:
+    """``attrs`` with every boolean stored as the integer 0 or 1, which netCDF holds (it has no booleans).
+
+    A result's flags (the rejection sampler's ``complete`` and ``per_unit``) so stay true or false
+    to ``if`` and ``not`` while ``result.to_netcdf(path)`` writes the result as it is.
+
+    Examples
+    --------
+    >>> netcdf_flags({"complete": True, "per_unit": False, "sampler": "rejection"})
+    {'complete': 1, 'per_unit': 0, 'sampler': 'rejection'}
+    """
+    return {key: int(value) if isinstance(value, (bool, np.bool_)) else value for key, value in attrs.items()}

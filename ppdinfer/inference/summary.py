@@ -20,8 +20,16 @@ def _flatten(da: xr.DataArray) -> tuple[np.ndarray, list[str]]:
     shape = da.shape[2:]
     if not shape:
         return values, [da.name]
-    labels = [f"{da.name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
+    ticks = [_ticks(da, dim) for dim in da.dims[2:]]
+    labels = [f"{da.name}[{','.join(tick[i] for tick, i in zip(ticks, idx))}]" for idx in np.ndindex(*shape)]
     return values, labels
+
+
+def _ticks(da: xr.DataArray, dim: str) -> list[str]:
+    """The labels of ``dim``'s positions: its coordinate's values where it has one (as arviz.summary), else 0, 1, ..."""
+    if dim in da.coords:
+        return [str(value) for value in da.coords[dim].values]
+    return [str(i) for i in range(da.sizes[dim])]
 
 
 def _weighted_rows(values, weights, labels, prob):
@@ -37,6 +45,9 @@ def _weighted_rows(values, weights, labels, prob):
         cdf /= cdf[-1]
         mean = np.sum(weights * column)
         sd = np.sqrt(np.sum(weights * (column - mean) ** 2))
+        if np.isnan(mean):  # a NaN draw (or weight): no interval either, rather than one of the other draws
+            rows[label] = (np.nan, np.nan, np.nan, np.nan)
+            continue
         if integer:  # discrete quantiles: see summary()
             lower = sorted_values[np.searchsorted(cdf, tail, side="right")]
             upper = sorted_values[np.searchsorted(cdf, 1 - tail, side="left")]
@@ -49,14 +60,15 @@ def _weighted_rows(values, weights, labels, prob):
 def summary(result: xr.DataTree | xr.Dataset | xr.DataArray, prob: float = 0.9, include_x: bool = True) -> pd.DataFrame:
     """Posterior mean, sd and central ``prob`` interval of every parameter (and x).
 
-    Returns a DataFrame indexed like ``arviz.summary`` (``theta[0]``, ``x[3]``, ...), with float
-    columns ``mean``, ``sd``, ``lower``, ``upper``. For a real-valued variable the interval is
+    Returns a DataFrame indexed like ``arviz.summary``: ``theta[0]``, ``x[3]``, or the
+    coordinate's values where a dimension has them (``lam[hosp_00]``, ``cases[Adams,2020-04]``),
+    with float columns ``mean``, ``sd``, ``lower``, ``upper``. For a real-valued variable the interval is
     equal-tailed, interpolated between draws (or read off the exact CDF). For an integer-valued
     variable (integer dtype, such as the counts x) ``lower`` and ``upper`` are integers (held as
     floats, as the columns are shared with theta): ``lower`` is the smallest value v with
     P(X <= v) > (1 - prob) / 2 and ``upper`` the largest with P(X >= v) > (1 - prob) / 2, so
     each tail outside the interval has probability at most (1 - prob) / 2 and the interval
-    covers at least ``prob``.
+    covers at least ``prob``. A variable with a NaN draw gets NaN in every column.
 
     Parameters
     ----------
@@ -90,6 +102,8 @@ def summary(result: xr.DataTree | xr.Dataset | xr.DataArray, prob: float = 0.9, 
     (['failures'], True)
     """
     prob = probability(prob, "prob")
+    if not isinstance(include_x, (bool, np.bool_)):
+        raise ValueError(f"include_x must be True or False, got {include_x!r}")
     exact, weights = None, None
     if isinstance(result, xr.DataTree):
         x_name = result.attrs.get("x_name", "x")
