@@ -174,3 +174,36 @@ def test_bad_input():
     checked = pp.posterior_predictive(result, BETA_BINOMIAL)
     with pytest.raises(ValueError, match="prob"):
         pp.plot_posterior_predictive(checked, BETA_BINOMIAL, prob=1.5)
+
+
+def test_the_figure_names_the_coordinates():
+    """The first panel's axis shows the coordinates' names, not 0..n-1."""
+    counties = ["Adams", "Bucks", "Centre", "Dauphin", "Erie"]
+    model = pp.PPDModel(
+        priors.Dirichlet([30.0] * 5),
+        generators.MultinomialTotal("total"),
+        mechanisms.DiscreteLaplace(1.0),
+        names="share",
+        x_name="cases",
+        dims={"cases": ("county",)},
+        coords={"county": counties},
+    )
+    result = pp.exact_posterior(model, [3, 2, 4, 1, 5], {"total": 15}, draws=100, random_seed=1)
+    figure = pp.plot_posterior_predictive(pp.posterior_predictive(result, model, random_seed=2), model)
+    assert [label.get_text() for label in figure.axes[0].get_xticklabels()] == counties
+    assert figure.axes[0].get_xlabel() == "county"
+
+
+def test_p_values_refuse_a_nan_or_a_vector_statistic():
+    result = pp.exact_posterior(SHARES, [3, 2, 4, 1, 5], {"total": 15}, draws=50, random_seed=1)
+    checked = pp.posterior_predictive(result, SHARES, random_seed=2)
+    with pytest.raises(ValueError, match="'broken' returned NaN for T\\(y, x\\) at draw 0"):
+        pp.posterior_predictive_pvalue(checked, SHARES, {"broken": lambda y, x: np.nan})
+    with pytest.raises(
+        ValueError, match="'cumsum' must return one real number, but returned an array of shape \\(5,\\)"
+    ):
+        pp.posterior_predictive_pvalue(checked, SHARES, {"cumsum": lambda y, x: np.cumsum(y)})
+    with pytest.raises(ValueError, match="'label' must return one real number, but returned a str"):
+        pp.plot_posterior_predictive(checked, SHARES, {"label": lambda y, x: "high"})
+    p = pp.posterior_predictive_pvalue(checked, SHARES, {"infinite": lambda y, x: np.inf if y[0] > 3 else 0.0})
+    assert 0 <= p["infinite"] <= 1  # infinities order as usual

@@ -132,7 +132,8 @@ def posterior_predictive_pvalue(
         ``T(y, x) -> float`` for one release y and one draw x (arrays of x's shape); a statistic
         of the release alone ignores x. A dict names them; a callable is named by its
         ``__name__``. Default: ``sum``, the sum of the release's coordinates, and
-        ``discrepancy``, -log pi(y | x, z), the realized discrepancy of the mechanism.
+        ``discrepancy``, -log pi(y | x, z), the realized discrepancy of the mechanism. Each
+        must return one real number (infinities are fine): NaN or an array is refused.
     z : dict, optional
         The public information for the discrepancy (default as in :func:`posterior_predictive`).
     x_name : str, optional
@@ -233,6 +234,12 @@ def plot_posterior_predictive(
     axes[0].plot(positions, median, "o", color="tab:blue", markersize=3)
     axes[0].plot(positions, observed, "x", color="tab:red", markersize=7, label="observed")
     axes[0].set(title=f"{name}: {prob:.0%} intervals of y_rep", xlabel="coordinate", ylabel=name)
+    ticks = _coordinate_labels(result["observed_data"][name])
+    if ticks is not None:  # the coordinates' names (the counties, the hospitals) rather than 0, 1, ...
+        axes[0].set_xticks(
+            positions, ticks[:max_coordinates], rotation=90 if positions.size > 8 else 0, fontsize="small"
+        )
+        axes[0].set_xlabel(" x ".join(map(str, result["observed_data"][name].dims)))
     axes[0].legend(loc="best", fontsize="small")
     for ax, (label, (t_observed, t_replicated)) in zip(axes[1:], draws.items()):
         if np.all(t_observed == t_observed[0]):  # a statistic of y alone
@@ -247,6 +254,17 @@ def plot_posterior_predictive(
             ax.set(xlabel="T(y, x)", ylabel="T(y_rep, x)")
         ax.set_title(f"{label}: p = {_p_value(t_observed, t_replicated):.3f}")
     return figure
+
+
+def _coordinate_labels(observed: xr.DataArray) -> list[str] | None:
+    """The labels of the release's coordinates in flattened order, or None where no dim has a coordinate."""
+    if not observed.dims or not any(dim in observed.coords for dim in observed.dims):
+        return None
+    ticks = [
+        [str(v) for v in observed.coords[dim].values] if dim in observed.coords else [str(i) for i in range(size)]
+        for dim, size in observed.sizes.items()
+    ]
+    return [",".join(tick[i] for tick, i in zip(ticks, index)) for index in np.ndindex(*observed.shape)]
 
 
 def _mechanism(mechanism_or_model) -> tuple[Mechanism, str | None]:
@@ -334,10 +352,32 @@ def _statistic_draws(result, mechanism_or_model, statistics, z, x_name) -> dict[
     draws = {}
     for label, statistic in statistics.items():
         draws[label] = (
-            np.array([statistic(observed, row) for row in x], dtype=float),
-            np.array([statistic(y_rep, row) for y_rep, row in zip(replicated, x)], dtype=float),
+            np.array([_number(label, statistic(observed, row), "y", i) for i, row in enumerate(x)]),
+            np.array(
+                [_number(label, statistic(y_rep, row), "y_rep", i) for i, (y_rep, row) in enumerate(zip(replicated, x))]
+            ),
         )
     return draws
+
+
+def _number(label: str, value, release: str, draw: int) -> float:
+    """One statistic's value as a float, or a ValueError naming the statistic and what it returned.
+
+    A NaN or an array would make the p-value meaningless (NaN compares false: p = 0) or quietly
+    wrong, so both are refused; infinities order as usual and are kept.
+    """
+    array = np.asarray(value)
+    if array.ndim != 0 or array.dtype.kind not in "biuf":
+        shape = f"an array of shape {array.shape}" if array.ndim else f"a {type(value).__name__}"
+        raise ValueError(
+            f"statistics: {label!r} must return one real number, but returned {shape} ({value!r:.80}) "
+            f"for T({release}, x) at draw {draw}"
+        )
+    if np.isnan(array):
+        raise ValueError(
+            f"statistics: {label!r} returned NaN for T({release}, x) at draw {draw}; a p-value needs numbers"
+        )
+    return float(array)
 
 
 def _p_value(observed: np.ndarray, replicated: np.ndarray) -> float:
