@@ -102,10 +102,10 @@ class PropertySecretModel(PPDModel):
         if prior.probabilities.size != data.n_secrets:
             raise ValueError(f"prior has {prior.probabilities.size} candidates but means has {data.n_secrets}")
         mechanism = noise if isinstance(noise, Mechanism) else _isotropic(noise, data.means.shape[1])
-        if not isinstance(mechanism, CorrelatedGaussian):
+        if mechanism.noise_covariance(data.means.shape[1]) is None:
             raise ValueError(
-                "noise must be a CorrelatedGaussian (the distribution-privacy Gaussian designs return "
-                f"one) or a noise standard deviation, got {noise!r}"
+                "noise must add Gaussian noise (a CorrelatedGaussian, as the distribution-privacy Gaussian designs "
+                f"return, or a Gaussian) or be a noise standard deviation, got {noise!r}"
             )
         super().__init__(prior, data, mechanism, names="candidate", x_name="query")
 
@@ -124,7 +124,8 @@ class PropertySecretModel(PPDModel):
         array([[0.5  , 0.5  ],
                [0.119, 0.881]])
         """
-        data, noise = self.simulate, self.mechanism.covariance
+        data = self.simulate
+        noise = self.mechanism.noise_covariance(data.means.shape[1])
         y = finite_array(y, "y")
         single = y.ndim == 1
         releases = y.reshape(-1, data.means.shape[1])

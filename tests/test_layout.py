@@ -284,3 +284,44 @@ def test_ppdinfer_imports_whichever_mechanisms_module_comes_first(tmp_path):
         if run.returncode or not run.stdout.startswith(str(tmp_path)):
             failed[name] = (run.stderr.strip().splitlines() or [run.stdout])[-1]
     assert len(names) > 10 and not failed, failed
+
+
+def _mechanism_class_names() -> set[str]:
+    """The names of every Mechanism subclass of the package (every module imported)."""
+    import importlib
+    import pkgutil
+
+    from ppdinfer.mechanisms import Mechanism
+
+    for module in pkgutil.walk_packages(ppdinfer.__path__, "ppdinfer."):
+        importlib.import_module(module.name)
+    found, stack = {"Mechanism"}, [Mechanism]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            stack.append(sub)
+            if sub.__module__.startswith("ppdinfer."):
+                found.add(sub.__name__)
+    return found
+
+
+def test_only_mechanisms_test_for_a_mechanism_class():
+    """Samplers, the PyMC layer, the predictive, the accounting, models and case studies read what a
+    mechanism declares (separable, additive_noise, guarantee(), ...), never which class it is: a new
+    mechanism then needs no list outside its own module. ``isinstance(m, Mechanism)`` (is it one at
+    all?) is allowed."""
+    classes = _mechanism_class_names() - {"Mechanism"}
+    offenders = []
+    for folder in ("ppdinfer", "models", "case_studies"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.is_relative_to(ROOT / "ppdinfer" / "mechanisms"):
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance"):
+                    continue
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                named = {getattr(kind, "id", getattr(kind, "attr", None)) for kind in kinds}
+                if named & classes:
+                    offenders.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} isinstance(..., {sorted(named & classes)})"
+                    )
+    assert not offenders, "read the mechanism's declarations instead: " + "; ".join(offenders)
