@@ -16,11 +16,13 @@ from .production import (
     production_allocation,
     production_sigmas,
 )
+from .sampler import CellPrior, hierarchical_log_prior, sample_cells
 
 __all__ = [
     "PRODUCTION_LEVEL_SHARES",
     "PRODUCTION_QUERY_SHARES",
     "PRODUCTION_RHO",
+    "CellPrior",
     "CensusQueries",
     "GLSResult",
     "Geography",
@@ -28,8 +30,10 @@ __all__ = [
     "census_queries",
     "epsilon_delta",
     "gls_estimate",
+    "hierarchical_log_prior",
     "largest_remainder",
     "production_allocation",
     "production_sigmas",
+    "sample_cells",
     "topdown_estimate",
 ]

@@ -1,0 +1,497 @@
+r"""A compiled posterior sampler for the latent cells of a noisy-measurement file.
+
+**Prior.** For finest unit (block group) l with parent p(l) (its tract) and share group g(l) (its
+ancestor at ``share_level``, by default two levels up: the county), cells
+:math:`n_{l,1..K}` and total :math:`N_l = \sum_k n_{l,k}`:
+
+.. math::
+
+    N_l \mid m, \phi &\sim \mathrm{NegBin}(\text{mean } m_{p(l)}, \text{size } \phi)
+        \quad (\text{Poisson}(\lambda_l),\ \lambda_l \sim \mathrm{Gamma}(\phi, \phi / m_{p(l)})), \\
+    n_{l,\cdot} \mid N_l &\sim \mathrm{DirMult}(N_l, \alpha\, q_{g(l)})
+        \quad (\mathrm{Multinomial}(N_l, p_l),\ p_l \sim \mathrm{Dirichlet}(\alpha q_{g(l)})), \\
+    q_g &= \gamma_g / \textstyle\sum_k \gamma_{g,k}, \quad \gamma_{g,k} \sim \mathrm{Gamma}(a_0, 1)
+        \ (q_g \sim \mathrm{Dirichlet}(a_0)), \\
+    \log \alpha &\sim \mathcal{N}(\mu_\alpha, s_\alpha^2), \quad \log \phi \sim \mathcal{N}(\mu_\phi, s_\phi^2),
+    \quad \log m_p \sim \mathcal{N}(\mu_m, s_m^2).
+
+Block-group sizes scatter around their tract's mean size (phi: their concentration), and block-group
+compositions around their county's composition (alpha: how closely); both concentrations, the
+tract means and the county compositions are learned. The leaf rates lambda_l and shares p_l are
+integrated out, so the log prior of one leaf is
+
+.. math::
+
+    \log \pi(n_l) = \log\Gamma(N + \phi) - \log\Gamma(\phi) + \phi \log\frac{\phi}{\phi + m}
+      + N \log\frac{m}{\phi + m} + \log\Gamma(\alpha) - \log\Gamma(N + \alpha)
+      + \sum_k \big[\log\Gamma(n_k + \alpha q_k) - \log\Gamma(\alpha q_k) - \log n_k!\big]
+
+(the N! of the multinomial and the 1/N! of the negative binomial cancel), and a move of one or two
+cells changes it in O(1).
+
+**Moves.** A sweep visits every cell i once. Cells under exact invariants (rows of A that are
+nested unit totals, e.g. the state total) form classes of identical invariant signature; cell i
+proposes moving d (uniform on 1..``step``, sign at random) to or from a partner j: another category
+of the same leaf (probability 1/4), the same category of a sibling leaf (0.35) or any cell of its
+class (0.4); each choice is a symmetric proposal, and j must share i's class, so every invariant is
+kept exactly. A cell under no invariant proposes, half the time, a single move
+n_i +- d. The Metropolis ratio is the prior change above times the likelihood change of the queries
+containing i or j only (their current values are cached), so a move costs O(depth of the hierarchy).
+The hyperparameters follow each sweep by random-walk Metropolis on their logs (step sizes adapted
+during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
+each from its own SeedSequence child stream.
+
+References
+----------
+Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm.
+Harvard Data Science Review, Special Issue 2.
+Ju, N., Awan, J., Gong, R. & Rao, V. (2022). Data augmentation MCMC for Bayesian inference from
+privatized data. NeurIPS.
+Canonne, C. L., Kamath, G. & Steinke, T. (2020). The discrete Gaussian for differential privacy.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from math import lgamma
+
+import numpy as np
+import xarray as xr
+from tqdm import tqdm
+
+from .._random import SeedLike, root_seed
+from .._validation import integer_valued, positive_int
+from ..kernels.census import census_sweeps
+from ..mechanisms.noisy_measurements import NoisyMeasurements
+from .baselines import gls_estimate, largest_remainder
+from .geography import CensusQueries
+
+__all__ = ["CellPrior", "hierarchical_log_prior", "sample_cells"]
+
+
+class CellPrior:
+    """The hierarchy the prior reads: each leaf's parent (mean size) and share group, for a CensusQueries.
+
+    Examples
+    --------
+    >>> from ppdinfer.census import Geography, TableSpec, census_queries
+    >>> geo = Geography(["s", "c", "t", "b1", "b2"], [None, "s", "c", "t", "t"])
+    >>> prior = CellPrior(census_queries(geo, TableSpec(("a", "b")), {"level3": ["detailed"]}))
+    >>> prior.group_ids.tolist(), prior.parent_ids.tolist()      # shares by county, sizes by tract
+    (['c'], ['t'])
+    """
+
+    def __init__(self, census: CensusQueries, share_level: str | None = None):
+        if not isinstance(census, CensusQueries):
+            raise ValueError(f"census must be CensusQueries, got {type(census).__name__}")
+        geo = census.geography
+        finest = geo.n_levels - 1
+        if share_level is None:
+            depth = max(finest - 2, 0)
+        else:
+            if share_level not in geo.level_names:
+                raise ValueError(f"share_level {share_level!r} is not one of {geo.level_names}")
+            depth = geo.level_names.index(share_level)
+        leaves = geo.leaves
+        parent_unit = np.where(geo.parent[leaves] >= 0, geo.parent[leaves], leaves)
+        group_unit = leaves.copy()
+        while True:
+            up = geo.depth[group_unit] > depth
+            if not up.any():
+                break
+            group_unit[up] = geo.parent[group_unit[up]]
+        parents, self.leaf_parent = np.unique(parent_unit, return_inverse=True)
+        groups, self.leaf_group = np.unique(group_unit, return_inverse=True)
+        self.parent_ids = np.array([str(v) for v in geo.ids[parents]])
+        self.group_ids = np.array([str(v) for v in geo.ids[groups]])
+        self.K = census.table.n_cells
+
+    @property
+    def n_parents(self) -> int:
+        """The number of parents of leaves (mean sizes)."""
+        return int(self.parent_ids.size)
+
+    @property
+    def n_groups(self) -> int:
+        """The number of share groups."""
+        return int(self.group_ids.size)
+
+
+def hierarchical_log_prior(cells, prior: CellPrior, alpha: float, phi: float, mean, shares) -> float:
+    """The log prior pmf of a (leaves, K) table given the hyperparameters (the module docstring's formula).
+
+    ``mean``: a scalar or one mean size per parent; ``shares``: K values or one row per share group.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.census import Geography, TableSpec, census_queries
+    >>> geo = Geography(["t", "b"], [None, "t"])
+    >>> prior = CellPrior(census_queries(geo, TableSpec(("a", "b")), {"level1": ["detailed"]}))
+    >>> grid = [[[i, j]] for i in range(200) for j in range(200)]
+    >>> total = sum(np.exp(hierarchical_log_prior(c, prior, 3.0, 5.0, 4.0, [0.3, 0.7])) for c in grid)
+    >>> round(float(total), 6)
+    1.0
+    """
+    cells = np.asarray(cells, dtype=np.int64).reshape(-1, prior.K)
+    mean = np.broadcast_to(np.asarray(mean, dtype=float), (prior.n_parents,))
+    shares = np.broadcast_to(np.asarray(shares, dtype=float), (prior.n_groups, prior.K))
+    out = 0.0
+    for leaf, row in enumerate(cells):
+        m, q, N = mean[prior.leaf_parent[leaf]], shares[prior.leaf_group[leaf]], int(row.sum())
+        out += lgamma(N + phi) - lgamma(phi) + phi * math.log(phi / (phi + m)) + N * math.log(m / (phi + m))
+        out += lgamma(alpha) - lgamma(N + alpha)
+        out += sum(lgamma(n + alpha * qk) - lgamma(alpha * qk) - lgamma(n + 1) for n, qk in zip(row, q))
+    return float(out)
+
+
+def _classes(A: np.ndarray | None, n_cells: int):
+    """Invariant classes: cells with the same column of A; -1 for cells under no invariant."""
+    if A is None:
+        return np.full(n_cells, -1, dtype=np.int64)
+    if np.any((A != 0) & (A != 1)):
+        raise ValueError("sample_cells: invariants must be 0/1 rows (unit totals)")
+    sizes = A.sum(axis=1)
+    overlap = A @ A.T
+    for r in range(A.shape[0]):
+        for s in range(r + 1, A.shape[0]):
+            if overlap[r, s] not in (0, sizes[r], sizes[s]):
+                raise ValueError(
+                    f"sample_cells: invariant rows {r} and {s} overlap without nesting; the sampler's moves keep "
+                    "nested unit totals only"
+                )
+    _, inverse = np.unique(A.T, axis=0, return_inverse=True)
+    inverse = inverse.ravel().astype(np.int64)
+    free = ~A.any(axis=0)
+    labels = np.unique(inverse[~free])
+    relabel = np.full(inverse.max() + 1, -1, dtype=np.int64)
+    relabel[labels] = np.arange(labels.size)
+    out = relabel[inverse]
+    out[free] = -1
+    return out
+
+
+def _repair(cells: np.ndarray, A, a) -> np.ndarray:
+    """Make the non-negative integer cells satisfy nested 0/1 invariants, changing as few cells as it can."""
+    if A is None:
+        return cells
+    cells = cells.copy()
+    order = np.argsort(A.sum(axis=1), kind="stable")
+    covered = np.zeros(cells.size, dtype=bool)
+    for r in order:
+        support = A[r].astype(bool)
+        free = np.flatnonzero(support & ~covered)
+        residual = int(a[r] - cells[support].sum())
+        if residual > 0:
+            if free.size == 0:
+                raise ValueError(f"invariants: row {r} cannot be met given the rows nested in it")
+            cells[free] += largest_remainder(cells[free] + 1.0, residual)
+        elif residual < 0:
+            remove = -residual
+            for c in free[np.argsort(-cells[free], kind="stable")]:
+                take = min(remove, int(cells[c]))
+                cells[c] -= take
+                remove -= take
+                if remove == 0:
+                    break
+            if remove:
+                raise ValueError(f"invariants: row {r} cannot be met with non-negative cells")
+        covered |= support
+    return cells
+
+
+def _initial_cells(census, mechanism, y):
+    A, a = mechanism.invariant_matrix, mechanism.invariant_values
+    try:
+        inv = None if A is None else (A, a)
+        start = gls_estimate(census, y, mechanism.sigmas, inv).cell_estimate.ravel()
+    except ValueError:
+        try:
+            start = gls_estimate(census, y, mechanism.sigmas).cell_estimate.ravel()
+        except ValueError:
+            root_total = max(float(np.max(y)), 1.0)
+            start = np.full(census.n_cells, root_total / census.n_cells)
+    cells = np.maximum(np.round(start), 0).astype(np.int64)
+    return _repair(cells, A, a)
+
+
+def _csr(groups: np.ndarray, n: int):
+    order = np.argsort(groups, kind="stable").astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n))]).astype(np.int64)
+    return ptr, order
+
+
+def sample_cells(
+    census: CensusQueries,
+    mechanism: NoisyMeasurements,
+    y,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    thin: int = 1,
+    random_seed: SeedLike = None,
+    learn: bool = True,
+    hyperparameters: dict | None = None,
+    share_level: str | None = None,
+    step: int | None = None,
+    cores: int | None = None,
+    initial=None,
+    progressbar: bool = True,
+) -> xr.DataTree:
+    """Posterior draws of every cell of a noisy-measurement file under the hierarchical prior (module docstring).
+
+    Parameters
+    ----------
+    census : CensusQueries
+        The geography, table and query matrix (the mechanism's must be the same).
+    mechanism : NoisyMeasurements
+        The release mechanism (its sigmas, noise family and invariants).
+    y : array_like
+        The release: one integer per query.
+    draws, tune, thin : int
+        Draws kept per chain, tuning sweeps, and sweeps per kept draw (thinning bounds memory:
+        chains x draws x cells int32 values).
+    chains : int
+        Independent chains, run in parallel threads (``cores`` at a time, default min(chains, CPUs)).
+    random_seed : int, SeedSequence or Generator
+        The chains' streams are spawned from it: the same seed gives the same draws.
+    learn : bool
+        Sample the hyperparameters (default); False keeps them at ``hyperparameters``.
+    hyperparameters : dict, optional
+        Starting (or, with learn=False, fixed) 'alpha', 'phi', 'mean' (scalar or per parent) and
+        'shares' (K values or one row per group); and prior settings 'alpha_prior', 'phi_prior',
+        'mean_prior' ((mu, sd) of the log) and 'share_prior' (a0).
+    share_level : str, optional
+        The level whose units are the share groups (default two above the finest).
+    step : int, optional
+        The largest cell move (default the median over cells of the smallest sigma among its queries).
+    initial : array_like, optional
+        Starting cells (leaves x K or flat), satisfying the invariants; default the rounded GLS estimate.
+    progressbar : bool
+        A tqdm bar over sweeps. Ctrl-C stops the chains and returns the draws finished by all of them.
+
+    Returns
+    -------
+    xarray.DataTree
+        posterior: ``cells`` (chain, draw, unit, cell), ``alpha``, ``phi``, ``mean_size`` (chain, draw,
+        parent), ``shares`` (chain, draw, group, cell); sample_stats: ``accept`` (the cell moves'
+        acceptance rate); observed_data: ``y`` (query); constant_data: ``sigma``, ``query_unit``,
+        ``query_kind`` and the invariants.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.census import Geography, TableSpec, census_queries
+    >>> from ppdinfer.mechanisms import NoisyMeasurements
+    >>> geo = Geography(["t", "b1", "b2"], [None, "t", "t"])
+    >>> q = census_queries(geo, TableSpec(("a", "b")), {"level1": ["total", "detailed"]})
+    >>> mech = NoisyMeasurements(q.matrix, 1.0, invariants=q.unit_invariants(["t"], [40]))
+    >>> y = mech.release([10, 5, 15, 10], random_seed=1)
+    >>> tree = sample_cells(q, mech, y, draws=50, tune=50, random_seed=2, progressbar=False)
+    >>> tree["posterior"]["cells"].shape
+    (2, 50, 2, 2)
+    >>> bool((tree["posterior"]["cells"].sum(("unit", "cell")) == 40).all())    # the invariant, every draw
+    True
+    """
+    if not isinstance(census, CensusQueries):
+        raise ValueError(f"census must be CensusQueries, got {type(census).__name__}")
+    if not isinstance(mechanism, NoisyMeasurements):
+        raise ValueError(f"mechanism must be NoisyMeasurements, got {type(mechanism).__name__}")
+    if mechanism.queries.shape != census.matrix.shape or (mechanism.queries != census.matrix).nnz:
+        raise ValueError(
+            f"mechanism's query matrix {mechanism.queries.shape} is not census's {census.matrix.shape}: build it "
+            "from census.matrix"
+        )
+    y = integer_valued(y, "y")
+    if y.shape != (census.n_queries,):
+        raise ValueError(f"y must hold one integer per query ({census.n_queries}), got shape {y.shape}")
+    draws, tune, chains, thin = (
+        positive_int(v, n) for v, n in ((draws, "draws"), (tune + 1, "tune"), (chains, "chains"), (thin, "thin"))
+    )
+    tune -= 1
+    prior = CellPrior(census, share_level)
+    K, n_cells, n_leaves = prior.K, census.n_cells, census.geography.n_leaves
+    cell_class = _classes(mechanism.invariant_matrix, n_cells)
+    hyper_in = dict(hyperparameters or {})
+    unknown = set(hyper_in) - {
+        "alpha",
+        "phi",
+        "mean",
+        "shares",
+        "alpha_prior",
+        "phi_prior",
+        "mean_prior",
+        "share_prior",
+    }
+    if unknown:
+        raise ValueError(f"hyperparameters: unknown keys {sorted(unknown)}")
+    if initial is None:
+        cells0 = _initial_cells(census, mechanism, y)
+    else:
+        cells0 = integer_valued(initial, "initial").reshape(-1)
+        if cells0.size != n_cells or cells0.min() < 0:
+            raise ValueError(f"initial must hold {n_cells} non-negative counts")
+        if not mechanism.satisfies_invariants(cells0)[0]:
+            raise ValueError("initial breaks the invariants A x = a")
+    table0 = cells0.reshape(n_leaves, K).astype(float)
+    totals0 = table0.sum(axis=1)
+    mean0 = np.array([totals0[prior.leaf_parent == p].mean() + 0.5 for p in range(prior.n_parents)])
+    shares0 = np.array([table0[prior.leaf_group == g].sum(axis=0) + 0.5 for g in range(prior.n_groups)])
+    shares0 /= shares0.sum(axis=1, keepdims=True)
+    alpha0, phi0 = float(hyper_in.get("alpha", 20.0)), float(hyper_in.get("phi", 10.0))
+    if "mean" in hyper_in:
+        mean0 = np.broadcast_to(np.asarray(hyper_in["mean"], dtype=float), (prior.n_parents,)).copy()
+    if "shares" in hyper_in:
+        shares0 = np.broadcast_to(np.asarray(hyper_in["shares"], dtype=float), (prior.n_groups, K)).copy()
+    for name, value in (("alpha", alpha0), ("phi", phi0)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"hyperparameters: {name} must be finite and > 0, got {value!r}")
+    if np.any(~np.isfinite(mean0) | (mean0 <= 0)):
+        raise ValueError("hyperparameters: mean must be finite and > 0")
+    if np.any(~np.isfinite(shares0) | (shares0 <= 0)) or np.any(np.abs(shares0.sum(axis=1) - 1) > 1e-9):
+        raise ValueError("hyperparameters: shares must be positive and sum to one per group")
+    mu_a, sd_a = hyper_in.get("alpha_prior", (math.log(20.0), 1.5))
+    mu_p, sd_p = hyper_in.get("phi_prior", (math.log(10.0), 1.5))
+    mu_m, sd_m = hyper_in.get("mean_prior", (math.log(max(float(totals0.mean()), 1.0)), 3.0))
+    prior_vec = np.array([mu_a, sd_a, mu_p, sd_p, mu_m, sd_m, float(hyper_in.get("share_prior", 1.0))])
+    if np.any(~np.isfinite(prior_vec)) or min(sd_a, sd_p, sd_m, prior_vec[6]) <= 0:
+        raise ValueError(f"hyperparameters: prior settings must be finite with positive scales, got {prior_vec}")
+    by_cell = mechanism.queries.tocsc()
+    cq_ptr, cq_idx = by_cell.indptr.astype(np.int64), by_cell.indices.astype(np.int64)
+    if step is None:
+        smallest = np.minimum.reduceat(mechanism.sigmas[cq_idx], cq_ptr[:-1]) if cq_idx.size else np.ones(1)
+        smallest = np.where(np.diff(cq_ptr) > 0, smallest, 1.0)
+        step = max(1, int(round(float(np.median(smallest)))))
+    step = positive_int(step, "step")
+    classed = np.flatnonzero(cell_class >= 0)
+    n_classes = int(cell_class.max()) + 1 if classed.size else 0
+    class_ptr, class_order = _csr(cell_class[classed], max(n_classes, 1))
+    class_cells = classed[class_order]
+    parent_ptr, parent_leaves = _csr(prior.leaf_parent.astype(np.int64), prior.n_parents)
+    group_ptr, group_leaves = _csr(prior.leaf_group.astype(np.int64), prior.n_groups)
+    y_f = y.astype(float)
+    seeds = root_seed(random_seed).spawn(chains)
+    n_sweeps = tune + draws * thin
+    outputs, states = [], []
+    for c in range(chains):
+        stream = np.random.default_rng(seeds[c])
+        rng_state = seeds[c].generate_state(4, np.uint64)
+        if not rng_state.any():
+            rng_state[0] = 1
+        jitter = 0.0 if not learn else 0.3
+        hyper = np.array([math.log(alpha0) + jitter * stream.normal(), math.log(phi0) + jitter * stream.normal()])
+        cells = cells0.copy()
+        states.append(
+            dict(
+                cells=cells,
+                leaf_total=cells.reshape(n_leaves, K).sum(axis=1),
+                values=np.asarray(mechanism.queries @ cells, dtype=float),
+                hyper=hyper,
+                log_mean=np.log(mean0) + (jitter * stream.normal(size=prior.n_parents) if learn else 0.0),
+                log_gamma=np.log(shares0).copy(),
+                shares=shares0.copy(),
+                steps=np.concatenate([[0.1, 0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.05)]),
+                rng=rng_state,
+                shift=np.zeros(census.n_queries, dtype=np.int64),
+                stamp=np.zeros(census.n_queries, dtype=np.int64),
+                touched=np.zeros(int(np.diff(cq_ptr).max(initial=1)) * 2 + 2, dtype=np.int64),
+            )
+        )
+        outputs.append(
+            dict(
+                cells=np.zeros((draws, n_cells), dtype=np.int32),
+                hyper=np.zeros((draws, 2)),
+                mean=np.zeros((draws, prior.n_parents)),
+                shares=np.zeros((draws, prior.n_groups, K)),
+                accept=np.zeros(draws),
+            )
+        )
+    done = [0] * chains
+    stop = threading.Event()
+    chunk = max(1, min(50, int(2_000_000 // max(n_cells, 1))))
+    bar = tqdm(total=n_sweeps * chains, desc="census cells", unit="sweep", disable=not progressbar, leave=False)
+    lock = threading.Lock()
+
+    def run(c):
+        s, o = states[c], outputs[c]
+        while done[c] < n_sweeps and not stop.is_set():
+            count = min(chunk, n_sweeps - done[c])
+            census_sweeps(
+                done[c], count, tune, thin, s["cells"], s["leaf_total"], s["values"], y_f, mechanism.rates,
+                mechanism.power, cq_ptr, cq_idx, cell_class, class_ptr, class_cells, step, K,
+                prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64), s["hyper"], s["log_mean"],
+                s["log_gamma"], s["shares"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
+                group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["hyper"], o["mean"],
+                o["shares"], o["accept"], s["shift"], s["stamp"], s["touched"],
+            )  # fmt: skip
+            done[c] += count
+            with lock:
+                bar.update(count)
+
+    started = time.perf_counter()
+    workers = min(chains, cores or os.cpu_count() or 1)
+    interrupted = False
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run, c) for c in range(chains)]
+        try:
+            for future in futures:
+                future.result()
+        except KeyboardInterrupt:
+            interrupted = True
+            stop.set()
+            for future in futures:
+                future.result()
+    bar.close()
+    seconds = time.perf_counter() - started
+    kept = min(max(0, d - tune) // thin for d in done)
+    return _tree(census, mechanism, y, prior, outputs, kept, seconds, interrupted, tune, thin, step, learn)
+
+
+def _tree(census, mechanism, y, prior, outputs, kept, seconds, interrupted, tune, thin, step, learn):
+    K = prior.K
+    leaf_ids, labels = census.cell_coords()
+    leaf_ids = np.array([str(v) for v in leaf_ids])
+    n_leaves = leaf_ids.size
+    stack = lambda key: np.stack([o[key][:kept] for o in outputs])  # noqa: E731
+    cells = stack("cells").reshape(len(outputs), kept, n_leaves, K)
+    hyper = stack("hyper")
+    chain, draw = np.arange(len(outputs)), np.arange(kept)
+    posterior = xr.Dataset(
+        {
+            "cells": (("chain", "draw", "unit", "cell"), cells),
+            "alpha": (("chain", "draw"), np.exp(hyper[..., 0])),
+            "phi": (("chain", "draw"), np.exp(hyper[..., 1])),
+            "mean_size": (("chain", "draw", "parent"), np.exp(stack("mean"))),
+            "shares": (("chain", "draw", "group", "cell"), stack("shares")),
+        },
+        coords={"chain": chain, "draw": draw, "unit": leaf_ids, "cell": list(labels),
+                "parent": prior.parent_ids, "group": prior.group_ids},
+    )  # fmt: skip
+    stats = xr.Dataset({"accept": (("chain", "draw"), stack("accept"))}, coords={"chain": chain, "draw": draw})
+    query = np.arange(census.n_queries)
+    observed = xr.Dataset({"y": (("query",), np.asarray(y))}, coords={"query": query})
+    constant = {
+        "sigma": (("query",), mechanism.sigmas),
+        "query_unit": (("query",), np.array([str(v) for v in census.geography.ids[census.unit]])),
+        "query_kind": (("query",), census.kind.astype(str)),
+    }
+    if mechanism.invariant_values is not None:
+        constant["invariant_values"] = (("invariant",), mechanism.invariant_values)
+    for key, value in mechanism.parameters().items():
+        constant[f"mechanism_{key}"] = ((), value)
+    constant_data = xr.Dataset(
+        constant, coords={"query": query}, attrs={"mechanism": repr(mechanism), **mechanism.guarantee().attrs()}
+    )
+    tree = xr.DataTree.from_dict(
+        {"posterior": posterior, "sample_stats": stats, "observed_data": observed, "constant_data": constant_data}
+    )
+    tree.attrs.update(
+        {"sampler": "census cells (compiled Metropolis within Gibbs)", "sampling_seconds": seconds,
+         "interrupted": int(interrupted), "tune": tune, "thin": thin, "step": step, "learn": int(learn)}
+    )  # fmt: skip
+    return tree

@@ -1,0 +1,153 @@
+"""The census cell sampler against exact enumeration, invariants at every draw, recovery, seeds, bad input."""
+
+import itertools
+
+import arviz as az
+import numpy as np
+import pytest
+
+from ppdinfer.census import (
+    CellPrior,
+    Geography,
+    TableSpec,
+    census_queries,
+    hierarchical_log_prior,
+    sample_cells,
+)
+from ppdinfer.mechanisms import NoisyMeasurements
+
+FIXED = {"alpha": 3.0, "phi": 4.0, "mean": 5.0, "shares": [0.35, 0.65]}
+
+
+def tiny(total=None, sigma=1.5, leaves=2):
+    names = [f"b{i}" for i in range(leaves)]
+    geo = Geography(["t", *names], [None] + ["t"] * leaves)
+    q = census_queries(geo, TableSpec(("a", "b")), {"level1": ["total", "detailed"]})
+    invariants = q.unit_invariants(["t"], [total]) if total is not None else None
+    return q, NoisyMeasurements(q.matrix, sigma, invariants=invariants)
+
+
+def exact_posterior(q, mech, y, tables):
+    prior = CellPrior(q)
+    logp = np.array(
+        [hierarchical_log_prior(t, prior, **FIXED) + mech.logpdf(y, t.ravel())[0] for t in tables], dtype=float
+    )
+    w = np.exp(logp - logp.max())
+    return w / w.sum()
+
+
+def check_against(tree, tables, weights):
+    draws = tree["posterior"]["cells"].values  # chain, draw, unit, cell
+    flat = draws.reshape(draws.shape[0], draws.shape[1], -1).astype(float)
+    exact_mean = weights @ tables.reshape(len(tables), -1)
+    # every cell's mean and the indicator of each cell's exact median, within 4 MCSE
+    quantities = [flat[..., k] for k in range(flat.shape[-1])]
+    targets = list(exact_mean)
+    for k in range(flat.shape[-1]):
+        values = tables.reshape(len(tables), -1)[:, k]
+        cut = np.unique(values)[
+            np.searchsorted(np.cumsum([weights[values == v].sum() for v in np.unique(values)]), 0.5)
+        ]
+        quantities.append((flat[..., k] <= cut).astype(float))
+        targets.append(weights[values <= cut].sum())
+    for draws_k, target in zip(quantities, targets):
+        ess = float(az.ess(draws_k[..., None].transpose(0, 1, 2)[..., 0]))
+        mcse = draws_k.std() / np.sqrt(max(ess, 1.0))
+        assert abs(draws_k.mean() - target) < 4 * mcse + 1e-12, (draws_k.mean(), target, mcse, ess)
+
+
+def test_paired_moves_match_enumeration_under_the_total_invariant():
+    q, mech = tiny(total=8)
+    y = mech.release([1, 3, 2, 2], random_seed=4)
+    tables = np.array([t for t in itertools.product(range(9), repeat=4) if sum(t) == 8]).reshape(-1, 2, 2)
+    weights = exact_posterior(q, mech, y, tables)
+    tree = sample_cells(
+        q, mech, y, draws=6000, tune=300, random_seed=11, learn=False, hyperparameters=FIXED, progressbar=False
+    )
+    assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 8).all()
+    check_against(tree, tables, weights)
+
+
+def test_single_moves_match_enumeration_without_invariants():
+    q, mech = tiny(total=None, sigma=2.0, leaves=1)
+    y = mech.release([4, 7], random_seed=5)
+    tables = np.array(list(itertools.product(range(70), repeat=2))).reshape(-1, 1, 2)
+    weights = exact_posterior(q, mech, y, tables)
+    tree = sample_cells(
+        q, mech, y, draws=6000, tune=300, random_seed=12, learn=False, hyperparameters=FIXED, progressbar=False
+    )
+    check_against(tree, tables, weights)
+
+
+def synthetic(seed=0):
+    rng = np.random.default_rng(seed)
+    units, parents = ["s", "c1", "c2"], [None, "s", "s"]
+    for c in ("c1", "c2"):
+        for t in range(3):
+            units.append(f"{c}t{t}")
+            parents.append(c)
+    for t in units[3:9]:
+        for b in range(3):
+            units.append(f"{t}b{b}")
+            parents.append(t)
+    geo = Geography(units, parents, ["State", "County", "Tract", "Block_Group"])
+    q = census_queries(
+        geo,
+        TableSpec(("a", "b", "c")),
+        {
+            "State": ["total"],
+            "County": ["total", "detailed"],
+            "Tract": ["total", "detailed"],
+            "Block_Group": ["total", "detailed"],
+        },
+    )
+    shares = rng.dirichlet(20 * np.array([0.6, 0.3, 0.1]), size=geo.n_leaves)
+    truth = np.array([rng.multinomial(rng.integers(60, 140), p) for p in shares])
+    mech = NoisyMeasurements(q.matrix, 2.0, invariants=q.unit_invariants(["s"], [int(truth.sum())]))
+    return q, mech, truth, mech.release(truth.ravel(), random_seed=seed)
+
+
+def test_learned_hyperparameters_recover_a_synthetic_state():
+    q, mech, truth, y = synthetic()
+    tree = sample_cells(q, mech, y, draws=600, tune=600, random_seed=3, progressbar=False)
+    cells = tree["posterior"]["cells"]
+    assert (cells.sum(("unit", "cell")) == truth.sum()).all()
+    lo, hi = cells.quantile(0.05, ("chain", "draw")).values, cells.quantile(0.95, ("chain", "draw")).values
+    coverage = np.mean((lo <= truth) & (truth <= hi))
+    assert coverage >= 0.75, coverage
+    rhat = az.rhat(tree["posterior"].to_dataset()[["cells"]])["cells"].values
+    assert np.nanmax(rhat) < 1.1
+    assert set(tree["posterior"].data_vars) >= {"alpha", "phi", "mean_size", "shares"}
+    assert tree["posterior"]["cells"].coords["unit"].values[0] == "c1t0b0"
+
+
+def test_a_seed_reproduces_the_draws_and_thinning_keeps_fewer():
+    q, mech, truth, y = synthetic(1)
+    first = sample_cells(q, mech, y, draws=20, tune=10, thin=2, random_seed=8, progressbar=False)
+    again = sample_cells(q, mech, y, draws=20, tune=10, thin=2, random_seed=8, progressbar=False, cores=1)
+    other = sample_cells(q, mech, y, draws=20, tune=10, thin=2, random_seed=9, progressbar=False)
+    assert first["posterior"]["cells"].shape == (2, 20, 18, 3)
+    assert np.array_equal(first["posterior"]["cells"].values, again["posterior"]["cells"].values)
+    assert np.array_equal(first["posterior"]["alpha"].values, again["posterior"]["alpha"].values)
+    assert not np.array_equal(first["posterior"]["cells"].values, other["posterior"]["cells"].values)
+
+
+def test_bad_input_is_refused():
+    q, mech = tiny(total=8)
+    y = mech.release([1, 3, 2, 2], random_seed=4)
+    with pytest.raises(ValueError, match="y must hold one integer per query"):
+        sample_cells(q, mech, y[:-1], progressbar=False)
+    other, _ = tiny(total=None, leaves=3)
+    with pytest.raises(ValueError, match="query matrix"):
+        sample_cells(other, mech, y, progressbar=False)
+    with pytest.raises(ValueError, match="initial breaks the invariants"):
+        sample_cells(q, mech, y, initial=[1, 1, 1, 1], progressbar=False)
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        sample_cells(q, mech, y, hyperparameters={"alpha": -1.0}, progressbar=False)
+    with pytest.raises(ValueError, match="unknown keys"):
+        sample_cells(q, mech, y, hyperparameters={"beta": 1.0}, progressbar=False)
+    with pytest.raises(ValueError, match="draws"):
+        sample_cells(q, mech, y, draws=0, progressbar=False)
+    crossing = NoisyMeasurements(q.matrix, 1.0, invariants=(np.array([[1, 1, 0, 0], [0, 1, 1, 0]]), [3, 3]))
+    with pytest.raises(ValueError, match="overlap without nesting"):
+        sample_cells(q, crossing, y, progressbar=False)
