@@ -52,6 +52,16 @@ class KNormGradient(Mechanism):
     lower, upper : array_like
         The output box Y, one bound per dimension (scalars for d = 1); may be infinite.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.WassersteinExponential : Theorem 9's mechanism.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Theorem 10.
+    .. [2] M. Reimherr and J. Awan, "KNG: the K-norm gradient mechanism," NeurIPS 2019.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms import KNormGradient

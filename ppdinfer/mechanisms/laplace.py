@@ -35,6 +35,15 @@ class Laplace(_LaplaceFamily):
 
     Density per coordinate: epsilon / (2 sensitivity) * exp(-epsilon |y - x| / sensitivity).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteLaplace : The same noise on the integers.
+
+    References
+    ----------
+    .. [1] C. Dwork, F. McSherry, K. Nissim and A. Smith, "Calibrating noise to sensitivity in private
+        data analysis," Theory of Cryptography Conference (TCC), 2006.
+
     Examples
     --------
     >>> m = Laplace(epsilon=1.0, sensitivity=2.0)
@@ -57,6 +66,17 @@ class DiscreteLaplace(_LaplaceFamily):
 
     epsilon-DP for integer-valued queries of L1 sensitivity ``sensitivity``. Releases are drawn
     exactly, in a time that does not depend on the noise (see ``_exact_integer``).
+
+    See Also
+    --------
+    ppdinfer.mechanisms.Laplace : The same noise on the real line.
+
+    References
+    ----------
+    .. [1] A. Ghosh, T. Roughgarden and M. Sundararajan, "Universally utility-maximizing privacy
+        mechanisms," SIAM Journal on Computing 41(6), 2012.
+    .. [2] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
 
     Examples
     --------

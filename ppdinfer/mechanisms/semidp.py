@@ -145,6 +145,15 @@ class SemiDPGaussian(_SubspaceMechanism):
     space : SensitivitySpace
         The sensitivity space S of the statistic under its invariants.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.KNormMechanism : The optimal K-norm mechanism on span(S).
+    ppdinfer.mechanisms.naive_gaussian : The naive Gaussian baseline.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Algorithm 1.
+
     Examples
     --------
     >>> import numpy as np
@@ -236,6 +245,16 @@ class KNormMechanism(_SubspaceMechanism):
         The privacy parameter, > 0.
     space : SensitivitySpace
         The sensitivity space S of the statistic under its invariants.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.SemiDPGaussian : The Semi-DP Gaussian mechanism.
+    ppdinfer.mechanisms.NormBallMechanism : The l1, l2 and l_inf baselines.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Algorithms 2-3.
+    .. [2] M. Hardt and K. Talwar, "On the geometry of differential privacy," STOC 2010.
 
     Examples
     --------
@@ -382,6 +401,15 @@ class NormBallMechanism(Mechanism):
     norm : {1, 2, inf}
         q.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.KNormMechanism : The optimal K-norm mechanism.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Appendix B.
+    .. [2] M. Hardt and K. Talwar, "On the geometry of differential privacy," STOC 2010.
+
     Examples
     --------
     >>> import numpy as np
@@ -495,6 +523,14 @@ def naive_gaussian(mu: float, group_size: int = 3, sensitivity: float = math.sqr
     with Delta_2 = sqrt 2 for a table under one record change and a(t) = ``group_size`` (3 in
     the paper and its code): mu-GDP under Semi-DP, by group privacy of a (Delta_2 / sigma)-GDP
     release. It is :class:`~ppdinfer.mechanisms.Gaussian`, returned calibrated.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.SemiDPGaussian : Noise on span(S) only.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Figure 2.
 
     Examples
     --------

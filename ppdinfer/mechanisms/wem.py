@@ -138,6 +138,11 @@ class BaseMeasure:
 class Naive(BaseMeasure):
     """(a) The counting measure on the whole lattice Z^{2J}.
 
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
+
     Examples
     --------
     >>> Naive().contains(np.array([[[-3, 2], [1, 9]]]), None)  # every integer table
@@ -150,6 +155,11 @@ class Naive(BaseMeasure):
 
 class CongenialBase(BaseMeasure):
     """(b) The counting measure on integer tables with sum_j cases_j = z["total"] and cases >= deaths >= 0.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
 
     Examples
     --------
@@ -188,6 +198,11 @@ class PriorCongenial(CongenialBase):
     negligible 1 / previous_cases_j. ``pseudocount=0`` gives the paper's measure exactly and is
     refused when some previous count is 0. The paper does not give alpha; the default 1 makes the
     concentrations last month's counts, a prior as strong as last month's total.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
 
     Examples
     --------
@@ -268,6 +283,11 @@ class WassersteinExponential(Mechanism):
         ``EXACT_PROPOSAL_LIMIT`` expected proposals and the chain otherwise (``"auto"``);
         the exact sampler or a ValueError (``"exact"``); always the chain (``"mcmc"``).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.KNormGradient : Theorem 10's mechanism.
+    ppdinfer.mechanisms.PostProcessedRelease : The projection alternative.
+
     Notes
     -----
     **Exact release.** Whether it is available depends on epsilon, sigma, the loss, the base
@@ -344,6 +364,12 @@ class WassersteinExponential(Mechanism):
     **Likelihood.** See the module docstring: the naive pmf omits its constant normalizer; the
     congenial pmfs include C(x) for supports up to ``ENUMERATION_LIMIT`` tables and refuse
     beyond. For the congenial measures x must satisfy z, as the confidential table does.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Theorem 9.
+    .. [2] F. McSherry and K. Talwar, "Mechanism design via differential privacy," FOCS 2007.
 
     Examples
     --------

@@ -131,6 +131,13 @@ def wasserstein_sensitivity(family) -> float:
 
         \Delta_W = \sup_{(\theta_i, \theta_j) \in \Psi} W_\infty(f_{\theta_i}, f_{\theta_j}).
 
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 3.1.
+    .. [2] S. Song, Y. Wang and K. Chaudhuri, "Pufferfish privacy mechanisms for correlated data,"
+        SIGMOD 2017.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DiscreteLaw, DistributionFamily
@@ -145,6 +152,18 @@ def wasserstein_sensitivity(family) -> float:
 
 def wasserstein_mechanism(family, epsilon: float) -> Laplace:
     r"""Theorem 3.1: y = F + Laplace(Delta_W / eps) per coordinate, (eps, 0)-distribution private.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.approximate_wasserstein_mechanism : The (eps, delta) variant.
+    ppdinfer.mechanisms.distribution.wasserstein_sensitivity : Its Delta_W.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 3.1.
+    .. [2] S. Song, Y. Wang and K. Chaudhuri, "Pufferfish privacy mechanisms for correlated data,"
+        SIGMOD 2017.
 
     Examples
     --------
@@ -164,6 +183,11 @@ def concentration_radius(family, deviation: float) -> float:
 
     It holds when ||F - E F||_1 <= c' (``deviation``) with probability at least 1 - delta / 2
     under every theta (for a :class:`~.DiscreteLaw`, its ``deviation_quantile(1 - delta / 2)``).
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 3.3.
 
     Examples
     --------
@@ -188,6 +212,16 @@ def approximate_wasserstein_mechanism(family, epsilon: float, delta: float, radi
 
         W = \max_{(\theta_i, \theta_j) \in \Psi}
         \min\{t : f_{\theta_i}, f_{\theta_j} \text{ are } (t, \delta)\text{-close}\}.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.wasserstein_mechanism : The (eps, 0) mechanism.
+    ppdinfer.mechanisms.distribution.concentration_radius : A radius W for it.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 3.2.
 
     Examples
     --------
@@ -216,6 +250,15 @@ def expected_value_laplace(family, epsilon: float) -> Laplace:
 
     Assumes the laws of each pair are translates of one another.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.expected_value_gaussian : The Gaussian variant.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.1.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
@@ -230,6 +273,11 @@ def expected_value_laplace(family, epsilon: float) -> Laplace:
 
 def classical_constant(delta: float) -> float:
     r"""The paper's Gaussian constant c = sqrt(2 ln(1.25 / delta)) (valid for eps < 1 only).
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Section 4.
 
     Examples
     --------
@@ -249,6 +297,11 @@ def mahalanobis_limit(epsilon: float, delta: float, calibration: str = "analytic
 
     The analytic limit is exact (lowered by ``ROUNDING_MARGIN``); the classical one is proved
     for eps < 1 only and warns (:class:`~.DistributionPrivacyWarning`) at eps >= 1.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.4.
 
     Examples
     --------
@@ -282,6 +335,17 @@ def expected_value_gaussian(family, epsilon: float, delta: float, calibration: s
 
     Assumes the laws of each pair are translates of one another.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.expected_value_laplace : The Laplace variant.
+    ppdinfer.mechanisms.distribution.eigenvector_gaussian : Noise along shared eigenvectors.
+    ppdinfer.mechanisms.distribution.directional_gaussian : Noise along one direction.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.2.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
@@ -303,6 +367,11 @@ def mean_direction(family, direction=None) -> np.ndarray:
     r"""The unit v to which every mean difference mu_i - mu_j of Psi is parallel (Theorem 4.3, Algorithm 1).
 
     ``direction`` (normalized here) is checked; when omitted, the largest mean difference gives v.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.3 and Algorithm 1.
 
     Examples
     --------
@@ -342,6 +411,15 @@ def directional_laplace(family, epsilon: float, direction=None) -> KNormMechanis
         - \frac{\epsilon \lvert v^\top (y - x) \rvert}{\Delta_{E,2}}
         \quad \text{on the line}, \qquad -\infty \text{ off it.}
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.directional_gaussian : The Gaussian variant.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.3.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
@@ -369,6 +447,11 @@ def mahalanobis_distances(family, noise_covariance=None) -> np.ndarray:
     r"""Per pair of Psi, m_ij = sqrt((mu_i - mu_j)^T (Sigma_i + C)^{-1} (mu_i - mu_j)) (Theorem 4.4, Corollary A.1).
 
     C is the noise covariance (none by default). Sigma_i + C must be positive definite.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.4.
 
     Examples
     --------
@@ -405,6 +488,16 @@ def noiseless_release_is_private(
     with m* from :func:`~.mahalanobis_limit` ((eps / c)^2 in the paper). Assumes Sigma_i = Sigma_j
     within each pair.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.release_delta : The exact delta of such a release.
+    ppdinfer.mechanisms.distribution.mahalanobis_distances : The distances it compares.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.4 and Corollary A.1.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
@@ -435,6 +528,16 @@ def eigenvector_gaussian(
     basis does not diagonalize every Sigma_theta this can fail, and a
     :class:`~.DistributionPrivacyWarning` says so. Directions with sigma_k = 0 get no noise (the
     release is exact along them; see :class:`~.CorrelatedGaussian`).
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.expected_value_gaussian : Isotropic noise.
+    ppdinfer.mechanisms.distribution.directional_gaussian : Noise along one direction.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.5.
 
     Examples
     --------
@@ -521,6 +624,16 @@ def directional_gaussian(
     Returns
     -------
     CorrelatedGaussian
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.directional_laplace : The Laplace variant.
+    ppdinfer.mechanisms.distribution.eigenvector_gaussian : Noise along shared eigenvectors.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Algorithm 1.
 
     Examples
     --------
@@ -683,6 +796,11 @@ def release_delta(family, noise_covariance, epsilon: float) -> float:
     -------
     float
 
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.4.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms.distribution import DistributionFamily, GaussianLaw
@@ -806,6 +924,15 @@ def misspecified_guarantee(epsilon: float, delta: float, slack: float, eta: floa
 
         \epsilon' = \epsilon + 2 \lambda, \qquad \delta' = (1 + e^{\epsilon + \lambda}) \eta + e^{\lambda} \delta.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.wasserstein_correction : Theorem 4.7's correction.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.6.
+
     Examples
     --------
     >>> guarantee = misspecified_guarantee(1.0, 1e-3, slack=0.1, eta=1e-4)
@@ -832,6 +959,15 @@ def wasserstein_correction(epsilon: float, delta: float, slack: float, distance:
 
         Z'_k \sim \operatorname{Laplace}(W / \lambda), \qquad
         \epsilon' = \epsilon + 2 \lambda, \qquad \delta' = e^{\lambda} \delta.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.misspecified_guarantee : Theorem 4.6's guarantee.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Theorem 4.7.
 
     Examples
     --------

@@ -133,6 +133,13 @@ class DistributionFamily:
     pairs : sequence of (label, label), optional
         Psi; every ordered pair of distinct labels when omitted.
 
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Section 2.
+    .. [2] Y. Kawamoto and T. Murakami, "Local obfuscation mechanisms for hiding probability
+        distributions," ESORICS 2019.
+
     Examples
     --------
     >>> family = DistributionFamily({0.45: GaussianLaw([100, 101], np.eye(2)),

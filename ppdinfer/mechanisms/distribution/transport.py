@@ -99,6 +99,16 @@ def closeness_radius(a, b, delta: float = 0.0) -> float:
     found by bisection over the pairwise L1 distances (see the module docstring); a shortfall of
     T below ``MASS_TOLERANCE`` (1e-9) counts as rounding.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.wasserstein_inf : Its value at delta = 0.
+    ppdinfer.mechanisms.distribution.transportable_mass : The mass a coupling moves.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Definition 3.2.
+
     Examples
     --------
     >>> mu = DiscreteLaw([1, 2, 3, 100], [0.6, 0.2, 0.0, 0.2])   # Figure 1 of the paper
@@ -127,6 +137,18 @@ def wasserstein_inf(a, b) -> float:
 
         W_\infty(P, Q) = \inf_{\gamma \in \Gamma(P, Q)}
         \max_{(x, y) \in \operatorname{supp} \gamma} \lVert x - y \rVert_1.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.distribution.closeness_radius : Its approximate version.
+    ppdinfer.privacy.w_inf : W_inf of pmfs on a common support.
+
+    References
+    ----------
+    .. [1] M. Chen and O. Ohrimenko, "Protecting global properties of datasets with distribution
+        privacy mechanisms." Section 3.
+    .. [2] S. Song, Y. Wang and K. Chaudhuri, "Pufferfish privacy mechanisms for correlated data,"
+        SIGMOD 2017.
 
     Examples
     --------
