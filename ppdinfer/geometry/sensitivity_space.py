@@ -63,6 +63,11 @@ class SensitivitySpace:
     w = B^T v, where K has the facets {w : h_j . w <= 1} (from Qhull for s >= 2; K is an
     interval for s = 1), so ||v||_K = max_j h_j . w for v in span(S) and +inf outside it.
 
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 4.
+    .. [2] M. Hardt and K. Talwar, "On the geometry of differential privacy," STOC 2010.
+
     Examples
     --------
     >>> import numpy as np

@@ -69,6 +69,13 @@ def secret_log_likelihood(conditionals, support, mechanism: Mechanism, y) -> np.
     numpy.ndarray
         Shape (K,) for one release, (R, K) for R releases.
 
+    References
+    ----------
+    .. [1] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+
     Examples
     --------
     >>> from ppdinfer.privacy.attacker import secret_log_likelihood
@@ -106,6 +113,18 @@ def secret_posterior(prior, conditionals, support, mechanism: Mechanism, y) -> n
     -------
     numpy.ndarray
         Posterior probabilities, shape (K,) for one release, (R, K) for R releases.
+
+    See Also
+    --------
+    ppdinfer.secret_posterior_mc : The Monte Carlo version.
+    ppdinfer.posterior_odds_ratio : The odds factor of a release.
+
+    References
+    ----------
+    .. [1] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
 
     Examples
     --------
@@ -173,6 +192,17 @@ def secret_posterior_mc(
     -------
     MonteCarloSecretPosterior
 
+    See Also
+    --------
+    ppdinfer.secret_posterior : The exact version.
+
+    References
+    ----------
+    .. [1] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+
     Examples
     --------
     >>> from ppdinfer.privacy.attacker import secret_posterior_mc
@@ -230,6 +260,18 @@ def posterior_odds_ratio(conditionals, support, mechanism: Mechanism, y, pair: t
     numpy.ndarray
         Shape () for one release, (R,) for R releases.
 
+    See Also
+    --------
+    ppdinfer.plot_prior_posterior_odds : Its plot.
+    ppdinfer.secret_posterior : The posterior itself.
+
+    References
+    ----------
+    .. [1] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+
     Examples
     --------
     >>> import numpy as np
@@ -276,6 +318,13 @@ def plot_prior_posterior_odds(
     Returns
     -------
     matplotlib.figure.Figure
+
+    References
+    ----------
+    .. [1] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
 
     Examples
     --------

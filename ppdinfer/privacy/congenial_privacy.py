@@ -55,6 +55,17 @@ def double_geometric_pmf(epsilon, sensitivity=1) -> Callable[[np.ndarray], np.nd
         ``pmf(u)`` for an integer array ``u`` of shape ``(N, d)`` (or ``(d,)``), returning the
         ``N`` probabilities (the product over the last axis).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteLaplace : The mechanism with this noise.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
+    .. [2] A. Ghosh, T. Roughgarden and M. Sundararajan, "Universally utility-maximizing privacy
+        mechanisms," SIAM Journal on Computing 41(6), 2012.
+
     Examples
     --------
     >>> pmf = double_geometric_pmf(math.log(2))  # a = 1/2
@@ -130,6 +141,11 @@ def conforming_probability(noise_pmf, s, invariants) -> float:
     float
         The normalizing constant of the congenial release's likelihood.
 
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020. Section 2.
+
     Examples
     --------
     >>> inv = LinearInvariants.grand_total(2, 1) & LinearInvariants.nonnegative(2)  # S* = {(1, 0), (0, 1)}
@@ -203,6 +219,16 @@ def congenial_gamma(noise_pmf, statistic, invariants, neighbours: Iterable, epsi
     float
         gamma*.
 
+    See Also
+    --------
+    ppdinfer.privacy.congenial_privacy_loss : The exact privacy loss.
+    ppdinfer.mechanisms.Congenial : The mechanism.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020. Theorem 2.1.
+
     Examples
     --------
     One binary record, s = (#0, #1) with the total 1 and non-negativity invariant:
@@ -242,6 +268,15 @@ def congenial_privacy_loss(noise_pmf, statistic, invariants, neighbours: Iterabl
     -------
     float
         L, in nats.
+
+    See Also
+    --------
+    ppdinfer.privacy.congenial_gamma : Theorem 2.1's gamma.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
 
     Examples
     --------

@@ -27,6 +27,11 @@ def plot_correlated_counts(
     matplotlib.figure.Figure
         One row of ``len(ns)`` axes, each with ``len(z0_values)`` lines.
 
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.4 and Figure 4.
+
     Examples
     --------
     >>> import numpy as np

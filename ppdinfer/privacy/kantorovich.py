@@ -154,6 +154,10 @@ def empirical_conditionals(
     secrets : sequence, optional
         The secret values wanted (default: every value in the column, sorted).
 
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Appendix C.
+
     Examples
     --------
     >>> import pandas as pd
@@ -201,6 +205,10 @@ def separable_query_conditionals(
     the last being the pmf when the user's presence is the secret (key `ABSENT`; the paper's
     P(X | bot), the unconditional pmf). Each pmf is a convolution, on the integers from the
     smallest to the largest possible sum.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Lemma 2.
 
     Examples
     --------
@@ -252,6 +260,10 @@ def counting_query_conditionals(
     With ``bit_given_secret`` (a mapping s -> P(bit = 1 | S_u = s)) the secret only shifts the
     user's bit probability, and P(X | S_u = s) = (1 - r_s) P(X | bit 0) + r_s P(X | bit 1).
 
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Appendix C.
+
     Examples
     --------
     >>> pmfs = counting_query_conditionals([0.7] * 25)
@@ -287,6 +299,14 @@ def separable_sensitivity(values: Sequence[Sequence[int]]) -> float:
         \Delta_f = \max_i \max_{a, b} \lvert f_i(a) - f_i(b) \rvert;
 
     for the pair (S_i = a, S_i = b) the plan moves every x by exactly f_i(a) - f_i(b).
+
+    See Also
+    --------
+    ppdinfer.privacy.separable_query_conditionals : The conditionals of such a query.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Lemma 2.
 
     Examples
     --------
@@ -335,6 +355,10 @@ class KantorovichPlan:
         The plan's mass on each pair.
     sensitivity : float
         max abs(x - x') over the pairs: the plan's sensitivity, W_inf(p, q).
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Section 3.
 
     Examples
     --------
@@ -386,6 +410,15 @@ def kantorovich_plan(p, q, support, *, tie_tolerance: float = 0.0) -> Kantorovic
         Strictly increasing points shared by both pmfs.
     tie_tolerance : float
         Passed to `quantile_coupling`: merges cumulative levels that differ only by rounding.
+
+    See Also
+    --------
+    ppdinfer.privacy.plan_sensitivity : The largest displacement a plan uses.
+    ppdinfer.privacy.quantile_coupling : The same coupling, as paired quantiles.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Section 3.
 
     Examples
     --------
@@ -441,6 +474,14 @@ def plan_sensitivity(
     marginal_tolerance : float
         The largest discrepancy allowed in the total mass and in each marginal; in [0, 1e-3].
 
+    See Also
+    --------
+    ppdinfer.privacy.support_diameter : The baseline sensitivity.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Section 3.
+
     Examples
     --------
     >>> plan_sensitivity([[0.5, 0.0], [0.0, 0.5]], [0, 10])
@@ -485,6 +526,14 @@ def support_diameter(p, q, support) -> float:
 
         \Delta_f = \max \{ \lvert x - x' \rvert : p(x) > 0,\ q(x') > 0 \}.
 
+    See Also
+    --------
+    ppdinfer.privacy.plan_sensitivity : The plan's (smaller) sensitivity.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Equation (9).
+
     Examples
     --------
     >>> support_diameter([0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [1, 2, 3])
@@ -516,6 +565,18 @@ def kantorovich_laplace(plans, epsilon: float, *, relaxed: bool = False, discret
     Returns a `ppdinfer.mechanisms.Laplace` (``discrete=True``: ``DiscreteLaplace``, the same
     exponential family on the integers, for an integer X) with that scale: its ``epsilon`` is the
     target and its ``sensitivity`` is epsilon times the scale (the plan sensitivity for Theorem 1).
+
+    See Also
+    --------
+    ppdinfer.privacy.kantorovich_gaussian : Gaussian noise for (eps, delta).
+    ppdinfer.privacy.privacy_loss : The exact privacy loss of the calibrated noise.
+    ppdinfer.privacy.relaxed_laplace_scale : Theorem 2's scale.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Lemma 1 and Theorems 1-2.
+    .. [2] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
 
     Examples
     --------
@@ -557,6 +618,14 @@ def relaxed_laplace_scale(plans, epsilon: float) -> float:
     equals q(x') at z = 1 and increases, so there is exactly one root z* > 1 when the column moves
     any mass; theta = 1 / ln z*. Columns and rows whose mass all stays in place are skipped. The
     root is found in u = ln z (bracketed, then rounded down so that theta errs large).
+
+    See Also
+    --------
+    ppdinfer.privacy.kantorovich_laplace : The calibration that uses it.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Theorem 2.
 
     Examples
     --------
@@ -610,6 +679,14 @@ def theorem3_constant(
     the root of c - eps / (2c) = 2 k delta^(-1/3) (the proof's tail condition). The paper prints
     k = 0.41 (`PRINTED_CONSTANT`), below the proof's value; pass it as ``constant`` to compare.
 
+    See Also
+    --------
+    ppdinfer.privacy.kantorovich_gaussian : The calibration that uses it.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Theorem 3.
+
     Examples
     --------
     >>> round(theorem3_constant(0.5, 1e-5, "classical"), 4)
@@ -639,6 +716,16 @@ def kantorovich_gaussian(
     c from `theorem3_constant` (``method`` "classical" or "bound"). ``method="analytic"`` instead
     calibrates Balle and Wang's exact Gaussian mechanism to max Delta: by joint convexity of the
     hockey-stick divergence the mixtures are then (eps, delta)-indistinguishable too.
+
+    See Also
+    --------
+    ppdinfer.privacy.kantorovich_laplace : Laplace noise for pure Pufferfish privacy.
+    ppdinfer.privacy.privacy_delta : The exact delta of the calibrated noise.
+    ppdinfer.privacy.theorem3_constant : Its factor c.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Theorem 3.
 
     Examples
     --------
@@ -685,6 +772,18 @@ def privacy_loss(plans, mechanism) -> float:
     points left of y and those right of it, and each part follows from its neighbour's by one
     factor). ``mechanism`` is a ``Laplace`` (or a ``DiscreteLaplace`` with an
     integer support: the integers include every support point).
+
+    See Also
+    --------
+    ppdinfer.privacy.kantorovich_laplace : The Laplace calibration.
+    ppdinfer.privacy.kantorovich_gaussian : The Gaussian calibration.
+    ppdinfer.privacy.privacy_delta : The Gaussian counterpart.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Section 3.
+    .. [2] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
 
     Examples
     --------
@@ -740,6 +839,17 @@ def privacy_delta(plans, mechanism: Gaussian, epsilon: float) -> float:
     sets where f_i > e^eps f_j are located on a grid of 32 points per sigma reaching 40 sigma past
     the support, refined by root finding; their masses are then sums of normal CDFs. An interval
     narrower than the grid spacing could be missed.
+
+    See Also
+    --------
+    ppdinfer.privacy.privacy_loss : The Laplace counterpart.
+    ppdinfer.privacy.smallest_gaussian_sigma : The smallest sigma it allows.
+
+    References
+    ----------
+    .. [1] N. Ding, "Kantorovich mechanism for Pufferfish privacy." Theorem 3.
+    .. [2] D. Kifer and A. Machanavajjhala, "Pufferfish: a framework for mathematical privacy
+        definitions," ACM Transactions on Database Systems 39(1), 2014.
 
     Examples
     --------

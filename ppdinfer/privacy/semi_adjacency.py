@@ -163,6 +163,10 @@ def one_way_margins(levels) -> _Invariant:
     callable
         ``T(h)``: a tuple of p tuples of ints (hashable, so it can index the classes D_t).
 
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 3.4.
+
     Examples
     --------
     >>> margins = one_way_margins((2, 2))
@@ -187,6 +191,10 @@ def record_changes(x, y) -> int:
     .. math::
 
         d(h, h') = \min_{\text{orderings}} \#\{i : X_i \ne Y_i\} = \lVert h - h' \rVert_1 / 2.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Definition 13.
 
     Examples
     --------
@@ -284,6 +292,16 @@ def semi_adjacent_parameter(domain_size, n, invariant, t, *, max_datasets=MAX_DA
         a(t); 0 when the conforming datasets together hold a single record value (nothing to
         protect).
 
+    See Also
+    --------
+    ppdinfer.privacy.semi_adjacent_parameter_from : Seen from a fixed dataset.
+    ppdinfer.privacy.semi_adjacent_parameters : For every value of the invariant.
+    ppdinfer.privacy.theorem16_bound : Theorem 16's bound.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Definition 13.
+
     Examples
     --------
     Example 3: three binary records, T = number of ones.
@@ -312,6 +330,14 @@ def semi_adjacent_parameters(
         t \mapsto a(t), \qquad t \in \{T(X) : X \in \mathcal{X}^n\}.
 
     See :func:`semi_adjacent_parameter` for the parameters.
+
+    See Also
+    --------
+    ppdinfer.privacy.semi_adjacent_parameter : a(t) for one t.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Definition 13.
 
     Examples
     --------
@@ -349,6 +375,14 @@ def semi_adjacent_parameter_from(dataset, invariant, *, max_datasets=MAX_DATASET
     max_datasets, max_pairs : int, optional
         As in :func:`semi_adjacent_parameter`.
 
+    See Also
+    --------
+    ppdinfer.privacy.semi_adjacent_parameter : Definition 13's a(t).
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Definition 13 and Example 5.
+
     Examples
     --------
     Example 5: the 2 x 2 table [[1, 1], [1, 0]]; moving the (1, 1) record to (2, 2) takes 3 changes.
@@ -372,6 +406,10 @@ def theorem16_bound(p) -> int:
     .. math::
 
         a(t) \le p + 1.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Theorem 16.
 
     Examples
     --------
@@ -411,6 +449,14 @@ def enumerated_sensitivity_space(
     -------
     SensitivitySpace
         S less its zero vector; a ValueError if S = {0} (no noise is needed).
+
+    See Also
+    --------
+    ppdinfer.privacy.contingency_sensitivity_space : The closed form for tables.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 4.
 
     Examples
     --------
@@ -474,6 +520,14 @@ def table_rectangles(r, c) -> np.ndarray:
     -------
     numpy.ndarray of int64, shape (C(r, 2) C(c, 2), r, c)
 
+    See Also
+    --------
+    ppdinfer.privacy.table_three_cycles : The three-record moves.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 5.
+
     Examples
     --------
     >>> table_rectangles(2, 2).tolist()
@@ -508,6 +562,14 @@ def table_three_cycles(r, c) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of int64, shape (6 C(r, 3) C(c, 3), r, c)
+
+    See Also
+    --------
+    ppdinfer.privacy.table_rectangles : The two-record moves.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Proposition 32.
 
     Examples
     --------
@@ -558,6 +620,12 @@ def contingency_sensitivity_space(r, c, changes=3) -> SensitivitySpace:
         four or more add further moves (two disjoint rectangles, 4-cycles): use
         :func:`enumerated_sensitivity_space` for those.
 
+    See Also
+    --------
+    ppdinfer.privacy.enumerated_sensitivity_space : S by enumeration.
+    ppdinfer.privacy.contingency_sensitivities : Its norms.
+    ppdinfer.privacy.dp_table_sensitivity_space : S without invariants.
+
     Notes
     -----
     :class:`~ppdinfer.privacy.SensitivitySpace` computes the facets of K = conv(S) when they are
@@ -566,6 +634,10 @@ def contingency_sensitivity_space(r, c, changes=3) -> SensitivitySpace:
     see :attr:`~ppdinfer.privacy.SensitivitySpace.hull_cost`). A Gaussian mechanism needs only P
     and Delta_2: take them from :func:`margin_free_projection` and
     :func:`contingency_sensitivities` for larger tables.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Proposition 32.
 
     Examples
     --------
@@ -605,6 +677,10 @@ def contingency_sensitivities(r, c, changes=3) -> dict[str, float]:
     dict
         ``{"l1": ..., "l2": ..., "linf": ...}``.
 
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 5.
+
     Examples
     --------
     >>> contingency_sensitivities(2, 2)
@@ -628,6 +704,10 @@ def margin_free_projection(r, c) -> np.ndarray:
 
     with J the matrix of ones.
 
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 5.
+
     Examples
     --------
     >>> (margin_free_projection(2, 2) * 4).astype(int).tolist()     # v v^T / 4, v = (1, -1, -1, 1)
@@ -648,6 +728,10 @@ def dp_table_sensitivity_space(r, c) -> SensitivitySpace:
         \Delta_1 = 2,\ \Delta_2 = \sqrt{2},\ \Delta_\infty = 1,
 
     the sensitivities of the naive l1 / l2 / l_inf baselines of Section 5 (Figure 3).
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Appendix B.
 
     Examples
     --------
