@@ -94,6 +94,11 @@ def postprocess(y_cases, y_deaths, total) -> PostProcessed:
         Naming the parameter: non-integer or mismatched ``y_cases``/``y_deaths``, no county,
         negative or non-integer ``total``, or values too large for exact int64 arithmetic.
 
+    See Also
+    --------
+    ppdinfer.projection.project_l2 : The projection onto general invariants.
+    ppdinfer.mechanisms.PostProcessedRelease : The likelihood of a post-processed release.
+
     Notes
     -----
     Every total >= 0 is attainable, so there is no infeasible input: (c, d) = (s e_1, 0)
@@ -102,6 +107,13 @@ def postprocess(y_cases, y_deaths, total) -> PostProcessed:
     the fractional parts of c~, an integer in [0, J). The L1 minimizer of (b) need not be
     unique: ties go to the county with the lower index, and a death projection with
     fractional part exactly 1/2 is rounded down.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
+    .. [2] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020.
 
     Examples
     --------

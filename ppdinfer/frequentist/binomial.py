@@ -93,6 +93,18 @@ def binomial_test(z, n: int, theta0: float, epsilon: float, delta: float = 0.0, 
     float or ndarray
         The p-value(s), in [0, 1].
 
+    See Also
+    --------
+    ppdinfer.binomial_interval : The confidence interval that inverts it.
+    ppdinfer.mechanisms.Tulap : The release mechanism.
+
+    References
+    ----------
+    .. [1] J. Awan and A. Slavkovic, "Differentially private uniformly most powerful tests for binomial
+        data," NeurIPS 2018.
+    .. [2] J. Awan and S. Vadhan, "Canonical noise distributions and private hypothesis tests," The
+        Annals of Statistics 51(2), 2023.
+
     Examples
     --------
     >>> import ppdinfer as pp
@@ -150,6 +162,17 @@ def binomial_interval(z, n: int, epsilon: float, delta: float = 0.0, level: floa
     -------
     tuple of (float, float) or tuple of (ndarray, ndarray)
         The lower and upper ends, shaped like ``z``.
+
+    See Also
+    --------
+    ppdinfer.binomial_test : The test it inverts.
+
+    References
+    ----------
+    .. [1] J. Awan and A. Slavkovic, "Differentially private uniformly most powerful tests for binomial
+        data," NeurIPS 2018.
+    .. [2] J. Awan and S. Vadhan, "Canonical noise distributions and private hypothesis tests," The
+        Annals of Statistics 51(2), 2023.
 
     Examples
     --------

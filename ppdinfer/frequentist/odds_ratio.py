@@ -93,6 +93,17 @@ def odds_ratio_test(u, row_totals, col_total, noise, alternative: str = "greater
         For bad margins (named as passed), and for margins with an empty row or column, which
         fix n11: the odds ratio is then not identified by the release.
 
+    See Also
+    --------
+    ppdinfer.odds_ratio_power : Its power.
+    ppdinfer.mechanisms.CanonicalNoise : The noise of the release.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Theorem 37.
+    .. [2] J. Awan and S. Vadhan, "Canonical noise distributions and private hypothesis tests," The
+        Annals of Statistics 51(2), 2023.
+
     Examples
     --------
     >>> from ppdinfer.frequentist.odds_ratio import odds_ratio_test
@@ -151,6 +162,14 @@ def odds_ratio_power(
     -------
     float
         The probability of rejecting H0: psi = 1.
+
+    See Also
+    --------
+    ppdinfer.odds_ratio_test : The test.
+
+    References
+    ----------
+    .. [1] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Theorem 37.
 
     Examples
     --------

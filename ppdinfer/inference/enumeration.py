@@ -69,6 +69,17 @@ def exact_posterior(
         ``theta_grid``, ``theta_cdf`` and ``theta_density`` (per component), and ``log_evidence``
         = log p(y | z); the other groups as for the samplers.
 
+    See Also
+    --------
+    ppdinfer.rejection_sample : Algorithm 1, exact draws.
+    ppdinfer.importance_sample : Algorithm 2, importance sampling.
+    ppdinfer.exchange_sample : MCMC by the exchange algorithm.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 3.2.
+
     Examples
     --------
     >>> import ppdinfer as pp

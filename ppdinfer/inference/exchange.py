@@ -97,6 +97,16 @@ def exchange_sample(
         effective sample size); ``sample_stats``: ``accepted`` per draw, attribute
         ``acceptance_rate`` (over the kept iterations) and ``tune_acceptance_rate``.
 
+    See Also
+    --------
+    ppdinfer.rejection_sample : Algorithm 1, exact draws.
+    ppdinfer.importance_sample : Algorithm 2, importance sampling.
+    ppdinfer.exact_posterior : The posterior by enumeration.
+
+    References
+    ----------
+    .. [1] I. Murray, Z. Ghahramani and D. J. C. MacKay, "MCMC for doubly-intractable distributions," 2006.
+
     Examples
     --------
     >>> import ppdinfer as pp

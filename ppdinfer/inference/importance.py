@@ -47,6 +47,11 @@ MIN_PSIS_DRAWS = 25
 class ImportanceWarning(UserWarning):
     """The importance weights are unreliable: a heavy tail (Pareto k > 0.7) or a tiny ESS.
 
+    References
+    ----------
+    .. [1] A. Vehtari, D. Simpson, A. Gelman, Y. Yao and J. Gabry, "Pareto smoothed importance
+        sampling," Journal of Machine Learning Research, 2024.
+
     Examples
     --------
     >>> import warnings
@@ -123,6 +128,21 @@ def importance_sample(
         repeats sit side by side and ArviZ's ESS counts them as such), its attrs giving
         ``proposals`` and ``ess``; ``sample_stats``: ``ess`` = (sum w)^2 / sum w^2 and
         ``pareto_k``; the other groups as for :func:`rejection_sample`.
+
+    See Also
+    --------
+    ppdinfer.rejection_sample : Algorithm 1, exact draws.
+    ppdinfer.exact_posterior : The posterior by enumeration.
+    ppdinfer.exchange_sample : MCMC by the exchange algorithm.
+    ppdinfer.weighted_mean : The weighted posterior means.
+    ppdinfer.resample : Unweighted draws from the result.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Algorithm 2.
+    .. [2] A. Vehtari, D. Simpson, A. Gelman, Y. Yao and J. Gabry, "Pareto smoothed importance
+        sampling," Journal of Machine Learning Research, 2024.
 
     Examples
     --------
@@ -517,6 +537,18 @@ def weighted_mean(result: xr.DataTree, smoothed: bool = False) -> xr.Dataset:
     sum_j w_j v_j / sum_j w_j for every posterior variable v, with the normalized weights
     (``smoothed=True``: the Pareto-smoothed ones).
 
+    See Also
+    --------
+    ppdinfer.importance_sample : The sampler.
+    ppdinfer.resample : Unweighted draws.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Algorithm 2.
+    .. [2] A. Vehtari, D. Simpson, A. Gelman, Y. Yao and J. Gabry, "Pareto smoothed importance
+        sampling," Journal of Machine Learning Research, 2024.
+
     Examples
     --------
     >>> import ppdinfer as pp
@@ -539,6 +571,11 @@ def resample(
     As the ``posterior`` group of :func:`importance_sample`, but of any size (default: the number
     of proposals), from another seed, or by the Pareto-smoothed weights. The returned tree has
     the same groups except ``proposal`` and ``sample_stats``.
+
+    See Also
+    --------
+    ppdinfer.importance_sample : The sampler.
+    ppdinfer.weighted_mean : The weighted posterior means.
 
     Examples
     --------
