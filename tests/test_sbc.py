@@ -269,7 +269,7 @@ def test_plot_draws_one_panel_per_component_with_the_uniform_band():
         ({"bins": 200}, "bins"),
         ({"alpha": 1.5}, "alpha"),
         ({"include_x": "yes"}, "include_x"),
-        ({"model": "beta-binomial"}, "model must be a ppdinfer.PPDModel"),
+        ({"model": "beta-binomial"}, "model must be a ppdinfer.PPDModel or a function"),
     ],
 )
 def test_bad_input_is_refused(kwargs, match):
@@ -295,3 +295,106 @@ def test_a_sampler_whose_output_does_not_fit_is_refused():
 
     with pytest.raises(ValueError, match="pass draws=L"):
         pp.sbc(BETA_BINOMIAL, varying, simulations=8, cores=1, random_seed=0, progressbar=False)
+
+
+# -- too few simulations, a failing simulation, a PyMC model -----------------------------------------------------
+
+
+@pytest.mark.parametrize("simulations", [1, 3, 9])
+def test_too_few_simulations_give_no_verdict(simulations):
+    result = pp.sbc(BETA_BINOMIAL, "exact", simulations=simulations, draws=19, random_seed=1, progressbar=False)
+    assert result.calibrated is None and "too few simulations to test" in result.reason
+    assert "at least 10 simulations" in result.reason and "reason=" in repr(result)
+    enough = pp.sbc(BETA_BINOMIAL, "exact", simulations=10, draws=19, random_seed=1, progressbar=False)
+    assert enough.calibrated is True and enough.reason == ""
+
+
+class _FailAt:
+    """A sampler that fits exactly, except that the simulation whose seed is ``at_seed`` raises."""
+
+    def __init__(self, at_seed):
+        self.at_seed = at_seed
+
+    def __call__(self, model, y, z, random_seed):
+        if random_seed == self.at_seed:
+            raise FloatingPointError("the sampler diverged")
+        return _exact_fit(model, y, z, random_seed=random_seed)
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_a_failing_simulation_keeps_the_finished_ones_and_names_its_index_and_seed(cores):
+    seeds = []
+
+    def record(model, y, z, random_seed):
+        seeds.append(random_seed)
+        return _exact_fit(model, y, z, random_seed=random_seed)
+
+    pp.sbc(BETA_BINOMIAL, record, simulations=6, cores=1, random_seed=1, progressbar=False)
+    with pytest.warns(RuntimeWarning, match=f"after 4 of 6 simulations: simulation 4 .*random_seed={seeds[4]}"):
+        result = pp.sbc(BETA_BINOMIAL, _FailAt(seeds[4]), simulations=6, cores=cores, random_seed=1, progressbar=False)
+    assert not result.complete and "FloatingPointError: the sampler diverged" in result.stopped_by
+    full = pp.sbc(BETA_BINOMIAL, _exact_fit, simulations=6, cores=1, random_seed=1, progressbar=False)
+    xr.testing.assert_equal(result.ranks, full.ranks.isel(simulation=slice(4)))
+    assert full.complete and full.stopped_by == ""
+    with pytest.raises(FloatingPointError) as caught:  # nothing finished: the error goes on, named
+        pp.sbc(BETA_BINOMIAL, _FailAt(seeds[0]), simulations=6, cores=cores, random_seed=1, progressbar=False)
+    assert f"in sbc's simulation 0, whose sampler got random_seed={seeds[0]}" in caught.value.__notes__
+
+
+def _beta_binomial_pymc(y):
+    import pymc as pm
+
+    from ppdinfer.pymc import Release
+
+    with pm.Model(coords={"unit": ["a", "b"]}) as model:
+        p = pm.Beta("p", 2, 3)
+        x = pm.Binomial("x", n=30, p=p, dims="unit")
+        Release("y", pp.mechanisms.DiscreteLaplace(0.25), x, observed=y, dims="unit")
+    return model
+
+
+def test_a_pymc_builder_is_calibrated_and_quiet(capfd, caplog):
+    import ppdinfer.pymc
+
+    fit = functools.partial(
+        ppdinfer.pymc.sample, draws=100, tune=100, chains=1, progressbar=False, compute_convergence_checks=False
+    )
+    with caplog.at_level("INFO", logger="pymc"):
+        result = pp.sbc(
+            _beta_binomial_pymc,
+            fit,
+            observed=[10, 12],
+            simulations=12,
+            draws=19,
+            include_x=True,
+            random_seed=4,
+            progressbar=False,
+        )
+    assert not [record for record in caplog.records if record.name.startswith("pymc")]  # no per-fit log
+    assert "Sequential sampling" not in capfd.readouterr().err
+    assert result.ranks["p"].dims == ("simulation",) and result.ranks["x"].dims == ("simulation", "unit")
+    assert result.ranks["x"]["unit"].values.tolist() == ["a", "b"]
+    assert int(result.ranks["x"].max()) <= 19 and result.calibrated is True
+    # the truth is the prior draw: p in (0, 1), x integers in 0..30
+    assert ((0 < result.truth["p"]) & (result.truth["p"] < 1)).all()
+    assert result.truth["x"].values.min() >= 0 and result.truth["x"].values.max() <= 30
+    without_x = pp.sbc(
+        _beta_binomial_pymc, fit, observed=[10, 12], simulations=2, draws=19, random_seed=4, progressbar=False
+    )
+    assert list(without_x.ranks.data_vars) == ["p"]
+    xr.testing.assert_equal(without_x.ranks["p"], result.ranks["p"].isel(simulation=slice(2)))
+
+
+def test_a_pymc_builder_refuses_bad_input():
+    with pytest.raises(ValueError, match="observed is required with a PyMC builder"):
+        pp.sbc(_beta_binomial_pymc, simulations=2)
+    with pytest.raises(ValueError, match="cores and executor are for a PPDModel"):
+        pp.sbc(_beta_binomial_pymc, observed=[1, 2], cores=2, simulations=2)
+    with pytest.raises(ValueError, match="z is for a PPDModel"):
+        pp.sbc(_beta_binomial_pymc, None, {"total": 3}, observed=[1, 2], simulations=2)
+    with pytest.raises(ValueError, match="the builder must return a pymc.Model"):
+        pp.sbc(lambda y: None, observed=[1, 2], simulations=2, progressbar=False)
+    with pytest.raises(ValueError, match="sampler is required with a PPDModel"):
+        pp.sbc(BETA_BINOMIAL, simulations=2)
+    with pytest.raises(ValueError, match="observed is for a PyMC builder"):
+        pp.sbc(BETA_BINOMIAL, "exact", observed=[1], simulations=2)

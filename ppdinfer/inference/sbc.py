@@ -19,7 +19,10 @@ simulations (in parallel, each from its own random stream) and tests the ranks f
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -48,6 +51,11 @@ IMPORTANCE_PROPOSALS_PER_DRAW = 100
 #: Most bins of the default chi-square test (and at most one per 10 simulations, at least 2).
 MAX_DEFAULT_BINS = 20
 _SAMPLER_NAMES = ("rejection", "importance", "exact")
+#: The fewest simulations a rank bin of the chi-square test must expect (its approximation needs about 5):
+#: with fewer, :func:`sbc` gives no verdict (``calibrated`` None, ``reason`` says why).
+MIN_EXPECTED_PER_BIN = 5
+#: Draws, tuning steps and chains of the default sampler of a PyMC builder (``ppdinfer.pymc.sample``).
+PYMC_DEFAULTS = {"draws": 500, "tune": 500, "chains": 2}
 
 
 @dataclass(frozen=True, repr=False)
@@ -77,12 +85,25 @@ class SBCResult:
         depend on each other.
     alpha : float
         The level of the verdict.
-    calibrated : bool
-        ``p_value > alpha``: no evidence that the pipeline is miscalibrated.
+    calibrated : bool or None
+        ``p_value > alpha``: no evidence that the pipeline is miscalibrated. None when there are
+        too few simulations to test (a bin expecting fewer than ``MIN_EXPECTED_PER_BIN`` = 5 of
+        them: at least 10 simulations for 2 bins, 5 per bin in general); ``reason`` says so.
     complete : bool
-        False when Ctrl-C stopped the run: the results then hold the simulations finished.
+        False when Ctrl-C or a failing simulation stopped the run: the results then hold the
+        simulations finished before it (``stopped_by`` says which).
     seconds : float
         The run's wall time.
+    stopped_by : str
+        Empty for a complete run; else what stopped it ("an interrupt", or the failed
+        simulation's number, seed and error).
+    reason : str
+        Why ``calibrated`` is None (empty otherwise).
+
+    References
+    ----------
+    .. [1] S. Talts, M. Betancourt, D. Simpson, A. Vehtari and A. Gelman, "Validating Bayesian inference
+        algorithms with simulation-based calibration," 2018.
 
     Examples
     --------
@@ -106,14 +127,17 @@ class SBCResult:
     p_values: xr.Dataset
     p_value: float
     alpha: float
-    calibrated: bool
+    calibrated: bool | None
     complete: bool
     seconds: float
+    stopped_by: str = ""
+    reason: str = ""
 
     def __repr__(self) -> str:
+        reason = f", reason={self.reason!r}" if self.reason else ""
         return (
             f"SBCResult(simulations={self.ranks.sizes['simulation']}, draws={self.draws}, bins={self.bins}, "
-            f"p_value={self.p_value:.3g}, calibrated={self.calibrated})"
+            f"p_value={self.p_value:.3g}, calibrated={self.calibrated}{reason})"
         )
 
     def plot(self, band: float = 0.99, max_panels: int = 12):
@@ -185,8 +209,8 @@ class SBCResult:
 
 
 def sbc(
-    model: PPDModel,
-    sampler: Callable | str,
+    model: PPDModel | Callable,
+    sampler: Callable | str | None = None,
     z=None,
     *,
     simulations: int = 200,
@@ -198,6 +222,7 @@ def sbc(
     cores: int | None = None,
     executor: Executor | None = None,
     progressbar: bool = True,
+    observed=None,
 ) -> SBCResult:
     r"""Simulation-based calibration of a model and a sampler (Talts et al. 2018).
 
@@ -220,12 +245,34 @@ def sbc(
     NumPy's generators release the GIL) or on ``executor``; simulation i draws from the stream
     ``SeedSequence(random_seed).spawn(simulations)[i]``, so the results do not depend on the
     cores or the executor. Ctrl-C stops the run and returns the simulations finished so far,
-    with a :class:`~ppdinfer.BudgetWarning`.
+    with a :class:`~ppdinfer.BudgetWarning`. A simulation whose sampler raises stops the run
+    too: the simulations before it are returned (``complete`` False, ``stopped_by`` naming the
+    failed simulation's number, its sampler's ``random_seed`` and the error) with a
+    ``RuntimeWarning`` saying the same, so an hour of simulations is not lost to one failure
+    and the failure can be reproduced; when the first simulation fails, its error is raised
+    (with a note naming it). The simulations kept are those before the failure, whatever
+    happened in them, so their verdict is unbiased.
+
+    With fewer simulations than the test needs (a rank bin expecting fewer than 5), there is
+    no verdict: ``calibrated`` is None and ``reason`` says how many simulations are needed.
+
+    **A PyMC model.** ``model`` may instead be a function ``builder(y) -> pm.Model`` that
+    builds the PyMC model of a release y (a :class:`ppdinfer.pymc.Release` or another observed
+    variable, observing ``y``), and ``observed`` a release of the shape it takes (the
+    published one, say; its values do not matter). ``builder(observed)`` gives the prior draws
+    of every variable (one ``pm.sample_prior_predictive`` call for all the simulations, seeded
+    from ``random_seed``); each simulation then fits ``builder(y_i)`` to its simulated release
+    y_i with ``sampler(random_seed=seed)`` called inside the model's context (default
+    ``ppdinfer.pymc.sample`` with 500 draws and 500 tuning steps on 2 chains, one core, no
+    progress bar) and ranks every free variable of the model (the integer latents that feed a
+    release, x, with ``include_x``). The simulations run one after another (a fit may use
+    several cores itself) with PyMC's log silenced, under sbc's own progress bar.
 
     Parameters
     ----------
-    model : PPDModel
-        The model that simulates the data and that the sampler fits.
+    model : PPDModel or callable
+        The model that simulates the data and that the sampler fits, or a function that builds
+        a PyMC model from a release (above).
     sampler : callable or {"rejection", "importance", "exact"}
         Called as ``sampler(model, y, z, random_seed=seed)`` (``seed`` an int from the simulation's
         stream), it returns an ``xarray.DataTree`` whose ``posterior`` group holds the
@@ -267,6 +314,8 @@ def sbc(
         model and the sampler must then pickle: a ``functools.partial`` of a module-level
         function does, a lambda does not).
     progressbar : bool
+    observed : array_like, optional
+        For a PyMC builder only (and required there): a release of the shape it takes.
 
     Returns
     -------
@@ -274,6 +323,15 @@ def sbc(
         ``ranks`` (an ``xarray.Dataset``: dims ``simulation`` and each variable's components),
         ``truth``, the tests ``chi_square`` and ``p_values`` per component, ``p_value`` (adjusted
         for the number of tests), ``calibrated`` and :meth:`SBCResult.plot`.
+
+    See Also
+    --------
+    ppdinfer.SBCResult : Its result.
+
+    References
+    ----------
+    .. [1] S. Talts, M. Betancourt, D. Simpson, A. Vehtari and A. Gelman, "Validating Bayesian inference
+        algorithms with simulation-based calibration," 2018.
 
     Examples
     --------
@@ -297,11 +355,54 @@ def sbc(
     >>> bad = pp.sbc(noisy, misread, simulations=60, include_x=True, random_seed=2, progressbar=False)
     >>> bad.calibrated, bool(bad.p_values["x"] < 1e-6)
     (False, True)
+
+    Too few simulations give no verdict:
+
+    >>> pp.sbc(model, "exact", simulations=3, draws=19, random_seed=2, progressbar=False).calibrated is None
+    True
+
+    A PyMC model, built from the release it observes:
+
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc import Release
+    >>> def build(y):
+    ...     with pm.Model() as pymc_model:
+    ...         p = pm.Beta("p", 2, 3)
+    ...         Release("y", pp.mechanisms.DiscreteLaplace(0.5), pm.Binomial("x", n=30, p=p), observed=y)
+    ...     return pymc_model
+    >>> import ppdinfer.pymc
+    >>> fit = functools.partial(ppdinfer.pymc.sample, draws=60, tune=60, chains=1, progressbar=False,
+    ...                         compute_convergence_checks=False)
+    >>> checked = pp.sbc(build, fit, observed=12, simulations=2, draws=19, random_seed=3, progressbar=False)
+    >>> checked.ranks["p"].sizes["simulation"], checked.calibrated   # two fits: no verdict
+    (2, None)
     """
-    if not isinstance(model, PPDModel):
-        raise ValueError(f"model must be a ppdinfer.PPDModel, got {model!r}")
     simulations = positive_int(simulations, "simulations")
     draws = None if draws is None else positive_int(draws, "draws")
+    if not isinstance(model, PPDModel):
+        if not callable(model):
+            raise ValueError(
+                f"model must be a ppdinfer.PPDModel or a function building a PyMC model from a release, got {model!r}"
+            )
+        return _sbc_pymc(
+            model,
+            sampler,
+            z,
+            observed,
+            simulations,
+            draws,
+            include_x,
+            bins,
+            alpha,
+            random_seed,
+            cores,
+            executor,
+            progressbar,
+        )
+    if observed is not None:
+        raise ValueError("observed is for a PyMC builder; a PPDModel simulates its releases itself")
+    if sampler is None:
+        raise ValueError("sampler is required with a PPDModel: a callable or one of " + str(list(_SAMPLER_NAMES)))
     sampler, draws = _resolve_sampler(sampler, draws)
     if not isinstance(include_x, (bool, np.bool_)):
         raise ValueError(f"include_x must be True or False, got {include_x!r}")
@@ -314,27 +415,8 @@ def sbc(
     z, theta_shape, x_shape, y = _shapes(model, z)
     names = (*model.names, model.x_name) if include_x else model.names
     task = _Simulation(model, sampler, z, root, theta_shape, x_shape, names, draws)
-
-    parts = []
     start = time.perf_counter()
-    bar = tqdm(total=simulations, desc="sbc", unit="simulation", disable=not progressbar, leave=False)
-    with BlockPool(cores, executor) as pool:
-        try:
-            for _, result in pool.map(task, (range(i, i + 1) for i in range(simulations))):
-                parts.append(result)
-                bar.update(1)
-        except KeyboardInterrupt:
-            if not parts:
-                raise
-            warnings.warn(
-                f"sbc stopped by an interrupt after {len(parts)} of {simulations} simulations; the "
-                "results hold the finished ones",
-                BudgetWarning,
-                stacklevel=2,
-            )
-        finally:
-            bar.close()
-    seconds = time.perf_counter() - start
+    parts, stopped_by = _run(task, simulations, cores, executor, progressbar)
     layout = assemble(
         model,
         y,
@@ -344,8 +426,168 @@ def sbc(
         ),
     )
     return _summarize(
-        layout["posterior"].to_dataset(), names, parts, bins, alpha, complete=len(parts) == simulations, seconds=seconds
+        layout["posterior"].to_dataset(), names, parts, bins, alpha, stopped_by, seconds=time.perf_counter() - start
     )
+
+
+def _run(task, simulations: int, cores, executor, progressbar: bool) -> tuple[list, str]:
+    """The parts of the simulations finished, in order, and what stopped the run ("" when none did).
+
+    Ctrl-C or a simulation that raises stops it; the simulations before keep their results (with
+    a warning) unless there are none, when the interrupt or the error goes on.
+    """
+    parts = []
+    stopped_by = ""
+    bar = tqdm(total=simulations, desc="sbc", unit="simulation", disable=not progressbar, leave=False)
+    with BlockPool(cores, executor) as pool:
+        try:
+            for _, result in pool.map(task, (range(i, i + 1) for i in range(simulations))):
+                parts.append(result)
+                bar.update(1)
+        except KeyboardInterrupt:
+            if not parts:
+                raise
+            stopped_by = "an interrupt"
+            warnings.warn(
+                f"sbc stopped by an interrupt after {len(parts)} of {simulations} simulations; the "
+                "results hold the finished ones",
+                BudgetWarning,
+                stacklevel=3,
+            )
+        except Exception as error:
+            failed = getattr(error, "sbc_simulation", len(parts))
+            seed = getattr(error, "sbc_seed", None)
+            if not parts:
+                raise
+            stopped_by = (
+                f"simulation {failed} (its sampler's random_seed={seed}) failed: {type(error).__name__}: {error}"
+            )
+            warnings.warn(
+                f"sbc stopped after {len(parts)} of {simulations} simulations: {stopped_by}. The results hold the "
+                f"{len(parts)} simulations before it",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        finally:
+            bar.close()
+    return parts, stopped_by
+
+
+def _sbc_pymc(
+    builder, sampler, z, observed, simulations, draws, include_x, bins, alpha, random_seed, cores, executor, progressbar
+) -> SBCResult:
+    """:func:`sbc` of a function that builds a PyMC model from a release (see there)."""
+    import pymc as pm
+
+    from ..pymc.sampling import privacy_latents
+
+    if z is not None:
+        raise ValueError("z is for a PPDModel; a PyMC builder holds its public information itself")
+    if observed is None:
+        raise ValueError("observed is required with a PyMC builder: a release of the shape builder(y) takes")
+    if executor is not None or cores not in (None, 1):
+        raise ValueError(
+            "cores and executor are for a PPDModel; a PyMC builder's simulations run one after another "
+            "(pass cores to the sampler: each fit may use several)"
+        )
+    if isinstance(sampler, str):
+        raise ValueError(f"sampler for a PyMC builder must be a callable like ppdinfer.pymc.sample, got {sampler!r}")
+    if sampler is None:
+        from ..pymc import sample
+
+        sampler = functools.partial(
+            sample, **PYMC_DEFAULTS, cores=1, progressbar=False, compute_convergence_checks=False
+        )
+    elif not callable(sampler):
+        raise ValueError(f"sampler must be callable as sampler(random_seed=...) inside the model, got {sampler!r}")
+    draws = draws or DEFAULT_DRAWS
+    if not isinstance(include_x, (bool, np.bool_)):
+        raise ValueError(f"include_x must be True or False, got {include_x!r}")
+    if bins is not None:
+        bins = positive_int(bins, "bins")
+        if not 2 <= bins <= draws + 1:
+            raise ValueError(f"bins must lie between 2 and draws + 1 = {draws + 1}, got {bins}")
+    alpha = probability(alpha, "alpha")
+    root = root_seed(random_seed)
+    with _quiet_pymc():
+        model = _built(builder, observed)
+        releases = [rv.name for rv in model.observed_RVs]
+        if len(releases) != 1:
+            raise ValueError(
+                f"model: builder(observed) must observe one release, its model observes {releases or 'nothing'}"
+            )
+        latents = {rv.name for rv in privacy_latents(model)}
+        names = tuple(rv.name for rv in model.free_RVs if include_x or rv.name not in latents)
+        # one call for all the simulations (PyMC compiles its forward sampler once), seeded from block 0 of
+        # simulation 0's stream (its theta and x's stream for a PPDModel; unused otherwise in a PyMC run)
+        prior_seed = int(
+            block_generator(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, 0)), 0).integers(2**63)
+        )
+        prior = pm.sample_prior_predictive(draws=simulations, model=model, random_seed=prior_seed)
+    task = _PyMCSimulation(
+        builder,
+        sampler,
+        root,
+        names,
+        releases[0],
+        prior["prior"].to_dataset(),
+        prior["prior_predictive"][releases[0]].values[0],
+        draws,
+    )
+    start = time.perf_counter()
+    parts, stopped_by = _run(task, simulations, 1, None, progressbar)
+    layout = prior["prior"].to_dataset().isel(draw=slice(0, 1))
+    return _summarize(layout, names, parts, bins, alpha, stopped_by, seconds=time.perf_counter() - start)
+
+
+def _built(builder, y):
+    """``builder(y)``, checked to be a PyMC model."""
+    import pymc as pm
+
+    model = builder(y)
+    if not isinstance(model, pm.Model):
+        raise ValueError(f"model: the builder must return a pymc.Model, got {type(model).__name__}")
+    return model
+
+
+_QUIET = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quiet_pymc():
+    """PyMC's log (sampler assignment, timings, warnings of short runs) silenced inside, restored after."""
+    with _QUIET:
+        logger = logging.getLogger("pymc")
+        level = logger.level
+        logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            logger.setLevel(level)
+
+
+@dataclass(frozen=True)
+class _PyMCSimulation:
+    """One simulation of a PyMC builder: its prior draw (theta, x, y), the fit of builder(y), the ranks."""
+
+    builder: Callable
+    sampler: Callable
+    root: np.random.SeedSequence
+    names: tuple[str, ...]
+    release: str
+    prior: xr.Dataset  # every simulation's prior draw: dims (chain, draw, ...), draw = simulation
+    releases: np.ndarray  # the simulated releases, one per simulation
+    draws: int
+
+    def __call__(self, index: int) -> tuple[np.ndarray, ...]:
+        stream = np.random.SeedSequence(self.root.entropy, spawn_key=(*self.root.spawn_key, index))
+        fit_seed = int(block_generator(stream, 1).integers(2**63))
+        tie_rng = block_generator(stream, 2)
+        truth = {name: self.prior[name].values[0, index] for name in self.names}
+        with _naming(index, fit_seed), _quiet_pymc():
+            with _built(self.builder, self.releases[index]):
+                result = self.sampler(random_seed=fit_seed)
+            return _ranked(index, result, truth, self.names, self.draws, tie_rng)
 
 
 def rank_bin_edges(draws: int, bins: int) -> np.ndarray:
@@ -390,6 +632,11 @@ def rank_uniformity(ranks, draws: int, bins: int) -> tuple[np.ndarray, np.ndarra
     -------
     (numpy.ndarray, numpy.ndarray)
         The statistics and p-values, shape (m,) (or scalars for 1-D ranks).
+
+    References
+    ----------
+    .. [1] S. Talts, M. Betancourt, D. Simpson, A. Vehtari and A. Gelman, "Validating Bayesian inference
+        algorithms with simulation-based calibration," 2018.
 
     Examples
     --------
@@ -482,28 +729,47 @@ class _Simulation:
         theta = self.model.sample_prior(1, rng, self.z)
         x = self.model.simulate_x(theta, self.z, rng)
         y = self.model.mechanism.release(x.reshape(self.x_shape), self.z, random_seed=rng)
-        result = self.sampler(self.model, np.asarray(y), self.z, random_seed=fit_seed)
-        if not isinstance(result, xr.DataTree) or "posterior" not in result.children:
-            raise ValueError(
-                f"sampler must return an xarray.DataTree with a posterior group, got {type(result).__name__}"
-            )
-        posterior = result["posterior"].to_dataset()
         truth = posterior_dataset(self.model, theta, x, self.theta_shape, self.x_shape)
-        ranks, truths, counts = [], [], []
-        for name in self.names:
-            true = truth[name].values[0, 0]
-            samples = _draws(posterior, name, true.shape)
-            n = samples.shape[0]
-            keep = self.draws or n
-            if n < keep:
-                raise ValueError(f"simulation {index}: the sampler returned {n} draws, fewer than draws={keep}")
-            samples = samples[_thinned(n, keep)]
-            below = (samples < true).sum(axis=0)
-            tied = (samples == true).sum(axis=0)
-            ranks.append((below + tie_rng.integers(0, tied + 1)).reshape(1, -1))
-            truths.append(np.asarray(true).reshape(1, -1))
-            counts.append(keep)
-        return (np.array([index]), np.array([counts]), *ranks, *truths)
+        truth = {name: truth[name].values[0, 0] for name in self.names}
+        with _naming(index, fit_seed):
+            result = self.sampler(self.model, np.asarray(y), self.z, random_seed=fit_seed)
+            return _ranked(index, result, truth, self.names, self.draws, tie_rng)
+
+
+@contextlib.contextmanager
+def _naming(index: int, seed: int):
+    """An error inside names simulation ``index`` and its sampler's seed (a note, and attributes sbc reads)."""
+    try:
+        yield
+    except Exception as error:
+        error.add_note(f"in sbc's simulation {index}, whose sampler got random_seed={seed}")
+        try:
+            error.sbc_simulation, error.sbc_seed = index, seed
+        except AttributeError:  # an exception type without a __dict__
+            pass
+        raise
+
+
+def _ranked(index: int, result, truth: dict, names, draws: int | None, tie_rng) -> tuple[np.ndarray, ...]:
+    """One simulation's parts: its index, L per variable, the ranks of the truth among the posterior draws, the truth."""
+    if not isinstance(result, xr.DataTree) or "posterior" not in result.children:
+        raise ValueError(f"sampler must return an xarray.DataTree with a posterior group, got {type(result).__name__}")
+    posterior = result["posterior"].to_dataset()
+    ranks, truths, counts = [], [], []
+    for name in names:
+        true = np.asarray(truth[name])
+        samples = _draws(posterior, name, true.shape)
+        n = samples.shape[0]
+        keep = draws or n
+        if n < keep:
+            raise ValueError(f"simulation {index}: the sampler returned {n} draws, fewer than draws={keep}")
+        samples = samples[_thinned(n, keep)]
+        below = (samples < true).sum(axis=0)
+        tied = (samples == true).sum(axis=0)
+        ranks.append((below + tie_rng.integers(0, tied + 1)).reshape(1, -1))
+        truths.append(true.reshape(1, -1))
+        counts.append(keep)
+    return (np.array([index]), np.array([counts]), *ranks, *truths)
 
 
 def _draws(posterior: xr.Dataset, name: str, shape: tuple) -> np.ndarray:
@@ -522,7 +788,7 @@ def _draws(posterior: xr.Dataset, name: str, shape: tuple) -> np.ndarray:
     return values.transpose("chain", "draw", ...).values.reshape(-1, *shape)
 
 
-def _summarize(layout: xr.Dataset, names, parts, bins, alpha, complete, seconds) -> SBCResult:
+def _summarize(layout: xr.Dataset, names, parts, bins, alpha, stopped_by: str, seconds) -> SBCResult:
     """The ranks and the truth as Datasets laid out as the samplers' results (``layout``: one draw of
     their posterior group), their uniformity tests and the verdict."""
     index, counts, *columns = (np.concatenate(part) for part in zip(*parts))
@@ -553,6 +819,15 @@ def _summarize(layout: xr.Dataset, names, parts, bins, alpha, complete, seconds)
     attrs = {"draws": draws, "bins": bins, "test": f"Pearson chi-square over {bins} rank bins"}
     all_p = np.concatenate([np.ravel(value) for _, value in p_values.values()])
     p_value = float(min(1.0, all_p.size * all_p.min()))
+    calibrated, reason = p_value > alpha, ""
+    fewest = simulations * int(np.diff(rank_bin_edges(draws, bins)).min()) / (draws + 1)
+    if fewest < MIN_EXPECTED_PER_BIN:
+        needed = int(np.ceil(MIN_EXPECTED_PER_BIN * simulations / fewest))
+        calibrated = None
+        reason = (
+            f"too few simulations to test: {simulations} in {bins} rank bins expect {fewest:.3g} in the smallest, "
+            f"and the chi-square test needs {MIN_EXPECTED_PER_BIN} (run at least {needed} simulations)"
+        )
     per_simulation = {"simulation": index, **labels}
     return SBCResult(
         ranks=xr.Dataset(ranks, coords=per_simulation, attrs=attrs),
@@ -563,7 +838,9 @@ def _summarize(layout: xr.Dataset, names, parts, bins, alpha, complete, seconds)
         p_values=xr.Dataset(p_values, coords=labels, attrs=attrs),
         p_value=p_value,
         alpha=alpha,
-        calibrated=p_value > alpha,
-        complete=complete,
+        calibrated=calibrated,
+        complete=not stopped_by,
         seconds=seconds,
+        stopped_by=stopped_by,
+        reason=reason,
     )

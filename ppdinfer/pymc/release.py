@@ -59,7 +59,7 @@ class ReleaseRV(RandomVariable):
         batch = x.shape[: x.ndim - self.ndim_supp] if size is None else tuple(size)
         rows = np.broadcast_to(x, (*batch, *event)).reshape(-1, *event)
         draws = [self.mechanism.release(row, self.z, random_seed=rng) for row in rows]
-        return np.asarray(draws, dtype=self.dtype).reshape(*batch, *event)
+        return np.asarray(draws, dtype=self.dtype).reshape((*batch, *event))
 
 
 @_logprob.register(ReleaseRV)
