@@ -191,15 +191,10 @@ def _repair(cells: np.ndarray, A, a) -> np.ndarray:
                 raise ValueError(f"invariants: row {r} cannot be met given the rows nested in it")
             cells[free] += largest_remainder(cells[free] + 1.0, residual)
         elif residual < 0:
-            remove = -residual
-            for c in free[np.argsort(-cells[free], kind="stable")]:
-                take = min(remove, int(cells[c]))
-                cells[c] -= take
-                remove -= take
-                if remove == 0:
-                    break
-            if remove:
+            # take the excess from every free cell in proportion to its count (never below zero)
+            if cells[free].sum() < -residual:
                 raise ValueError(f"invariants: row {r} cannot be met with non-negative cells")
+            cells[free] -= largest_remainder(cells[free].astype(float), -residual)
         covered |= support
     return cells
 
