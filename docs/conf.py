@@ -83,6 +83,7 @@ ppd_public_modules = [
     "ppdinfer.projection",
     "ppdinfer.postprocessing",
     "ppdinfer.pymc",
+    "ppdinfer.pymc.families",
     "ppdinfer.testing",
     "ppdinfer.models",
     "ppdinfer.models.beta_binomial",

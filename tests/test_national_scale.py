@@ -34,13 +34,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
 RELEASE_ONLY = np.array([0.0, 1.0, 0.0])
 
 
-def _release_chain(kind, x, y, n, p, rate, sweeps=40_000):
-    """Draws of the release move alone (one sweep between draws), discrete Laplace noise of ``rate``."""
+def _release_chain(kind, x, y, params, rate, sweeps=40_000):
+    """Draws of the release move alone (one sweep between draws), discrete Laplace noise of ``rate``; ``params``
+    the packed prior parameters, one row per coordinate."""
     sd = np.sqrt(2 * np.exp(-rate)) / (1 - np.exp(-rate))
     scale = np.full(x.size, 2 * sd)
     draws = np.empty((sweeps, x.size))
     for sweep in range(sweeps):
-        augmentation_sweeps(kind, x, y, n, p, rate, 1, False, scale, y, RELEASE_ONLY, 1, sweep)
+        augmentation_sweeps(kind, x, y, params, rate, 1, False, scale, y, RELEASE_ONLY, 1, sweep)
         draws[sweep] = x
     return draws[1000:]
 
@@ -63,7 +64,9 @@ def test_release_move_keeps_the_dirichlet_multinomial_posterior(rate, y):
     log_post = (gammaln(support + alpha) - gammaln(support + 1)).sum(axis=1) - rate * np.abs(y - support).sum(axis=1)
     weights = np.exp(log_post - log_post.max())
     exact = weights @ support / weights.sum()
-    draws = _release_chain(DIRICHLET_MULTINOMIAL, np.full(4, 3, dtype=np.int64), y, np.zeros(4), alpha, rate)
+    draws = _release_chain(
+        DIRICHLET_MULTINOMIAL, np.full(4, 3, dtype=np.int64), y, np.stack([np.full(4, total), alpha], axis=1), rate
+    )
     assert (draws.sum(axis=1) == total).all()
     ok, *detail = _close(draws, exact)
     assert ok, detail
@@ -75,7 +78,7 @@ def test_release_move_keeps_the_poisson_posterior():
     log_post = support[:, None] * np.log(mean) - gammaln(support + 1)[:, None] - rate * np.abs(y - support[:, None])
     pmf = np.exp(log_post - log_post.max(axis=0))
     exact = (support[:, None] * pmf).sum(axis=0) / pmf.sum(axis=0)
-    draws = _release_chain(POISSON, np.array([4, 0, 12], dtype=np.int64), y, np.zeros(3), mean, rate)
+    draws = _release_chain(POISSON, np.array([4, 0, 12], dtype=np.int64), y, mean[:, None], rate)
     ok, *detail = _close(draws, exact)
     assert ok, detail
 

@@ -21,6 +21,7 @@ from scipy import stats
 import ppdinfer as pp
 import ppdinfer.pymc as ppm
 from ppdinfer.kernels.augmentation import (
+    BETA_BINOMIAL,
     BINOMIAL,
     DIRICHLET_MULTINOMIAL,
     GAMMA_POISSON,
@@ -52,7 +53,7 @@ def assert_mean(idata, name, exact, k=4.0):
 # -- one implementation of the moves ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON, GAMMA_POISSON])
+@pytest.mark.parametrize("kind", [MULTINOMIAL, DIRICHLET_MULTINOMIAL, BINOMIAL, POISSON, GAMMA_POISSON, BETA_BINOMIAL])
 @pytest.mark.parametrize(
     "frequency", [(1.0, 1.0, 0.0), (0.5, 1.0, 0.0), (1.0, 0.0, 1.0)], ids=["release", "adapted", "local"]
 )
@@ -60,15 +61,19 @@ def test_python_likelihood_sweeps_are_the_compiled_sweeps(kind, frequency):
     y = np.array([3.4, 9.1, 0.2, 5.5, 7.0])
     rate, power = 0.7, 1
     x = np.array([4, 6, 1, 5, 2], dtype=np.int64)
-    n = np.full(5, 16.0 if kind == BINOMIAL else 2.5)  # trials, or a Gamma-Poisson's shape
+    n = np.full(5, 16.0 if kind in (BINOMIAL, BETA_BINOMIAL) else 2.5)  # trials, a Gamma-Poisson's shape, a total
     p = np.array([0.2, 0.4, 0.1, 0.2, 0.1]) if kind != POISSON else np.array([3.0, 8.0, 1.0, 5.0, 6.0])
     if kind == DIRICHLET_MULTINOMIAL:
         p = np.array([1.0, 2.0, 0.5, 1.5, 1.0])
+    # the packed parameters, one row per coordinate (the columns of COLUMNS[kind])
+    params = {POISSON: p[:, None], BETA_BINOMIAL: np.stack([n, 1 + y / 2, 1 + (n - y) / 2], axis=1)}.get(
+        kind, np.stack([n, p], axis=1)
+    )
     scale, frequency = np.full(5, 2.0), np.array(frequency)
     compiled, generic = x.copy(), x.copy()
-    compiled_counts = augmentation_sweeps(kind, compiled, y, n, p, rate, power, False, scale, y, frequency, 7, 123)
+    compiled_counts = augmentation_sweeps(kind, compiled, y, params, rate, power, False, scale, y, frequency, 7, 123)
     generic_counts = generic_sweeps(
-        kind, generic, n, p, scale, y, frequency, 7, lambda v: -rate * np.abs(y - v).sum(), 123
+        kind, generic, params, scale, y, frequency, 7, lambda v: -rate * np.abs(y - v).sum(), 123
     )
     assert np.array_equal(compiled, generic) and np.array_equal(compiled_counts, generic_counts)
     made = frequency > 0

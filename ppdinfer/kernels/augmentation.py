@@ -27,7 +27,20 @@ step adapts them during tuning from the acceptance rates), so that a move that i
 costs little.
 
 A Poisson x whose rate has its own Gamma prior (one rate per coordinate) may have the rate
-integrated out (*Gamma-Poisson*, a negative binomial prior), as the Dirichlet below.
+integrated out (*Gamma-Poisson*, a negative binomial prior), as the Dirichlet below; so may a
+binomial x whose probability has its own Beta prior (*Beta-Binomial*).
+
+x's prior is a *family* (``ppdinfer.pymc.families``): an integer code for the kernel's dispatch and
+a packed per-coordinate parameter array ``params`` of shape (coordinates, columns), whose columns
+each family names (``COLUMNS[code]``):
+
+- Poisson: (mean,);
+- binomial: (trials, prob);
+- multinomial: (total, prob), the row's total repeated on each cell;
+- Dirichlet-multinomial: (total, alpha);
+- Gamma-Poisson: (shape, ratio), rate ~ Gamma(shape, rate b) integrated out of Poisson(e rate),
+  ratio = e / b;
+- Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob).
 
 For a multinomial x (a public total) the moves act on a pair (i, j) and keep x_i + x_j,
 so every state visited has the public total exactly; a sweep pairs the cells at random (disjoint
@@ -45,7 +58,16 @@ import math
 import numpy as np
 from numba import njit
 
-MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON = 0, 1, 2, 3, 4
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL = 0, 1, 2, 3, 4, 5
+#: the named columns of each family's packed parameters (the kernels read them by position)
+COLUMNS = {
+    MULTINOMIAL: ("total", "prob"),
+    BINOMIAL: ("trials", "prob"),
+    POISSON: ("mean",),
+    DIRICHLET_MULTINOMIAL: ("total", "alpha"),
+    GAMMA_POISSON: ("shape", "ratio"),
+    BETA_BINOMIAL: ("trials", "a", "b"),
+}
 #: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
 PRIOR, RELEASE, LOCAL = 0, 1, 2
 
@@ -78,20 +100,39 @@ def _commit(state):
 
 
 @njit(cache=True, nogil=True)
-def _log_prior(kind, x, n, p):
-    """Unnormalized log prior of one coordinate (binomial: n trials, p; Poisson: mean p; Gamma-Poisson:
-    a rate ~ Gamma(shape n, rate b) integrated out of Poisson(e rate), p = e / b, a negative binomial)."""
-    if x < 0 or (kind == BINOMIAL and x > n):
+def pair_family(code):
+    """Whether the family of ``code`` moves pairs of cells of a row (a public total), not single coordinates."""
+    return code == MULTINOMIAL or code == DIRICHLET_MULTINOMIAL
+
+
+@njit(cache=True, nogil=True)
+def _upper(code, params, k):
+    """The largest value coordinate k may take: its trials for a binomial family, else infinite."""
+    return params[k, 0] if code == BINOMIAL or code == BETA_BINOMIAL else np.inf
+
+
+@njit(cache=True, nogil=True)
+def _log_prior(code, x, params, k):
+    """Unnormalized log prior of coordinate k at x (binomial: trials n, prob p; Poisson: mean; Gamma-Poisson:
+    a rate ~ Gamma(shape r, rate b) integrated out of Poisson(e rate), ratio e / b, a negative binomial;
+    Beta-Binomial: trials n and the Beta's a, b)."""
+    if x < 0 or x > _upper(code, params, k):
         return -np.inf
-    if kind == GAMMA_POISSON:
+    if code == GAMMA_POISSON:
+        n, p = params[k, 0], params[k, 1]
         return math.lgamma(x + n) - math.lgamma(x + 1.0) + (x * math.log(p / (1.0 + p)) if x > 0 else 0.0)
-    if kind == BINOMIAL:
+    if code == BINOMIAL:
+        n, p = params[k, 0], params[k, 1]
         return (
             -math.lgamma(x + 1.0)
             - math.lgamma(n - x + 1.0)
             + (x * math.log(p) if x > 0 else 0.0)
             + ((n - x) * math.log1p(-p) if n > x else 0.0)
         )
+    if code == BETA_BINOMIAL:  # C(n, x) B(x + a, n - x + b), B(a, b) dropped
+        n, a, b = params[k, 0], params[k, 1], params[k, 2]
+        return math.lgamma(x + a) + math.lgamma(n - x + b) - math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0)
+    p = params[k, 0]
     return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
 
 
@@ -185,41 +226,43 @@ def _cell_ratio(collapsed, x, p):
 
 
 @njit(cache=True, nogil=True)
-def _pair_log_prior_ratio(collapsed, x, p, i, new_i, j, new_j):
+def _pair_log_prior_ratio(collapsed, x, params, i, new_i, j, new_j):
     """log prior(new) - log prior(x) of a transfer within the pair (i, j); -inf off the support. A transfer of
     at most 8 multiplies the cells' one-step ratios (one log instead of eight log-gammas)."""
-    if new_i < 0 or new_j < 0 or not p[i] > 0 or not p[j] > 0:
+    pi, pj = params[i, 1], params[j, 1]
+    if new_i < 0 or new_j < 0 or not pi > 0 or not pj > 0:
         return -np.inf
     step = new_i - x[i]
     if abs(step) > 8:
         return (
-            _cell_log_weight(collapsed, new_i, p[i])
-            + _cell_log_weight(collapsed, new_j, p[j])
-            - _cell_log_weight(collapsed, x[i], p[i])
-            - _cell_log_weight(collapsed, x[j], p[j])
+            _cell_log_weight(collapsed, new_i, pi)
+            + _cell_log_weight(collapsed, new_j, pj)
+            - _cell_log_weight(collapsed, x[i], pi)
+            - _cell_log_weight(collapsed, x[j], pj)
         )
     if step < 0:  # the transfer from i to j: swap the roles
-        i, j, step = j, i, -step
+        i, j, step, pi, pj = j, i, -step, pj, pi
     ratio = 1.0
     for k in range(step):  # cell i climbs from x_i, cell j falls from x_j
-        ratio *= _cell_ratio(collapsed, x[i] + k, p[i]) / _cell_ratio(collapsed, x[j] - k - 1, p[j])
+        ratio *= _cell_ratio(collapsed, x[i] + k, pi) / _cell_ratio(collapsed, x[j] - k - 1, pj)
     return math.log(ratio)
 
 
 @njit(cache=True, nogil=True)
-def pair_prior_move(collapsed, x, p, i, j):
+def pair_prior_move(code, x, params, i, j):
     """x_i | x_i + x_j from the conditional prior: Binomial(total, p_i / (p_i + p_j)), or BetaBinomial
-    when ``collapsed`` (``p`` is then the Dirichlet concentration). Returns (new x_i, new x_j, ok)."""
+    for the Dirichlet-multinomial (column 1 is then the Dirichlet concentration). Returns (new x_i, new x_j, ok)."""
     total = x[i] + x[j]
-    if total <= 0 or not p[i] + p[j] > 0:
+    pi, pj = params[i, 1], params[j, 1]
+    if total <= 0 or not pi + pj > 0:
         return x[i], x[j], False
-    share = np.random.beta(p[i], p[j]) if collapsed else p[i] / (p[i] + p[j])
+    share = np.random.beta(pi, pj) if code == DIRICHLET_MULTINOMIAL else pi / (pi + pj)
     xi = np.random.binomial(total, share)
     return xi, total - xi, True
 
 
 @njit(cache=True, nogil=True)
-def pair_release_move(collapsed, x, p, centre, scale, i, j):
+def pair_release_move(code, x, params, centre, scale, i, j):
     """x_i | x_i + x_j from q(t) proportional to b ** dist(t, [lo, hi]), [lo, hi] spanned by c_i and total - c_j
     (clipped to [0, total]), b from the noise sizes ``scale / 2`` of both cells: (new x_i, new x_j, log ratio),
     the ratio being prior ratio times q(old) / q(new), -inf off the support."""
@@ -230,48 +273,48 @@ def pair_release_move(collapsed, x, p, centre, scale, i, j):
     b = _decay(0.5 * scale[i]) * _decay(0.5 * scale[j])  # the fibre's likelihood decays with both rates
     xi = _interval_draw(lo, hi, b)
     xj = total - xi
-    log_ratio = _pair_log_prior_ratio(collapsed, x, p, i, xi, j, xj)
+    log_ratio = _pair_log_prior_ratio(code == DIRICHLET_MULTINOMIAL, x, params, i, xi, j, xj)
     return xi, xj, log_ratio + (_distance(x[i], lo, hi) - _distance(xi, lo, hi)) * math.log(b)
 
 
 @njit(cache=True, nogil=True)
-def pair_local_move(collapsed, x, p, scale, i, j):
+def pair_local_move(code, x, params, scale, i, j):
     """A symmetric transfer of a step from cell j to cell i: (new x_i, new x_j, log prior ratio),
     the ratio -inf where the move leaves the support (a negative cell, a cell of probability 0)."""
     step = _local_step(0.5 * (scale[i] + scale[j]))
     xi, xj = x[i] + step, x[j] - step
-    return xi, xj, _pair_log_prior_ratio(collapsed, x, p, i, xi, j, xj)
+    return xi, xj, _pair_log_prior_ratio(code == DIRICHLET_MULTINOMIAL, x, params, i, xi, j, xj)
 
 
 @njit(cache=True, nogil=True)
-def site_prior_move(kind, n, p, k):
-    """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(p_k), or Poisson(p_k G) with
-    G ~ Gamma(n_k, 1) (Gamma-Poisson: the negative binomial)."""
-    if kind == BINOMIAL:
-        return np.random.binomial(int(n[k]), p[k])
-    if kind == GAMMA_POISSON:
-        return np.random.poisson(np.random.gamma(n[k], 1.0) * p[k])
-    return np.random.poisson(p[k])
+def site_prior_move(code, params, k):
+    """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(mean_k), Poisson(ratio_k G) with
+    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), or Binomial(n_k, P) with P ~ Beta(a_k, b_k)."""
+    if code == BINOMIAL:
+        return np.random.binomial(int(params[k, 0]), params[k, 1])
+    if code == GAMMA_POISSON:
+        return np.random.poisson(np.random.gamma(params[k, 0], 1.0) * params[k, 1])
+    if code == BETA_BINOMIAL:
+        return np.random.binomial(int(params[k, 0]), np.random.beta(params[k, 1], params[k, 2]))
+    return np.random.poisson(params[k, 0])
 
 
 @njit(cache=True, nogil=True)
-def site_release_move(kind, x, n, p, centre, scale, k):
+def site_release_move(code, x, params, centre, scale, k):
     """Coordinate k from q(t) proportional to b ** |t - c_k| (c_k clipped to the support), b from the noise
     size ``scale_k / 2``: (candidate, log prior ratio + log q(old) - log q(new)), -inf off the support."""
-    c = max(centre[k], 0.0)
-    if kind == BINOMIAL:
-        c = min(c, n[k])
+    c = min(max(centre[k], 0.0), _upper(code, params, k))
     b = _decay(0.5 * scale[k])
     candidate = _interval_draw(c, c, b)
-    log_ratio = _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+    log_ratio = _log_prior(code, candidate, params, k) - _log_prior(code, x[k], params, k)
     return candidate, log_ratio + (abs(x[k] - c) - abs(candidate - c)) * math.log(b)
 
 
 @njit(cache=True, nogil=True)
-def site_local_move(kind, x, n, p, scale, k):
+def site_local_move(code, x, params, scale, k):
     """A symmetric step of coordinate k: (candidate, log prior ratio), -inf off the support."""
     candidate = x[k] + _local_step(scale[k])
-    return candidate, _log_prior(kind, candidate, n[k], p[k]) - _log_prior(kind, x[k], n[k], p[k])
+    return candidate, _log_prior(code, candidate, params, k) - _log_prior(code, x[k], params, k)
 
 
 @njit(cache=True, nogil=True)
@@ -292,44 +335,45 @@ def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, cou
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(collapsed, x, y, p, rate, power, norm, scale, centre, frequency, state, counts):
+def _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
     """One sweep of pair moves for a multinomial x over disjoint random pairs."""
     order = pair_order(x.shape[0])
     for pair in range(x.shape[0] // 2):
         i, j = order[2 * pair], order[2 * pair + 1]
         if make_move(frequency, PRIOR):
-            xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+            xi, xj, ok = pair_prior_move(code, x, params, i, j)
             _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR)
         if make_move(frequency, RELEASE):
-            xi, xj, log_ratio = pair_release_move(collapsed, x, p, centre, scale, i, j)
+            xi, xj, log_ratio = pair_release_move(code, x, params, centre, scale, i, j)
             _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE)
         if make_move(frequency, LOCAL):
-            xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+            xi, xj, log_ratio = pair_local_move(code, x, params, scale, i, j)
             _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL)
 
 
 @njit(cache=True, nogil=True)
-def _site_moves(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, state, counts):
-    """One sweep of single-coordinate moves for independent binomial or Poisson coordinates."""
+def _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
+    """One sweep of single-coordinate moves for independent coordinates (every family but the multinomials)."""
     for k in range(x.shape[0]):
         if make_move(frequency, PRIOR):
-            _try_pair(x, y, k, site_prior_move(kind, n, p, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR)
+            _try_pair(x, y, k, site_prior_move(code, params, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR)
         if make_move(frequency, RELEASE):
-            candidate, log_ratio = site_release_move(kind, x, n, p, centre, scale, k)
+            candidate, log_ratio = site_release_move(code, x, params, centre, scale, k)
             _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE)
         if make_move(frequency, LOCAL):
-            candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+            candidate, log_ratio = site_local_move(code, x, params, scale, k)
             _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL)
 
 
 @njit(cache=True, nogil=True)
-def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, sweeps, seed):
+def augmentation_sweeps(code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed):
     """Run ``sweeps`` sweeps in place on x (int64); return the counts of (accepted, tried) moves, shape (2, 3),
     columns (PRIOR, RELEASE, LOCAL).
 
     ``norm`` selects the likelihood -rate * ||y - x||_2 (power must be 2) instead of the separable
     -rate * sum |y - x| ** power; ``centre`` is the release move's centre (read only where
     ``frequency[RELEASE] > 0``) and ``frequency`` the probability of each move per pair or coordinate.
+    ``code`` is x's prior family and ``params`` its packed parameters, one row per coordinate (``COLUMNS``).
     """
     seed_moves(seed)
     counts = np.zeros((2, 3))
@@ -338,10 +382,8 @@ def augmentation_sweeps(kind, x, y, n, p, rate, power, norm, scale, centre, freq
         state[0] = 0.0  # recomputed every sweep, so rounding cannot drift
         for k in range(x.shape[0]):
             state[0] += _term(y[k], x[k], power)
-        if kind == MULTINOMIAL or kind == DIRICHLET_MULTINOMIAL:
-            _pair_moves(
-                kind == DIRICHLET_MULTINOMIAL, x, y, p, rate, power, norm, scale, centre, frequency, state, counts
-            )
+        if pair_family(code):
+            _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
         else:
-            _site_moves(kind, x, y, n, p, rate, power, norm, scale, centre, frequency, state, counts)
+            _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
     return counts

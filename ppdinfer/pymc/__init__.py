@@ -1,8 +1,9 @@
 """The PyMC layer: any mechanism as an observed ``Release``, privacy-noise distributions, and the
 privacy-aware data-augmentation step that ``sample`` assigns to every integer latent a release reads."""
 
-from .augmentation import ConjugateDirichlet, ConjugateGamma, PrivacyAugmentation
+from .augmentation import PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
+from .families import ConjugateBeta, ConjugateDirichlet, ConjugateGamma
 from .from_model import feasible_total_start, from_model, sample_model, theta_variable
 from .likelihood import MechanismLogLikelihood
 from .release import Release
@@ -10,6 +11,7 @@ from .sampling import AugmentationWarning, sample
 
 __all__ = [
     "AugmentationWarning",
+    "ConjugateBeta",
     "ConjugateDirichlet",
     "ConjugateGamma",
     "DiscreteGaussian",

@@ -1,15 +1,17 @@
 """A PyMC step for integer latent data observed through privacy noise.
 
 ``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial or Poisson
-prior and is observed through a ``ppdinfer.pymc.DiscreteLaplace`` or ``DiscreteGaussian``
-release y. It needs no gradient of the mechanism: it proposes from x's conditional prior
-given theta (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with
-a local symmetric move. For a multinomial x the moves transfer counts between two cells, so
-the public total holds at every state. theta is left to other steps (NUTS by default, or
-:class:`ConjugateDirichlet`). When theta ~ Dirichlet(alpha) with constant alpha feeds only
-the multinomial x, ``collapse=True`` integrates theta out of the x update (the moves target
-p(x | y, z) under the Dirichlet-multinomial prior), and ConjugateDirichlet then draws
-theta | x exactly: a blocked sampler that mixes even where y says little about x.
+prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
+It needs no gradient of the mechanism: it proposes from x's conditional prior given theta
+(Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with a local
+symmetric move. For a multinomial x the moves transfer counts between two cells, so the public
+total holds at every state. theta is left to other steps (NUTS by default, or a conjugate step).
+When theta ~ Dirichlet(alpha) with constant alpha feeds only the multinomial x, ``collapse=True``
+integrates theta out of the x update (the moves target p(x | y, z) under the
+Dirichlet-multinomial prior), and ConjugateDirichlet then draws theta | x exactly: a blocked
+sampler that mixes even where y says little about x. A Gamma rate of a Poisson x and a Beta
+probability of a binomial x collapse in the same way
+(:class:`~ppdinfer.pymc.ConjugateGamma`, :class:`~ppdinfer.pymc.ConjugateBeta`).
 """
 
 from __future__ import annotations
@@ -22,22 +24,15 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.basic import BinomialRV, DirichletRV, GammaRV, MultinomialRV, PoissonRV
 
 from ..kernels.augmentation import (
-    BINOMIAL,
-    DIRICHLET_MULTINOMIAL,
-    GAMMA_POISSON,
     LOCAL,
-    MULTINOMIAL,
-    POISSON,
     PRIOR,
     RELEASE,
     accept,
     augmentation_sweeps,
     make_move,
+    pair_family,
     pair_local_move,
     pair_order,
     pair_prior_move,
@@ -47,11 +42,19 @@ from ..kernels.augmentation import (
     site_prior_move,
     site_release_move,
 )
-from ..mechanisms.base import AdditiveNoiseMechanism
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
+from .families import (  # noqa: F401  (the conjugate steps and graph helpers, where they were)
+    FAMILIES,
+    ConjugateBeta,
+    ConjugateDirichlet,
+    ConjugateGamma,
+    _constant,
+    dependents,
+    gamma_poisson_rate,
+    latent_family,
+    multinomial_child,
+)
 from .release import ReleaseRV
-
-_KINDS = {MultinomialRV: MULTINOMIAL, BinomialRV: BINOMIAL, PoissonRV: POISSON}
 
 
 @dataclass_state
@@ -60,14 +63,6 @@ class PrivacyAugmentationState(StepMethodState):
     frequency: np.ndarray
     tuning: bool
     tuning_counts: np.ndarray
-
-
-def _constant(variable, what: str) -> np.ndarray:
-    """The value of a graph input that must not depend on model variables."""
-    try:
-        return np.asarray(variable.eval(), dtype=float)
-    except Exception as err:  # a free variable in the graph
-        raise ValueError(f"{what} must be a constant for PrivacyAugmentation") from err
 
 
 def _common_constant(variable, what: str) -> float:
@@ -79,36 +74,10 @@ def _common_constant(variable, what: str) -> float:
 
 
 _NOISE_OPS = (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
-_PAIR_KINDS = (MULTINOMIAL, DIRICHLET_MULTINOMIAL)
 #: the least frequency of an adapted move after tuning (so none is ever dropped)
 MIN_FREQUENCY = 0.05
 #: the moves' names, in the kernel's order (PRIOR, RELEASE, LOCAL)
 MOVES = ("prior", "release", "local")
-
-
-def dependents(model: pm.Model, rv) -> list:
-    """The model's random variables and potentials whose log density reads ``rv`` directly (through
-    deterministic expressions, not through another random variable).
-
-    Examples
-    --------
-    >>> import pymc as pm
-    >>> from ppdinfer.mechanisms import Tulap
-    >>> from ppdinfer.pymc import Release
-    >>> from ppdinfer.pymc.augmentation import dependents
-    >>> with pm.Model() as model:
-    ...     rate = pm.Gamma("rate", 2.0, 1.0)
-    ...     x = pm.Poisson("x", rate, shape=2)
-    ...     y = Release("y", Tulap(1.0), x + 1, observed=[3.2, 1.5])
-    >>> [term.name for term in dependents(model, rate)], [term.name for term in dependents(model, x)]
-    (['x'], ['y'])
-    """
-    others = set(model.basic_RVs)
-    return [
-        term
-        for term in (*model.basic_RVs, *model.potentials)
-        if term is not rv and rv in ancestors([term], blockers=others - {term})
-    ]
 
 
 def _separable_release(model, x_rv, children):
@@ -123,10 +92,10 @@ def _separable_release(model, x_rv, children):
         return None
     y = model.rvs_to_values[release]
     if isinstance(op, ReleaseRV):
-        mechanism = op.mechanism
-        if not isinstance(mechanism, AdditiveNoiseMechanism):
+        noise = op.mechanism.additive_noise  # what the mechanism declares: iid additive noise, or None
+        if noise is None:
             return None
-        return y, mechanism.rate, mechanism.power, False, mechanism.noise_scale()
+        return y, noise.rate, noise.power, False, op.mechanism.noise_scale()
     if not isinstance(op, _NOISE_OPS):
         return None
     try:
@@ -214,17 +183,27 @@ class _ModelLikelihood:
         return self.noise_sd
 
 
-def generic_sweeps(kind, x, n, p, scale, centre, frequency, sweeps, loglik, seed) -> np.ndarray:
+def generic_sweeps(code, x, params, scale, centre, frequency, sweeps, loglik, seed) -> np.ndarray:
     """The compiled kernel's sweeps (:func:`ppdinfer.kernels.augmentation.augmentation_sweeps`), the same
     moves and random stream, with the log likelihood from a Python callable ``loglik(x)``.
 
-    Runs in place on the flat int64 x and returns the counts of (accepted, tried) moves, shape (2, 3),
-    columns (prior, release, local).
+    Runs in place on the flat int64 x (its family's ``code`` and packed ``params``, one row per coordinate)
+    and returns the counts of (accepted, tried) moves, shape (2, 3), columns (prior, release, local).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.kernels.augmentation import POISSON
+    >>> from ppdinfer.pymc.augmentation import generic_sweeps
+    >>> x, y = np.array([3, 7]), np.array([4.2, 6.1])
+    >>> counts = generic_sweeps(POISSON, x, np.array([[4.0], [6.0]]), np.full(2, 2.0), y,
+    ...                         np.ones(3), 5, lambda v: -np.abs(y - v).sum(), 1)
+    >>> counts[1].tolist()   # every move tried on both coordinates in each of the 5 sweeps
+    [10.0, 10.0, 10.0]
     """
     seed_moves(seed)
     counts = np.zeros((2, 3))
     current = loglik(x)
-    collapsed = kind == DIRICHLET_MULTINOMIAL
 
     def attempt(changes, log_ratio, move):
         nonlocal current
@@ -241,28 +220,28 @@ def generic_sweeps(kind, x, n, p, scale, centre, frequency, sweeps, loglik, seed
             counts[0, move] += 1
 
     for _ in range(sweeps):
-        if kind in _PAIR_KINDS:
+        if pair_family(code):
             order = pair_order(x.size)
             for pair in range(x.size // 2):
                 i, j = order[2 * pair], order[2 * pair + 1]
                 if make_move(frequency, PRIOR):
-                    xi, xj, ok = pair_prior_move(collapsed, x, p, i, j)
+                    xi, xj, ok = pair_prior_move(code, x, params, i, j)
                     attempt(((i, xi), (j, xj)), 0.0 if ok else -np.inf, PRIOR)
                 if make_move(frequency, RELEASE):
-                    xi, xj, log_ratio = pair_release_move(collapsed, x, p, centre, scale, i, j)
+                    xi, xj, log_ratio = pair_release_move(code, x, params, centre, scale, i, j)
                     attempt(((i, xi), (j, xj)), log_ratio, RELEASE)
                 if make_move(frequency, LOCAL):
-                    xi, xj, log_ratio = pair_local_move(collapsed, x, p, scale, i, j)
+                    xi, xj, log_ratio = pair_local_move(code, x, params, scale, i, j)
                     attempt(((i, xi), (j, xj)), log_ratio, LOCAL)
         else:
             for k in range(x.size):
                 if make_move(frequency, PRIOR):
-                    attempt(((k, site_prior_move(kind, n, p, k)),), 0.0, PRIOR)
+                    attempt(((k, site_prior_move(code, params, k)),), 0.0, PRIOR)
                 if make_move(frequency, RELEASE):
-                    candidate, log_ratio = site_release_move(kind, x, n, p, centre, scale, k)
+                    candidate, log_ratio = site_release_move(code, x, params, centre, scale, k)
                     attempt(((k, candidate),), log_ratio, RELEASE)
                 if make_move(frequency, LOCAL):
-                    candidate, log_ratio = site_local_move(kind, x, n, p, scale, k)
+                    candidate, log_ratio = site_local_move(code, x, params, scale, k)
                     attempt(((k, candidate),), log_ratio, LOCAL)
     return counts
 
@@ -304,14 +283,16 @@ class PrivacyAugmentation(BlockedStep):
     ----------
     vars : list
         One latent variable x with a Multinomial (rows of a table too: each row keeps its total),
-        Binomial or Poisson prior.
+        Binomial or Poisson prior (its family, :data:`ppdinfer.pymc.families.FAMILIES`, is ``step.family``).
     sweeps : int
         Sweeps over x per step (each sweep moves every coordinate, or every disjoint pair of cells, once
         with each move at its frequency); 5 by default.
     collapse : bool
         Integrate a conjugate prior out of the x update: a Dirichlet on a multinomial x's cells
-        (pair this step with a following :class:`ConjugateDirichlet` on the same theta), or a
-        Gamma rate per coordinate of a Poisson x (pair it with :class:`ConjugateGamma`).
+        (pair this step with a following :class:`~ppdinfer.pymc.ConjugateDirichlet` on the same
+        theta), a Gamma rate per coordinate of a Poisson x (pair it with
+        :class:`~ppdinfer.pymc.ConjugateGamma`) or a Beta probability per coordinate of a
+        binomial x (pair it with :class:`~ppdinfer.pymc.ConjugateBeta`).
     moves : collection of str, optional
         The moves to make, each on every pair or coordinate, without adaptation: any of "prior",
         "release" (needs a release of x itself with x's shape) and "local". None (the default): all three
@@ -329,8 +310,8 @@ class PrivacyAugmentation(BlockedStep):
     ...     cases = pm.Multinomial("cases", n=30, p=share, initval=np.array([10, 10, 10]))
     ...     y = DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
     ...     step = PrivacyAugmentation([cases], collapse=True)
-    >>> [variable.name for variable in step.vars], step.alpha, step.compiled
-    (['cases'], array([1., 1., 1.]), True)
+    >>> [variable.name for variable in step.vars], step.family.name, step.alpha, step.compiled
+    (['cases'], 'dirichlet_multinomial', array([1., 1., 1.]), True)
 
     :func:`ppdinfer.pymc.sample` assigns the step by itself.
     """
@@ -361,11 +342,18 @@ class PrivacyAugmentation(BlockedStep):
             raise ValueError(f"{type(self).__name__} updates one latent variable at a time")
         value_var = model.rvs_to_values.get(vars[0], vars[0])
         x_rv = model.values_to_rvs[value_var]
-        kind = _KINDS.get(type(x_rv.owner.op))
-        if kind is None:
+        found = latent_family(model, x_rv, collapse=collapse)
+        if found is None:
             raise ValueError(
                 f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, not {type(x_rv.owner.op).__name__}"
             )
+        if collapse and not found.family.collapsed:
+            needs = "; or ".join(
+                family.requirement
+                for family in FAMILIES
+                if family.collapsed and isinstance(x_rv.owner.op, family.latent)
+            )
+            raise ValueError(f"collapse=True needs {x_rv.name}'s prior parameter to be {needs or 'a conjugate prior'}")
         if not isinstance(sweeps, int) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
         if moves is not None and (isinstance(moves, str) or not set(moves) or not set(moves) <= set(MOVES)):
@@ -376,7 +364,8 @@ class PrivacyAugmentation(BlockedStep):
             raise ValueError(f"nothing in the model depends on {x_rv.name}: no release to augment")
         self.vars = [value_var]
         self.sweeps = sweeps
-        self.kind = kind
+        self.family = found.family
+        self.kind = found.family.code  # the kernel's code of x's family
         separable = _separable_release(model, x_rv, children)
         self.compiled = separable is not None
         self._likelihood = (
@@ -384,33 +373,11 @@ class PrivacyAugmentation(BlockedStep):
             if self.compiled
             else _ModelLikelihood(model, x_rv, children, compile_kwargs or {})
         )
-        _, _, *params = x_rv.owner.inputs
-        self.alpha = None
-        if collapse and kind == POISSON:
-            conjugate = gamma_poisson_rate(model, x_rv)
-            if conjugate is None:
-                raise ValueError(
-                    f"collapse=True needs {x_rv.name} ~ Poisson(rate * exposure) with one rate per "
-                    "coordinate, rate ~ Gamma entering no other part of the model, exposure constant"
-                )
-            rate_rv, self.exposure = conjugate
-            params = list(rate_rv.owner.inputs[2:])  # the Gamma's shape and scale, read at each step
-            self.kind = GAMMA_POISSON
-        elif collapse:
-            theta_rv = params[-1]
-            if (
-                kind != MULTINOMIAL
-                or theta_rv.owner is None
-                or not isinstance(theta_rv.owner.op, DirichletRV)
-                or multinomial_child(model, theta_rv) is not x_rv
-            ):
-                raise ValueError(
-                    f"collapse=True needs {x_rv.name} ~ Multinomial(n, theta) with theta ~ Dirichlet "
-                    "entering no other part of the model"
-                )
-            self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
-            self.kind = DIRICHLET_MULTINOMIAL
-        graphs = model.replace_rvs_by_values(params)
+        self._constants = found.constants
+        self.alpha = found.constants.get("alpha")  # a collapsed Dirichlet's concentration
+        if "exposure" in found.constants:
+            self.exposure = found.constants["exposure"]
+        graphs = model.replace_rvs_by_values(list(found.parameters))  # read at each step
         self._params = model.compile_fn(
             graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
         )
@@ -441,31 +408,14 @@ class PrivacyAugmentation(BlockedStep):
         if rates.max() > 0:
             self.frequency = np.maximum(rates / rates.max(), MIN_FREQUENCY)
 
-    def _prior_parameters(self, point, shape):
-        """(n, p, prior sd) of x's prior, broadcast to x's shape (n to its rows for a multinomial);
-        p is alpha when theta is integrated out."""
-        values = [np.asarray(v, dtype=float) for v in self._params(point)]
-        if self.kind in _PAIR_KINDS:
-            n = np.broadcast_to(values[0], shape[:-1])
-            if self.kind == DIRICHLET_MULTINOMIAL:
-                # the Dirichlet-multinomial prior is far wider than the noise: the noise sets the step size
-                return n, np.broadcast_to(self.alpha, shape), np.full(shape, np.inf)
-            p = np.broadcast_to(values[1], shape)
-            return n, p, np.sqrt(n[..., None] * p * (1 - p))
-        if self.kind == POISSON:
-            mean = np.broadcast_to(values[0], shape)
-            return np.zeros(shape), mean, np.sqrt(mean)
-        if self.kind == GAMMA_POISSON:  # the rate integrated out: negative binomial with shape r, e / b = e * scale
-            r, ratio = np.broadcast_to(values[0], shape), np.broadcast_to(values[1] * self.exposure, shape)
-            return r, ratio, np.sqrt(r * ratio * (1 + ratio))
-        n, p = (np.broadcast_to(v, shape) for v in values)
-        return n, p, np.sqrt(n * p * (1 - p))
-
     def step(self, point):
         name = self.vars[0].name
         x = np.array(point[name], dtype=np.int64, copy=True)
-        n, p, prior_sd = self._prior_parameters(point, x.shape)
-        if self.kind in _PAIR_KINDS and (np.any(x.sum(axis=-1) != n) or np.any(x < 0)):
+        params, prior_sd = self.family.packed(self._params(point), self._constants, x.shape)
+        pairs = self.family.pairs
+        if pairs:
+            n = params[..., 0, 0]  # the rows' totals (column "total", the same on every cell)
+        if pairs and (np.any(x.sum(axis=-1) != n) or np.any(x < 0)):
             raise ValueError(
                 f"{name} = {x.tolist()} does not satisfy its total {n.tolist()}: "
                 "start from a value inside the set the public total allows"
@@ -488,18 +438,14 @@ class PrivacyAugmentation(BlockedStep):
             raise ValueError(f"the release move needs a release of {name} itself with its shape: use other moves")
         scale = np.maximum(2.0 * np.minimum(prior_sd, noise_sd), 1.0)
         # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
-        rows = list(np.ndindex(x.shape[:-1])) if self.kind in _PAIR_KINDS else [Ellipsis]
+        rows = list(np.ndindex(x.shape[:-1])) if pairs else [Ellipsis]
         counts = np.zeros((2, 3))
         for row in rows:
             cells = x[row].reshape(-1)  # a copy of the row, written back below
-            n_row, p_row, scale_row, centre_row = (
+            params_row = np.ascontiguousarray(params[row], dtype=float).reshape(cells.size, -1)
+            scale_row, centre_row = (
                 np.ascontiguousarray(values, dtype=float).reshape(-1)
-                for values in (
-                    np.zeros(cells.size) if self.kind in _PAIR_KINDS else n[row],
-                    p[row],
-                    scale[row],
-                    np.zeros(0) if centre is None else centre[row],
-                )
+                for values in (scale[row], np.zeros(0) if centre is None else centre[row])
             )
             seed = int(self.rng.integers(2**31))
             if self.compiled:
@@ -507,8 +453,7 @@ class PrivacyAugmentation(BlockedStep):
                     self.kind,
                     cells,
                     centre_row,  # y
-                    n_row,
-                    p_row,
+                    params_row,
                     likelihood.rate,
                     likelihood.power,
                     likelihood.norm,
@@ -526,7 +471,7 @@ class PrivacyAugmentation(BlockedStep):
                         "a value the release allows (initvals)"
                     )
                 counts += generic_sweeps(
-                    self.kind, cells, n_row, p_row, scale_row, centre_row, self.frequency, self.sweeps, loglik, seed
+                    self.kind, cells, params_row, scale_row, centre_row, self.frequency, self.sweeps, loglik, seed
                 )
             x[row] = cells.reshape(x[row].shape)
         if self.tuning:
@@ -551,207 +496,3 @@ class PrivacyAugmentation(BlockedStep):
     @staticmethod
     def competence(var):
         return Competence.INCOMPATIBLE  # assigned explicitly, never chosen automatically
-
-
-def multinomial_child(model, theta_rv):
-    """The one free Multinomial with probabilities theta, if nothing else in the model depends on theta."""
-    children = dependents(model, theta_rv)
-    if (
-        len(children) == 1
-        and isinstance(children[0].owner.op, MultinomialRV)
-        and children[0].owner.inputs[-1] is theta_rv
-        and children[0] in model.free_RVs
-    ):
-        return children[0]
-    return None
-
-
-def gamma_poisson_rate(model, x_rv):
-    """(rate, exposure) when x ~ Poisson(rate * exposure) with rate ~ Gamma of x's shape (one rate per
-    coordinate) entering no other part of the model and exposure constant; else None.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import pymc as pm
-    >>> from ppdinfer.pymc.augmentation import gamma_poisson_rate
-    >>> with pm.Model() as model:
-    ...     a = pm.Gamma("a", 2.0, 1.0)
-    ...     rate = pm.Gamma("rate", alpha=a, beta=a / 2.0, shape=3)
-    ...     x = pm.Poisson("x", rate * np.array([10.0, 20.0, 40.0]))
-    >>> found, exposure = gamma_poisson_rate(model, x)
-    >>> found.name, exposure.tolist()
-    ('rate', [10.0, 20.0, 40.0])
-    """
-    if not isinstance(x_rv.owner.op, PoissonRV):
-        return None
-    mu = x_rv.owner.inputs[-1]
-    rates = [
-        rv
-        for rv in ancestors([mu], blockers=set(model.basic_RVs))
-        if rv in model.free_RVs and isinstance(rv.owner.op, GammaRV)
-    ]
-    if len(rates) != 1 or dependents(model, rates[0]) != [x_rv] or rates[0].type.ndim != x_rv.type.ndim:
-        return None
-    rate = rates[0]
-    try:
-        shape = tuple(int(n) for n in x_rv.shape.eval())
-
-        def mu_at(value):
-            graph = graph_replace(mu, {rate: pt.as_tensor_variable(value)}, strict=False)
-            if any(rv in set(model.basic_RVs) for rv in ancestors([graph])):
-                raise ValueError("the exposure depends on model variables")
-            return np.broadcast_to(np.asarray(graph.eval(), dtype=float), shape)
-
-        exposure = mu_at(np.ones(shape))
-        trial = np.random.default_rng(0).uniform(0.5, 2.0, shape)
-        linear = np.allclose(mu_at(trial), trial * exposure, rtol=1e-12)
-    except Exception:  # a shape or an exposure that depends on the model's point
-        return None
-    if not linear or np.any(exposure <= 0):
-        return None
-    return rate, exposure.copy()
-
-
-@dataclass_state
-class ConjugateGammaState(StepMethodState):
-    pass
-
-
-class ConjugateGamma(BlockedStep):
-    r"""Exact Gibbs update rate | x ~ Gamma(alpha + x, beta + e) for rate ~ Gamma(alpha, beta), x ~ Poisson(e rate).
-
-    One rate per coordinate of x, alpha and beta read from the current point (they may depend on
-    hyperparameters such as rate ~ Gamma(a, a / m)), e a constant exposure:
-
-    .. math::
-
-        \pi(\lambda_k \mid x_k) \propto \lambda_k^{lpha_k + x_k - 1} e^{-(eta_k + e_k) \lambda_k}.
-
-    Paired with :class:`PrivacyAugmentation` on x with ``collapse=True`` (the rate integrated out
-    of x's update), (x, rate) are drawn jointly given the hyperparameters.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import pymc as pm
-    >>> from ppdinfer.pymc import ConjugateGamma, Release
-    >>> from ppdinfer.mechanisms import Gaussian
-    >>> with pm.Model():
-    ...     rate = pm.Gamma("rate", alpha=2.0, beta=1.0, shape=2)
-    ...     x = pm.Poisson("x", rate * np.array([10.0, 30.0]))
-    ...     y = Release("y", Gaussian(3.0), x, observed=[18.2, 71.5])
-    ...     step = ConjugateGamma([rate])
-    >>> step.x_name, step.exposure.tolist()
-    ('x', [10.0, 30.0])
-    """
-
-    name = "conjugate_gamma"
-    _state_class = ConjugateGammaState
-    stats_dtypes_shapes = {}
-
-    def __init__(self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=True):
-        model = pm.modelcontext(model)
-        if len(vars) != 1:
-            raise ValueError("ConjugateGamma updates one Gamma variable")
-        value_var = model.rvs_to_values.get(vars[0], vars[0])
-        rate_rv = model.values_to_rvs[value_var]
-        children = dependents(model, rate_rv)
-        conjugate = gamma_poisson_rate(model, children[0]) if len(children) == 1 else None
-        if conjugate is None or conjugate[0] is not rate_rv:
-            raise ValueError(
-                f"{rate_rv.name} must be the Gamma rate of exactly one Poisson latent x ~ "
-                "Poisson(rate * exposure), one rate per coordinate, entering no other part of the model"
-            )
-        self.exposure = conjugate[1]
-        self.x_name = model.rvs_to_values[children[0]].name
-        self.vars = [value_var]
-        graphs = model.replace_rvs_by_values(list(rate_rv.owner.inputs[2:]))  # the Gamma's shape and scale
-        self._params = model.compile_fn(
-            graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
-        )
-        transform = model.rvs_to_transforms.get(rate_rv)
-        rate = pt.tensor("rate", dtype="float64", shape=(None,) * rate_rv.type.ndim)
-        self._forward = pytensor.function([rate], transform.forward(rate) if transform is not None else rate)
-        self.rng = np.random.default_rng(rng)
-
-    def step(self, point):
-        x = np.asarray(point[self.x_name], dtype=float)
-        shape, scale = (np.broadcast_to(np.asarray(v, dtype=float), x.shape) for v in self._params(point))
-        rate = self.rng.gamma(shape + x, 1.0 / (1.0 / scale + self.exposure))
-        new_point = dict(point)
-        new_point[self.vars[0].name] = np.asarray(self._forward(rate))
-        return new_point, [{}]
-
-    @staticmethod
-    def competence(var):
-        return Competence.INCOMPATIBLE
-
-
-@dataclass_state
-class ConjugateDirichletState(StepMethodState):
-    pass
-
-
-class ConjugateDirichlet(BlockedStep):
-    r"""Exact Gibbs update theta | x ~ Dirichlet(alpha + x) for theta ~ Dirichlet(alpha), x ~ Multinomial(n, theta).
-
-    alpha must be a constant and theta's only child the multinomial x. The draw is
-    theta = G / sum_j G_j with independent G_j ~ Gamma(alpha_j + x_j):
-
-    .. math::
-
-        \pi(\theta \mid x) \propto \prod_j \theta_j^{\alpha_j + x_j - 1}.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import pymc as pm
-    >>> from ppdinfer.pymc import ConjugateDirichlet, DiscreteLaplace
-    >>> with pm.Model():
-    ...     share = pm.Dirichlet("share", a=np.array([2.0, 1.0, 1.0]))
-    ...     cases = pm.Multinomial("cases", n=30, p=share)
-    ...     y = DiscreteLaplace("y", mu=cases, epsilon=1.0, observed=[12, 9, 8])
-    ...     step = ConjugateDirichlet([share])
-    >>> step.alpha, step.x_name
-    (array([2., 1., 1.]), 'cases')
-    """
-
-    name = "conjugate_dirichlet"
-    _state_class = ConjugateDirichletState
-    stats_dtypes_shapes = {}
-
-    def __init__(self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=True):
-        model = pm.modelcontext(model)
-        if len(vars) != 1:
-            raise ValueError("ConjugateDirichlet updates one Dirichlet variable")
-        value_var = model.rvs_to_values.get(vars[0], vars[0])
-        theta_rv = model.values_to_rvs[value_var]
-        if not isinstance(theta_rv.owner.op, DirichletRV):
-            raise ValueError(f"{theta_rv.name} must have a Dirichlet prior")
-        self.alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
-        child = multinomial_child(model, theta_rv)
-        if child is None:
-            raise ValueError(
-                f"{theta_rv.name} must be the probability vector of exactly one latent Multinomial "
-                "and enter no other part of the model"
-            )
-        self.x_name = model.rvs_to_values[child].name
-        self.vars = [value_var]
-        transform = model.rvs_to_transforms.get(theta_rv)
-        theta = pt.tensor("theta", dtype="float64", shape=(None,) * theta_rv.type.ndim)
-        forward = transform.forward(theta) if transform is not None else theta
-        self._forward = pytensor.function([theta], forward)
-        self.rng = np.random.default_rng(rng)
-
-    def step(self, point):
-        x = np.asarray(point[self.x_name], dtype=float)
-        gammas = self.rng.gamma(self.alpha + x)
-        theta = gammas / gammas.sum(axis=-1, keepdims=True)  # each row of a batch of Dirichlets
-        new_point = dict(point)
-        new_point[self.vars[0].name] = np.asarray(self._forward(theta))
-        return new_point, [{}]  # one (empty) stats dict per step, as PyMC expects
-
-    @staticmethod
-    def competence(var):
-        return Competence.INCOMPATIBLE

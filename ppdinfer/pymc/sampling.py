@@ -7,16 +7,9 @@ import warnings
 import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
-from .augmentation import (
-    _KINDS,
-    ConjugateDirichlet,
-    ConjugateGamma,
-    PrivacyAugmentation,
-    dependents,
-    gamma_poisson_rate,
-    multinomial_child,
-)
+from .augmentation import PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
+from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
 from .release import ReleaseRV
 
 _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
@@ -73,7 +66,7 @@ def privacy_latents(model: pm.Model) -> list:
         observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
         if not observed:
             continue
-        if type(rv.owner.op) in _KINDS:
+        if isinstance(rv.owner.op, LATENT_OPS):
             latents.append(rv)
             continue
         releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [
@@ -97,6 +90,37 @@ def conjugate_dirichlets(model: pm.Model) -> list:
     ]
 
 
+def assign_steps(model: pm.Model, *, conjugate: bool = True, sweeps: int = 5, moves=None) -> list:
+    """The steps :func:`sample` gives ``pm.sample``: :class:`~ppdinfer.pymc.PrivacyAugmentation` on every
+    latent of :func:`privacy_latents` (of its first family in :data:`ppdinfer.pymc.families.FAMILIES`, the
+    collapsed ones only with ``conjugate``), then, family by family in the table's order, the conjugate
+    step of every collapsed latent's integrated-out variable.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc import DiscreteLaplace
+    >>> from ppdinfer.pymc.sampling import assign_steps
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 2.0, 3.0)
+    ...     x = pm.Binomial("x", n=20, p=p)
+    ...     y = DiscreteLaplace("y", mu=x, epsilon=1.0, observed=8)
+    >>> [(type(step).__name__, getattr(step, "family", None)) for step in assign_steps(model)][0][1].name
+    'beta_binomial'
+    >>> [type(step).__name__ for step in assign_steps(model)]
+    ['PrivacyAugmentation', 'ConjugateBeta']
+    """
+    with model:
+        found = [latent_family(model, rv, collapse=conjugate) for rv in privacy_latents(model)]
+        steps = [
+            PrivacyAugmentation([match.x], sweeps=sweeps, collapse=match.family.collapsed, moves=moves)
+            for match in found
+        ]
+        for family in FAMILIES:
+            steps += [family.step([match.conjugate]) for match in found if family.collapsed and match.family is family]
+    return steps
+
+
 def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, moves=None, **kwargs):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
@@ -104,11 +128,14 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     :class:`PrivacyAugmentation`: sum-preserving moves where a multinomial total binds it, the
     compiled kernel where the release is additive noise on x itself, the model's log density of
     x's children otherwise. An integer latent it cannot handle is named in an
-    :class:`AugmentationWarning`. With ``conjugate=True`` a Dirichlet that feeds only a
-    multinomial latent x, or a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
-    exposure), is integrated out of x's update (``collapse=True``) and then drawn exactly by
-    :class:`ConjugateDirichlet` or :class:`ConjugateGamma`, so x and its rates move together given
-    the hyperparameters. ``sweeps`` and ``moves`` go to each :class:`PrivacyAugmentation` (by default the
+    :class:`AugmentationWarning`. Each latent gets the first family of
+    :data:`ppdinfer.pymc.families.FAMILIES` it matches, and each collapsed family's conjugate step
+    follows, in the table's order. With ``conjugate=True`` a Dirichlet that feeds only a
+    multinomial latent x, a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
+    exposure), or a Beta probability per coordinate of a binomial latent x, is integrated out of x's
+    update (``collapse=True``) and then drawn exactly by :class:`~ppdinfer.pymc.ConjugateDirichlet`,
+    :class:`~ppdinfer.pymc.ConjugateGamma` or :class:`~ppdinfer.pymc.ConjugateBeta`, so x and its
+    rates move together given the hyperparameters. ``sweeps`` and ``moves`` go to each :class:`PrivacyAugmentation` (by default the
     prior and release moves, their frequencies adapted during tuning), ``kwargs`` to ``pm.sample``: with
     ``cores`` above 1 (PyMC's default where the machine has several) the chains run in parallel
     processes and give the same draws as one after the other.
@@ -130,17 +157,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     """
     model = pm.modelcontext(model)
     with model:
-        latents = privacy_latents(model)
-        dirichlets = {
-            child: rv
-            for rv in (conjugate_dirichlets(model) if conjugate else [])
-            if (child := multinomial_child(model, rv)) in latents
-        }
-        gammas = {x: found[0] for x in latents if conjugate and (found := gamma_poisson_rate(model, x)) is not None}
-        collapsible = set(dirichlets) | set(gammas)
-        steps = [PrivacyAugmentation([rv], sweeps=sweeps, collapse=rv in collapsible, moves=moves) for rv in latents]
-        steps += [ConjugateDirichlet([rv]) for rv in dirichlets.values()]
-        steps += [ConjugateGamma([rate]) for rate in gammas.values()]
+        steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
         user_steps = kwargs.pop("step", None) or []
         with warnings.catch_warnings():
             # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
