@@ -11,7 +11,7 @@ the same table. A family (:class:`PriorFamily`) says, in one place:
   columns named by ``columns`` (``pack``), with the prior's standard deviation that sizes the
   local moves;
 - its log prior in the kernel (``code``, the integer the kernel's
-  :mod:`ppdinfer.kernels.augmentation` dispatches on);
+  ``ppdinfer.kernels.augmentation`` dispatches on);
 - its conjugate step (``step``, a :class:`ConjugateStep`), which draws the integrated-out
   variable exactly given x, where it has one.
 
@@ -268,7 +268,7 @@ class PriorFamily:
     name : str
         The family's name (``"beta_binomial"``).
     code : int
-        The kernel's code of its log prior and prior draw (:mod:`ppdinfer.kernels.augmentation`).
+        The kernel's code of its log prior and prior draw (``ppdinfer.kernels.augmentation``).
     latent : type
         The class of x's random variable (``PoissonRV``, ``BinomialRV``, ``MultinomialRV``).
     columns : tuple of str
