@@ -24,8 +24,10 @@ $(STAMP): pyproject.toml
 		echo "creating $(VENV) with $(BASE_PYTHON)"; \
 		$(BASE_PYTHON) -m venv $(VENV); \
 	fi
+	@echo "installing ppdinfer with its test extras (PyMC, ArviZ, numba, matplotlib, ...) into $(VENV):"
+	@echo "about 3 minutes on first use (pip lists each package as it goes); later runs skip this step"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --progress-bar on -e '.[test]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -33,7 +35,10 @@ demo: $(STAMP)
 
 # The tests start with the lint and format check (ruff, configured in pyproject.toml).
 test: lint
-	$(PY) -m pytest
+	@echo "running the tests, the docstring examples and the strict docs build: about 10 minutes on an idle"
+	@echo "2-core machine (longer under load); the PyMC and notebook files compile or execute for a minute or"
+	@echo "more before their first result, and the slowest tests are listed at the end"
+	$(PY) -m pytest --durations=10
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -54,7 +59,9 @@ readme-figure: $(STAMP)
 
 # The teaching notebooks in JupyterLab (installs the `notebooks` extra on first use).
 notebooks: $(STAMP)
-	@$(VENV)/bin/python -c 'import jupyterlab' 2>/dev/null || $(PY) -m pip install --quiet -e '.[notebooks]'
+	@$(VENV)/bin/python -c 'import jupyterlab' 2>/dev/null || { \
+		echo "installing JupyterLab (the notebooks extra) into $(VENV): a minute or two on first use"; \
+		$(PY) -m pip install --progress-bar on -e '.[notebooks]'; }
 	$(VENV)/bin/jupyter lab notebooks/
 
 bench: $(STAMP)

@@ -40,3 +40,42 @@ def test_the_extraction_finds_the_blocks():
     code, output = example_and_output("intro\n```python\nprint(1)\n```\n\n```text\n1\n```\nmore\n")
     assert (code, output) == ("print(1)\n", "1\n")
     assert lines("a  \nb\n\n") == ["a", "b"]
+
+
+# -- what installing prints: `make demo` says what it installs, setuptools has nothing to warn about -----------
+
+ROOT = README.parent
+
+
+def test_every_data_folder_of_the_package_is_declared():
+    """setuptools warns "Package would be ignored" (40 lines each) for a folder under the package that is
+    neither a listed package nor excluded; data folders are listed as packages with their package-data."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    undeclared = []
+    for folder, prefix in [
+        ("ppdinfer", "ppdinfer"),
+        ("models", "ppdinfer.models"),
+        ("case_studies", "ppdinfer.case_studies"),
+    ]:
+        for path in (ROOT / folder).rglob("*"):
+            if not path.is_file() or "__pycache__" in path.parts or path.suffix == ".py":
+                continue
+            parts = path.parent.relative_to(ROOT / folder).parts
+            package = ".".join([prefix, *parts])
+            if package not in listed:
+                undeclared.append(f"{package} ({path.name})")
+    assert not undeclared, f"list these data folders in [tool.setuptools] packages and package-data: {undeclared}"
+    data = config["package-data"]
+    assert all(package in listed for package in data), data
+
+
+def test_make_says_what_it_installs_and_lets_pip_show_progress():
+    makefile = (ROOT / "Makefile").read_text()
+    install = [line for line in makefile.splitlines() if "pip install" in line and "'.[test]'" in line]
+    assert install and all("--quiet" not in line for line in install), install
+    assert "about 3 minutes on first use" in makefile
+    readme = README.read_text(encoding="utf-8")
+    assert "`make test` takes about 10 minutes" in readme and "the first `make demo` takes about 4 minutes" in readme
