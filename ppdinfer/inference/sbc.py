@@ -529,7 +529,6 @@ def _sbc_pymc(
         sampler,
         root,
         names,
-        releases[0],
         prior["prior"].to_dataset(),
         prior["prior_predictive"][releases[0]].values[0],
         draws,
@@ -574,7 +573,6 @@ class _PyMCSimulation:
     sampler: Callable
     root: np.random.SeedSequence
     names: tuple[str, ...]
-    release: str
     prior: xr.Dataset  # every simulation's prior draw: dims (chain, draw, ...), draw = simulation
     releases: np.ndarray  # the simulated releases, one per simulation
     draws: int
