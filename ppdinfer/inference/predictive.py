@@ -32,7 +32,7 @@ import xarray as xr
 
 from .._random import SeedLike, as_generator
 from .._validation import positive_int, probability
-from ..mechanisms.base import AdditiveNoiseMechanism, Mechanism
+from ..mechanisms.base import Mechanism
 from .model import PPDModel
 
 GROUP = "posterior_predictive"
@@ -105,7 +105,7 @@ def posterior_predictive(
     name = _observed_name(tree)
     rng = as_generator(random_seed)
     flat = x_draws.values.reshape(-1, *x_draws.shape[2:])
-    if isinstance(mechanism, AdditiveNoiseMechanism):  # iid noise per coordinate: one call for all draws
+    if mechanism.additive_noise is not None:  # iid noise per coordinate: one call for all draws
         replicated = np.asarray(mechanism.release(flat, z, rng))
     else:
         replicated = np.stack([np.asarray(mechanism.release(row, z, rng)) for row in flat])

@@ -21,8 +21,6 @@ from tqdm import tqdm
 from .._random import SeedLike, block_generator, root_seed
 from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
-from ..mechanisms.base import AdditiveNoiseMechanism
-from ..mechanisms.canonical import CanonicalNoise, Tulap
 from ._guards import check_box, check_possible, check_z_keys
 from .model import PPDModel
 from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
@@ -144,6 +142,19 @@ def rejection_sample(
         ``observed_data``: y;
         ``constant_data``: z and the mechanism's parameters.
 
+    See Also
+    --------
+    ppdinfer.importance_sample : Algorithm 2, self-normalized importance sampling.
+    ppdinfer.exact_posterior : The posterior by enumeration.
+    ppdinfer.exchange_sample : MCMC by the exchange algorithm.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Algorithm 1.
+    .. [2] R. Gong, "Exact inference with approximate computation for differentially private data via
+        perturbations," arXiv:1909.12237, 2019.
+
     Examples
     --------
     >>> import numpy as np
@@ -258,10 +269,6 @@ def rejection_sample(
     )
 
 
-#: Mechanisms whose density is a product over coordinates of one density of y_k - x_k, independent of z.
-_SEPARABLE = (AdditiveNoiseMechanism, Tulap, CanonicalNoise)
-
-
 def _unit_models(model: PPDModel, x_shape) -> list[PPDModel] | None:
     """One scalar model per unit when the posterior factorizes over units; None for a model without units.
 
@@ -286,7 +293,7 @@ def _unit_models(model: PPDModel, x_shape) -> list[PPDModel] | None:
             f"(generators.Binomial or Poisson, x of shape ({units},)), not {model.simulate!r} with x of "
             f"shape {x_shape}: the posterior may not factorize over the {units} units{advice}"
         )
-    if not isinstance(model.mechanism, _SEPARABLE):
+    if not model.mechanism.separable:
         raise ValueError(
             f"{model.mechanism!r} is not separable over coordinates (iid noise per coordinate), so the "
             f"posterior does not factorize over the {units} units{advice}"
