@@ -7,6 +7,7 @@ library, so pytest's own ``--doctest-modules``, which imports files by path, can
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import io
@@ -51,6 +52,29 @@ def test_docstring_examples(name):
         runner.run(test, out=report.write)
     assert runner.tries > 0
     assert runner.failures == 0, report.getvalue()
+
+
+CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def test_no_source_file_holds_a_control_character():
+    """Bytes 0x00-0x08, 0x0B, 0x0C, 0x0E-0x1F and 0x7F: a ``\\a`` or ``\\b`` meant as LaTeX in a
+    non-raw docstring is a BEL or a backspace, which breaks the strict docs build and ``help()``."""
+    found = []
+    for folder in SOURCES.values():
+        for path in sorted(folder.rglob("*.py")):
+            source = path.read_bytes()
+            for number, line in enumerate(source.split(b"\n"), 1):
+                for byte in CONTROL_BYTES.findall(line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: byte 0x{byte[0]:02x}")
+            # an escape such as "\\a" in a non-raw docstring is no control byte in the file, only in the string
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    doc = ast.get_docstring(node, clean=False)
+                    if doc and CONTROL_BYTES.search(doc.encode()):
+                        line = node.body[0].lineno
+                        found.append(f"{path.relative_to(ROOT)}:{line}: a control character in the docstring")
+    assert found == [], "control characters in the sources:\n" + "\n".join(found)
 
 
 def sphinx(source: Path, out: Path, *options: str, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -10,6 +10,9 @@
 3. ``ppd_docstring_allowlist`` lists the functions and classes exempt from the example and the
    methods exempt from the docstring of (1); an entry that is no public name, or whose
    docstring is now complete, is itself reported, so the list can only shrink.
+4. No docstring of a public module, function, class, method or property holds an ASCII control
+   character other than tab, newline and carriage return (a ``\\a`` or ``\\b`` in a non-raw
+   docstring meant as LaTeX's ``\\alpha`` or ``\\beta`` becomes BEL or backspace).
 
 Docstrings are read as plain text first (``help()``), so ``|`` in them is mathematics (absolute
 values, norms, "given"), never an rST substitution or line block: `escape_bars` escapes it outside
@@ -80,8 +83,37 @@ def _inherited_doc(cls, name) -> str | None:
     return None
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def control_characters(doc: str | None) -> list[str]:
+    """The control characters of ``doc`` other than tab, newline and carriage return, as line:repr."""
+    found = []
+    for number, line in enumerate((doc or "").split("\n"), 1):
+        found += [f"line {number}: {char!r}" for char in _CONTROL.findall(line)]
+    return found
+
+
+def check_control_characters(app) -> None:
+    """Point (4) of the module docstring."""
+    for module_name in app.config.ppd_public_modules:
+        module = importlib.import_module(module_name)
+        docs = {module_name: module.__doc__}
+        for name, value in public_objects([module_name]).items():
+            docs[name] = value.__doc__
+            if inspect.isclass(value):
+                for member, attribute in vars(value).items():
+                    if not member.startswith("_") or member == "__init__":
+                        docs[f"{name}.{member}"] = getattr(getattr(attribute, "__func__", attribute), "__doc__", None)
+        for name, doc in docs.items():
+            found = control_characters(doc if isinstance(doc, str) else None)
+            if found:
+                logger.warning(f"{name}: control characters in the docstring ({', '.join(found)}); use a raw string")
+
+
 def check_docstrings(app) -> None:
     """Point (1) and (3) of the module docstring."""
+    check_control_characters(app)
     allowed = set(app.config.ppd_docstring_allowlist)
     objects = public_objects(app.config.ppd_public_modules)
     checked = set()
