@@ -17,11 +17,13 @@ from .production import (
     production_sigmas,
 )
 from .sampler import CellPrior, hierarchical_log_prior, sample_cells
+from .synthetic import STATE_SHARES, pa_county_populations, synthetic_state
 
 __all__ = [
     "PRODUCTION_LEVEL_SHARES",
     "PRODUCTION_QUERY_SHARES",
     "PRODUCTION_RHO",
+    "STATE_SHARES",
     "CellPrior",
     "CensusQueries",
     "GLSResult",
@@ -32,8 +34,10 @@ __all__ = [
     "gls_estimate",
     "hierarchical_log_prior",
     "largest_remainder",
+    "pa_county_populations",
     "production_allocation",
     "production_sigmas",
     "sample_cells",
+    "synthetic_state",
     "topdown_estimate",
 ]

@@ -8,35 +8,41 @@ ancestor at ``share_level``, by default two levels up: the county), cells
 
     N_l \mid m, \phi &\sim \mathrm{NegBin}(\text{mean } m_{p(l)}, \text{size } \phi)
         \quad (\text{Poisson}(\lambda_l),\ \lambda_l \sim \mathrm{Gamma}(\phi, \phi / m_{p(l)})), \\
-    n_{l,\cdot} \mid N_l &\sim \mathrm{DirMult}(N_l, \alpha\, q_{g(l)})
-        \quad (\mathrm{Multinomial}(N_l, p_l),\ p_l \sim \mathrm{Dirichlet}(\alpha q_{g(l)})), \\
-    q_g &= \gamma_g / \textstyle\sum_k \gamma_{g,k}, \quad \gamma_{g,k} \sim \mathrm{Gamma}(a_0, 1)
-        \ (q_g \sim \mathrm{Dirichlet}(a_0)), \\
-    \log \alpha &\sim \mathcal{N}(\mu_\alpha, s_\alpha^2), \quad \log \phi \sim \mathcal{N}(\mu_\phi, s_\phi^2),
+    n_{l,\cdot} \mid N_l &\sim \mathrm{DirMult}(N_l, \alpha_{g(l)} q_{g(l)})
+        \quad (\mathrm{Multinomial}(N_l, p_l),\ p_l \sim \mathrm{Dirichlet}(\alpha_{g(l)} q_{g(l)})), \\
+    q_g &\sim \mathrm{Dirichlet}(a_0, \dots, a_0), \quad
+    \log \alpha_g \sim \mathcal{N}(\mu_\alpha, s_\alpha^2), \quad \log \phi \sim \mathcal{N}(\mu_\phi, s_\phi^2),
     \quad \log m_p \sim \mathcal{N}(\mu_m, s_m^2).
 
 Block-group sizes scatter around their tract's mean size (phi: their concentration), and block-group
-compositions around their county's composition (alpha: how closely); both concentrations, the
-tract means and the county compositions are learned. The leaf rates lambda_l and shares p_l are
+compositions around their county's composition (alpha_g: how closely, per county); the
+concentrations, the tract means and the county compositions are learned. The sampler moves
+:math:`\beta_g = \alpha_g q_g` one coordinate at a time (random-walk Metropolis on log beta_{g,k},
+whose prior density is :math:`-\tfrac12 ((\log\alpha_g - \mu_\alpha)/s_\alpha)^2 - K \log \alpha_g
++ (a_0 - 1) \sum_k \log q_{g,k} + \sum_k \log \beta_{g,k}` with :math:`\alpha_g = \sum_k \beta_{g,k}`),
+so one update reads the group's leaves once, O(leaves), not O(leaves x K). The leaf rates lambda_l and shares p_l are
 integrated out, so the log prior of one leaf is
 
 .. math::
 
     \log \pi(n_l) = \log\Gamma(N + \phi) - \log\Gamma(\phi) + \phi \log\frac{\phi}{\phi + m}
-      + N \log\frac{m}{\phi + m} + \log\Gamma(\alpha) - \log\Gamma(N + \alpha)
-      + \sum_k \big[\log\Gamma(n_k + \alpha q_k) - \log\Gamma(\alpha q_k) - \log n_k!\big]
+      + N \log\frac{m}{\phi + m} + \log\Gamma(\alpha_g) - \log\Gamma(N + \alpha_g)
+      + \sum_k \big[\log\Gamma(n_k + \beta_{g,k}) - \log\Gamma(\beta_{g,k}) - \log n_k!\big]
 
 (the N! of the multinomial and the 1/N! of the negative binomial cancel), and a move of one or two
 cells changes it in O(1).
 
 **Moves.** A sweep visits every cell i once. Cells under exact invariants (rows of A that are
 nested unit totals, e.g. the state total) form classes of identical invariant signature; cell i
-proposes moving d (uniform on 1..``step``, sign at random) to or from a partner j: another category
-of the same leaf (probability 1/4), the same category of a sibling leaf (0.35) or any cell of its
-class (0.4); each choice is a symmetric proposal, and j must share i's class, so every invariant is
-kept exactly. A cell under no invariant proposes, half the time, a single move
-n_i +- d. The Metropolis ratio is the prior change above times the likelihood change of the queries
-containing i or j only (their current values are cached), so a move costs O(depth of the hierarchy).
+picks a partner j: another category of the same leaf (probability 1/4), the same category of a
+sibling leaf (0.35) or any cell of its class (0.4) (j must share i's class, so every invariant is
+kept exactly); a cell under no invariant moves alone half the time. The move is a Gibbs draw along
+the line :math:`n + t (e_i - e_j)` (or :math:`n + t e_i`): a window of ``step`` + 1 values of t
+holding t = 0 is placed at random (uniform offset, so every state of the window would place it
+there with the same probability) and t is drawn from the exact conditional on it.
+The conditional is the prior change above times the likelihood change of the queries containing i
+or j only (their current values are cached; for Gaussian noise a quadratic in t), so a move costs
+O(depth of the hierarchy + step).
 The hyperparameters follow each sweep by random-walk Metropolis on their logs (step sizes adapted
 during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
 each from its own SeedSequence child stream.
@@ -121,10 +127,11 @@ class CellPrior:
         return int(self.group_ids.size)
 
 
-def hierarchical_log_prior(cells, prior: CellPrior, alpha: float, phi: float, mean, shares) -> float:
+def hierarchical_log_prior(cells, prior: CellPrior, alpha, phi: float, mean, shares) -> float:
     """The log prior pmf of a (leaves, K) table given the hyperparameters (the module docstring's formula).
 
-    ``mean``: a scalar or one mean size per parent; ``shares``: K values or one row per share group.
+    ``alpha``: a scalar or one per share group; ``mean``: a scalar or one mean size per parent;
+    ``shares``: K values or one row per share group.
 
     Examples
     --------
@@ -140,9 +147,11 @@ def hierarchical_log_prior(cells, prior: CellPrior, alpha: float, phi: float, me
     cells = np.asarray(cells, dtype=np.int64).reshape(-1, prior.K)
     mean = np.broadcast_to(np.asarray(mean, dtype=float), (prior.n_parents,))
     shares = np.broadcast_to(np.asarray(shares, dtype=float), (prior.n_groups, prior.K))
+    alphas = np.broadcast_to(np.asarray(alpha, dtype=float), (prior.n_groups,))
     out = 0.0
     for leaf, row in enumerate(cells):
         m, q, N = mean[prior.leaf_parent[leaf]], shares[prior.leaf_group[leaf]], int(row.sum())
+        alpha = float(alphas[prior.leaf_group[leaf]])
         out += lgamma(N + phi) - lgamma(phi) + phi * math.log(phi / (phi + m)) + N * math.log(m / (phi + m))
         out += lgamma(alpha) - lgamma(N + alpha)
         out += sum(lgamma(n + alpha * qk) - lgamma(alpha * qk) - lgamma(n + 1) for n, qk in zip(row, q))
@@ -258,13 +267,16 @@ def sample_cells(
     learn : bool
         Sample the hyperparameters (default); False keeps them at ``hyperparameters``.
     hyperparameters : dict, optional
-        Starting (or, with learn=False, fixed) 'alpha', 'phi', 'mean' (scalar or per parent) and
+        Starting (or, with learn=False, fixed) 'alpha' (scalar or per group), 'phi', 'mean' (scalar
+        or per parent) and
         'shares' (K values or one row per group); and prior settings 'alpha_prior', 'phi_prior',
         'mean_prior' ((mu, sd) of the log) and 'share_prior' (a0).
     share_level : str, optional
         The level whose units are the share groups (default two above the finest).
     step : int, optional
-        The largest cell move (default the median over cells of the smallest sigma among its queries).
+        The width of a move's window: each move draws t from the exact conditional over step + 1
+        states along its line (default twice the median over cells of the smallest sigma among its
+        queries, at least 2).
     initial : array_like, optional
         Starting cells (leaves x K or flat), satisfying the invariants; default the rounded GLS estimate.
     progressbar : bool
@@ -273,8 +285,8 @@ def sample_cells(
     Returns
     -------
     xarray.DataTree
-        posterior: ``cells`` (chain, draw, unit, cell), ``alpha``, ``phi``, ``mean_size`` (chain, draw,
-        parent), ``shares`` (chain, draw, group, cell); sample_stats: ``accept`` (the cell moves'
+        posterior: ``cells`` (chain, draw, unit, cell), ``alpha`` (chain, draw, group), ``phi``,
+        ``mean_size`` (chain, draw, parent), ``shares`` (chain, draw, group, cell); sample_stats: ``accept`` (the cell moves'
         acceptance rate); observed_data: ``y`` (query); constant_data: ``sigma``, ``query_unit``,
         ``query_kind`` and the invariants.
 
@@ -338,12 +350,13 @@ def sample_cells(
     mean0 = np.array([totals0[prior.leaf_parent == p].mean() + 0.5 for p in range(prior.n_parents)])
     shares0 = np.array([table0[prior.leaf_group == g].sum(axis=0) + 0.5 for g in range(prior.n_groups)])
     shares0 /= shares0.sum(axis=1, keepdims=True)
-    alpha0, phi0 = float(hyper_in.get("alpha", 20.0)), float(hyper_in.get("phi", 10.0))
+    alpha0 = np.broadcast_to(np.asarray(hyper_in.get("alpha", 20.0), dtype=float), (prior.n_groups,)).copy()
+    phi0 = float(hyper_in.get("phi", 10.0))
     if "mean" in hyper_in:
         mean0 = np.broadcast_to(np.asarray(hyper_in["mean"], dtype=float), (prior.n_parents,)).copy()
     if "shares" in hyper_in:
         shares0 = np.broadcast_to(np.asarray(hyper_in["shares"], dtype=float), (prior.n_groups, K)).copy()
-    for name, value in (("alpha", alpha0), ("phi", phi0)):
+    for name, value in (("alpha", float(alpha0.min())), ("alpha", float(alpha0.max())), ("phi", phi0)):
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"hyperparameters: {name} must be finite and > 0, got {value!r}")
     if np.any(~np.isfinite(mean0) | (mean0 <= 0)):
@@ -361,7 +374,7 @@ def sample_cells(
     if step is None:
         smallest = np.minimum.reduceat(mechanism.sigmas[cq_idx], cq_ptr[:-1]) if cq_idx.size else np.ones(1)
         smallest = np.where(np.diff(cq_ptr) > 0, smallest, 1.0)
-        step = max(1, int(round(float(np.median(smallest)))))
+        step = max(2, int(round(2 * float(np.median(smallest)))))
     step = positive_int(step, "step")
     classed = np.flatnonzero(cell_class >= 0)
     n_classes = int(cell_class.max()) + 1 if classed.size else 0
@@ -379,18 +392,17 @@ def sample_cells(
         if not rng_state.any():
             rng_state[0] = 1
         jitter = 0.0 if not learn else 0.3
-        hyper = np.array([math.log(alpha0) + jitter * stream.normal(), math.log(phi0) + jitter * stream.normal()])
+        log_alpha = np.log(alpha0) + jitter * stream.normal(size=prior.n_groups)
         cells = cells0.copy()
         states.append(
             dict(
                 cells=cells,
                 leaf_total=cells.reshape(n_leaves, K).sum(axis=1),
                 values=np.asarray(mechanism.queries @ cells, dtype=float),
-                hyper=hyper,
+                log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + (jitter * stream.normal(size=prior.n_parents) if learn else 0.0),
-                log_gamma=np.log(shares0).copy(),
-                shares=shares0.copy(),
-                steps=np.concatenate([[0.1, 0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.05)]),
+                log_beta=np.log(shares0) + log_alpha[:, None],
+                steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups * K, 0.2)]),
                 rng=rng_state,
                 shift=np.zeros(census.n_queries, dtype=np.int64),
                 stamp=np.zeros(census.n_queries, dtype=np.int64),
@@ -400,9 +412,9 @@ def sample_cells(
         outputs.append(
             dict(
                 cells=np.zeros((draws, n_cells), dtype=np.int32),
-                hyper=np.zeros((draws, 2)),
+                phi=np.zeros(draws),
                 mean=np.zeros((draws, prior.n_parents)),
-                shares=np.zeros((draws, prior.n_groups, K)),
+                beta=np.zeros((draws, prior.n_groups, K)),
                 accept=np.zeros(draws),
             )
         )
@@ -419,10 +431,10 @@ def sample_cells(
             census_sweeps(
                 done[c], count, tune, thin, s["cells"], s["leaf_total"], s["values"], y_f, mechanism.rates,
                 mechanism.power, cq_ptr, cq_idx, cell_class, class_ptr, class_cells, step, K,
-                prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64), s["hyper"], s["log_mean"],
-                s["log_gamma"], s["shares"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
-                group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["hyper"], o["mean"],
-                o["shares"], o["accept"], s["shift"], s["stamp"], s["touched"],
+                prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64), s["log_phi"], s["log_mean"],
+                s["log_beta"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
+                group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["phi"], o["mean"],
+                o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"],
             )  # fmt: skip
             done[c] += count
             with lock:
@@ -454,15 +466,16 @@ def _tree(census, mechanism, y, prior, outputs, kept, seconds, interrupted, tune
     n_leaves = leaf_ids.size
     stack = lambda key: np.stack([o[key][:kept] for o in outputs])  # noqa: E731
     cells = stack("cells").reshape(len(outputs), kept, n_leaves, K)
-    hyper = stack("hyper")
+    beta = np.exp(stack("beta"))
+    alpha = beta.sum(axis=-1)
     chain, draw = np.arange(len(outputs)), np.arange(kept)
     posterior = xr.Dataset(
         {
             "cells": (("chain", "draw", "unit", "cell"), cells),
-            "alpha": (("chain", "draw"), np.exp(hyper[..., 0])),
-            "phi": (("chain", "draw"), np.exp(hyper[..., 1])),
+            "alpha": (("chain", "draw", "group"), alpha),
+            "phi": (("chain", "draw"), np.exp(stack("phi"))),
             "mean_size": (("chain", "draw", "parent"), np.exp(stack("mean"))),
-            "shares": (("chain", "draw", "group", "cell"), stack("shares")),
+            "shares": (("chain", "draw", "group", "cell"), beta / alpha[..., None]),
         },
         coords={"chain": chain, "draw": draw, "unit": leaf_ids, "cell": list(labels),
                 "parent": prior.parent_ids, "group": prior.group_ids},

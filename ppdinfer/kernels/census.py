@@ -101,23 +101,8 @@ def _lik_delta(i, di, j, dj, cq_ptr, cq_idx, y, values, rate, power, shift, stam
 
 
 @njit(cache=True, nogil=True)
-def _alpha_part(cells, leaf_total, K, alpha, shares, leaf_group):
-    """sum over leaves of lgamma(alpha) - lgamma(N + alpha) + sum_k [lgamma(n + alpha q) - lgamma(alpha q)]."""
-    total = 0.0
-    la = math.lgamma(alpha)
-    for leaf in range(leaf_total.size):
-        total += la - math.lgamma(leaf_total[leaf] + alpha)
-        g = leaf_group[leaf]
-        for k in range(K):
-            n = cells[leaf * K + k]
-            if n > 0:
-                aq = alpha * shares[g, k]
-                total += math.lgamma(n + aq) - math.lgamma(aq)
-    return total
-
-
-@njit(cache=True, nogil=True)
 def _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves):
+    """sum over ``leaves`` of the negative binomial log pmf of N_l (mean m of its parent, size phi), less log N!."""
     total = 0.0
     lp = math.lgamma(phi)
     for t in range(leaves.size):
@@ -129,16 +114,34 @@ def _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves):
 
 
 @njit(cache=True, nogil=True)
-def _group_part(cells, K, alpha, share_row, leaves):
-    total = 0.0
+def _beta_prior(log_beta_row, beta_sum, prior):
+    """log prior of one group's Dirichlet parameters beta = alpha q (alpha lognormal, q ~ Dirichlet(a0)),
+    as a density of log beta: -((log alpha - mu) / s)^2 / 2 - K log alpha + (a0 - 1) sum log q + sum log beta."""
+    K = log_beta_row.size
+    log_alpha = math.log(beta_sum)
+    out = -0.5 * ((log_alpha - prior[0]) / prior[1]) ** 2 - K * log_alpha
+    for k in range(K):
+        out += (prior[6] - 1.0) * (log_beta_row[k] - log_alpha) + log_beta_row[k]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _beta_change(cells, leaf_total, K, leaves, k, old_beta, new_beta, old_sum, new_sum):
+    """The change of the Dirichlet-multinomial log pmf of a group's leaves when beta_k and sum beta change."""
+    out = 0.0
     for t in range(leaves.size):
         leaf = leaves[t]
-        for k in range(K):
-            n = cells[leaf * K + k]
-            if n > 0:
-                aq = alpha * share_row[k]
-                total += math.lgamma(n + aq) - math.lgamma(aq)
-    return total
+        n_total = leaf_total[leaf]
+        out += (
+            math.lgamma(new_sum)
+            - math.lgamma(n_total + new_sum)
+            - math.lgamma(old_sum)
+            + math.lgamma(n_total + old_sum)
+        )
+        n = cells[leaf * K + k]
+        if n > 0:
+            out += math.lgamma(n + new_beta) - math.lgamma(new_beta) - math.lgamma(n + old_beta) + math.lgamma(old_beta)
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -162,10 +165,9 @@ def census_sweeps(
     K,
     leaf_parent,
     leaf_group,
-    hyper,
+    log_phi,
     log_mean,
-    log_gamma,
-    shares,
+    log_beta,
     learn,
     steps,
     prior,
@@ -176,9 +178,9 @@ def census_sweeps(
     all_leaves,
     rng,
     out_cells,
-    out_hyper,
+    out_phi,
     out_mean,
-    out_shares,
+    out_beta,
     out_accept,
     scratch_shift,
     scratch_stamp,
@@ -186,28 +188,28 @@ def census_sweeps(
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
-    A sweep visits every cell once: a paired move (d to or from a partner j: another category of the
-    same leaf, the same category of a sibling leaf, or any cell of its invariant class, each proposal
-    symmetric; j must share i's invariant class) or, for a cell under no invariant, half the time a
-    single move; then updates the hyperparameters when ``learn``
-    (random-walk Metropolis on log alpha, log phi, each parent's log mean size and each group's log
-    gamma vector, with step sizes adapted during ``tune``). Returns the number of sweeps run.
+    A sweep visits every cell once: a Gibbs draw along the line of a paired move (a partner j: another
+    category of the same leaf, the same category of a sibling leaf, or any cell of its invariant
+    class; j must share i's class) or, for a cell under no invariant, half the time along its own
+    axis, over a randomly placed window of ``kmax`` + 1 states; then, when ``learn``, random-walk
+    Metropolis on log phi, each parent's log mean size and each group's log beta_k one at a time
+    (step sizes adapted during ``tune``). ``log_phi`` is a one-element array. Returns the sweeps run.
     """
     n_cells = cells.size
-    n_groups = shares.shape[0]
+    n_groups = log_beta.shape[0]
     n_parents = log_mean.size
     tick = scratch_stamp.max() + 1
-    proposal = np.empty(K)
+    line = np.empty(kmax + 1)
+    beta = np.exp(log_beta)
+    beta_sum = np.empty(n_groups)
+    for g in range(n_groups):
+        beta_sum[g] = beta[g].sum()
     for sweep in range(first, first + count):
         accepted = 0
         attempted = 0
-        alpha = math.exp(hyper[0])
-        phi = math.exp(hyper[1])
+        phi = math.exp(log_phi[0])
         for i in range(n_cells):
             c = cell_class[i]
-            d = 1 + _below(rng, kmax)
-            if _uniform(rng) < 0.5:
-                d = -d
             j = -1
             kind = _uniform(rng)
             if c < 0 and kind < 0.5:
@@ -237,79 +239,117 @@ def census_sweeps(
                     j = class_cells[class_ptr[c] + _below(rng, size - 1)]
                     if j == i:
                         j = class_cells[class_ptr[c + 1] - 1]
-                if cell_class[j] != c or cells[j] - d < 0:
+                if cell_class[j] != c:
                     continue
-            if cells[i] + d < 0:
+            # a Gibbs draw of t along n + t (e_i - e_j) (e_i alone for a single move) over a random window
+            # of kmax + 1 points that holds t = 0 (every state of the window picks it with the same
+            # probability, so the exact conditional on it leaves the posterior invariant)
+            offset = _below(rng, kmax + 1)
+            lo, hi = -offset, kmax - offset
+            if -cells[i] > lo:
+                lo = -cells[i]
+            if j >= 0 and cells[j] < hi:
+                hi = cells[j]
+            if hi - lo < 1:
                 continue
             attempted += 1
+            tick += 1
+            _, n_touched = _lik_delta(
+                i, 1, j, -1, cq_ptr, cq_idx, y, values, rate, power, scratch_shift, scratch_stamp, scratch_touched, tick
+            )
+            slope = 0.0
+            curve = 0.0
+            for t in range(n_touched):
+                q = scratch_touched[t]
+                sq = scratch_shift[q]
+                if sq != 0:
+                    slope += 2.0 * rate[q] * sq * (y[q] - values[q])
+                    curve += rate[q] * sq * sq
             li = i // K
             ki = i - li * K
-            gi = leaf_group[li]
             mi = math.exp(log_mean[leaf_parent[li]])
             ri = math.log(mi / (phi + mi))
-            aqi = alpha * shares[gi, ki]
-            prior_delta = _cell_h(cells[i] + d, aqi) - _cell_h(cells[i], aqi)
-            if j < 0:
-                prior_delta += _leaf_g(leaf_total[li] + d, alpha, phi, ri) - _leaf_g(leaf_total[li], alpha, phi, ri)
-            else:
+            gi = leaf_group[li]
+            aqi = beta[gi, ki]
+            alpha_i = beta_sum[gi]
+            lj = -1
+            if j >= 0:
                 lj = j // K
-                kj = j - lj * K
-                aqj = alpha * shares[leaf_group[lj], kj]
-                prior_delta += _cell_h(cells[j] - d, aqj) - _cell_h(cells[j], aqj)
-                if lj != li:
-                    mj = math.exp(log_mean[leaf_parent[lj]])
-                    rj = math.log(mj / (phi + mj))
-                    prior_delta += _leaf_g(leaf_total[li] + d, alpha, phi, ri) - _leaf_g(leaf_total[li], alpha, phi, ri)
-                    prior_delta += _leaf_g(leaf_total[lj] - d, alpha, phi, rj) - _leaf_g(leaf_total[lj], alpha, phi, rj)
-            tick += 1
-            lik, n_touched = _lik_delta(
-                i, d, j, -d, cq_ptr, cq_idx, y, values, rate, power, scratch_shift, scratch_stamp, scratch_touched, tick
-            )
-            log_ratio = prior_delta + lik
-            if log_ratio >= 0.0 or _uniform(rng) < math.exp(log_ratio):
+                gj = leaf_group[lj]
+                aqj = beta[gj, j - lj * K]
+                alpha_j = beta_sum[gj]
+                mj = math.exp(log_mean[leaf_parent[lj]])
+                rj = math.log(mj / (phi + mj))
+            best = -np.inf
+            for t in range(lo, hi + 1):
+                value = _cell_h(cells[i] + t, aqi)
+                if j < 0:
+                    value += _leaf_g(leaf_total[li] + t, alpha_i, phi, ri)
+                else:
+                    value += _cell_h(cells[j] - t, aqj)
+                    if lj != li:
+                        value += _leaf_g(leaf_total[li] + t, alpha_i, phi, ri) + _leaf_g(
+                            leaf_total[lj] - t, alpha_j, phi, rj
+                        )
+                if power == 2:
+                    value += slope * t - curve * t * t
+                else:
+                    for u in range(n_touched):
+                        q = scratch_touched[u]
+                        sq = scratch_shift[q]
+                        if sq != 0:
+                            value += _query_ll(y[q], values[q] + t * sq, rate[q], power) - _query_ll(
+                                y[q], values[q], rate[q], power
+                            )
+                line[t - lo] = value
+                if value > best:
+                    best = value
+            total = 0.0
+            for t in range(hi - lo + 1):
+                line[t] = math.exp(line[t] - best)
+                total += line[t]
+            pick = _uniform(rng) * total
+            d = hi
+            running = 0.0
+            for t in range(hi - lo + 1):
+                running += line[t]
+                if pick < running:
+                    d = lo + t
+                    break
+            if d != 0:
                 accepted += 1
                 cells[i] += d
                 leaf_total[li] += d
                 if j >= 0:
                     cells[j] -= d
-                    leaf_total[j // K] -= d
+                    leaf_total[lj] -= d
                 for t in range(n_touched):
                     q = scratch_touched[t]
-                    values[q] += scratch_shift[q]
+                    values[q] += d * scratch_shift[q]
         if learn:
             adapt = sweep < tune
-            # alpha
-            old = _alpha_part(cells, leaf_total, K, alpha, shares, leaf_group)
-            new_log = hyper[0] + steps[0] * _normal(rng)
-            new = _alpha_part(cells, leaf_total, K, math.exp(new_log), shares, leaf_group)
-            lr = (
-                new - old - 0.5 * ((new_log - prior[0]) / prior[1]) ** 2 + 0.5 * ((hyper[0] - prior[0]) / prior[1]) ** 2
-            )
-            ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
-            if ok:
-                hyper[0] = new_log
-                alpha = math.exp(new_log)
-            if adapt:
-                steps[0] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
             # phi
             old = _phi_part(leaf_total, phi, log_mean, leaf_parent, all_leaves)
-            new_log = hyper[1] + steps[1] * _normal(rng)
+            new_log = log_phi[0] + steps[0] * _normal(rng)
             new = _phi_part(leaf_total, math.exp(new_log), log_mean, leaf_parent, all_leaves)
             lr = (
-                new - old - 0.5 * ((new_log - prior[2]) / prior[3]) ** 2 + 0.5 * ((hyper[1] - prior[2]) / prior[3]) ** 2
+                new
+                - old
+                - 0.5 * ((new_log - prior[2]) / prior[3]) ** 2
+                + 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2
             )
             ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
             if ok:
-                hyper[1] = new_log
+                log_phi[0] = new_log
                 phi = math.exp(new_log)
             if adapt:
-                steps[1] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
+                steps[0] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
             # each parent's mean size
             for p in range(n_parents):
                 leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
                 current = log_mean[p]
                 old = _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves)
-                log_mean[p] = current + steps[2 + p] * _normal(rng)
+                log_mean[p] = current + steps[1 + p] * _normal(rng)
                 new = _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves)
                 lr = new - old - 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2
                 lr += 0.5 * ((current - prior[4]) / prior[5]) ** 2
@@ -317,41 +357,38 @@ def census_sweeps(
                 if not ok:
                     log_mean[p] = current
                 if adapt:
-                    steps[2 + p] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
-            # each group's shares (gamma_k ~ Gamma(prior[6], 1), q = gamma / sum gamma)
+                    steps[1 + p] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
+            # each group's Dirichlet parameters beta_k = alpha q_k, one at a time
             for g in range(n_groups):
                 leaves = group_leaves[group_ptr[g] : group_ptr[g + 1]]
-                step = steps[2 + n_parents + g]
-                old = _group_part(cells, K, alpha, shares[g], leaves)
-                lr = 0.0
-                total = 0.0
                 for k in range(K):
-                    value = log_gamma[g, k] + step * _normal(rng)
-                    lr += prior[6] * (value - log_gamma[g, k]) - (math.exp(value) - math.exp(log_gamma[g, k]))
-                    proposal[k] = value
-                    total += math.exp(value)
-                new_shares = np.empty(K)
-                for k in range(K):
-                    new_shares[k] = math.exp(proposal[k]) / total
-                lr += _group_part(cells, K, alpha, new_shares, leaves) - old
-                ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
-                if ok:
-                    for k in range(K):
-                        log_gamma[g, k] = proposal[k]
-                        shares[g, k] = new_shares[k]
-                if adapt:
-                    steps[2 + n_parents + g] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
+                    slot = 1 + n_parents + g * K + k
+                    current = log_beta[g, k]
+                    old_prior = _beta_prior(log_beta[g], beta_sum[g], prior)
+                    value = current + steps[slot] * _normal(rng)
+                    new_beta = math.exp(value)
+                    new_sum = beta_sum[g] - beta[g, k] + new_beta
+                    log_beta[g, k] = value
+                    lr = _beta_prior(log_beta[g], new_sum, prior) - old_prior
+                    lr += _beta_change(cells, leaf_total, K, leaves, k, beta[g, k], new_beta, beta_sum[g], new_sum)
+                    ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
+                    if ok:
+                        beta[g, k] = new_beta
+                        beta_sum[g] = new_sum
+                    else:
+                        log_beta[g, k] = current
+                    if adapt:
+                        steps[slot] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
         done = sweep - tune
         if done >= 0 and (done + 1) % thin == 0:
             row = done // thin
             for c in range(n_cells):
                 out_cells[row, c] = cells[c]
-            out_hyper[row, 0] = hyper[0]
-            out_hyper[row, 1] = hyper[1]
+            out_phi[row] = log_phi[0]
             for p in range(n_parents):
                 out_mean[row, p] = log_mean[p]
             for g in range(n_groups):
                 for k in range(K):
-                    out_shares[row, g, k] = shares[g, k]
+                    out_beta[row, g, k] = log_beta[g, k]
             out_accept[row] = accepted / max(attempted, 1)
     return count
