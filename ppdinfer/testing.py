@@ -10,7 +10,7 @@ continuous one) and :func:`check_mechanism` runs every check that applies:
   integrates to one along the line);
 - releases follow ``logpdf`` (chi-square on the support, or Kolmogorov-Smirnov on the line);
 - ``log_bound`` dominates ``logpdf`` (the exact rejection sampler needs M >= sup pi);
-- ``logpdf`` keeps the batch-shape contract of :meth:`Mechanism.logpdf`;
+- ``logpdf`` keeps the batch-shape contract of :meth:`ppdinfer.mechanisms.Mechanism.logpdf`;
 - a seed reproduces the releases; ``noise_scale`` is positive and finite;
 - in a hand-written PyMC model (:class:`ppdinfer.pymc.Release`), the posterior over the candidate
   values ``x_batch`` equals the one enumerated from ``logpdf`` (:func:`check_release_posterior`).
@@ -72,7 +72,7 @@ class MechanismCase:
     x : numpy.ndarray
         One confidential value, shape S (what ``release`` takes).
     x_batch : numpy.ndarray
-        Other values valid for ``z``, shape (B, *S).
+        Other values valid for ``z``, shape ``(B, *S)``.
     z : object
         The public information, or None.
     support : numpy.ndarray, optional

@@ -11,7 +11,6 @@
 
 from .calibration import (
     DistributionPrivacyWarning,
-    Guarantee,
     approximate_wasserstein_mechanism,
     classical_constant,
     concentration_radius,
@@ -40,7 +39,6 @@ __all__ = [
     "DistributionFamily",
     "DistributionPrivacyWarning",
     "GaussianLaw",
-    "Guarantee",
     "approximate_wasserstein_mechanism",
     "classical_constant",
     "closeness_radius",

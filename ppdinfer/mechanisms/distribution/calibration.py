@@ -53,7 +53,6 @@ from .transport import closeness_radius, wasserstein_inf
 
 __all__ = [
     "DistributionPrivacyWarning",
-    "Guarantee",
     "approximate_wasserstein_mechanism",
     "classical_constant",
     "concentration_radius",
