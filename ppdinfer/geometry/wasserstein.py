@@ -89,6 +89,12 @@ def quantile_coupling(p, q, support, *, tie_tolerance: float = 0.0) -> QuantileC
         1e-12 for masses on a decimal grid) merges cumulative levels that differ by less than
         that fraction of the probability on their nearer side, absorbing rounding in the inputs.
 
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+    .. [2] N. Ding, "Kantorovich mechanism for Pufferfish privacy."
+
     Examples
     --------
     >>> from ppdinfer.privacy import quantile_coupling
@@ -105,6 +111,18 @@ def quantile_coupling(p, q, support, *, tie_tolerance: float = 0.0) -> QuantileC
 
 def w_inf(p, q, support, *, tie_tolerance: float = 0.0) -> float:
     """Wasserstein-infinity distance between pmfs ``p`` and ``q`` on ``support`` (see `quantile_coupling`).
+
+    See Also
+    --------
+    ppdinfer.privacy.w_inf_samples : The same distance between samples.
+    ppdinfer.privacy.quantile_coupling : The coupling that attains it.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+    .. [2] S. Song, Y. Wang and K. Chaudhuri, "Pufferfish privacy mechanisms for correlated data,"
+        SIGMOD 2017.
 
     Examples
     --------
@@ -125,6 +143,15 @@ def w_inf_samples(a, b) -> float:
     The sizes m and k may differ. Quantile levels are multiples of 1 / (m k), so the coupling is
     found in integer arithmetic, exactly and without tolerance.
 
+    See Also
+    --------
+    ppdinfer.privacy.w_inf : The same distance between pmfs.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 2.
+
     Examples
     --------
     >>> from ppdinfer.privacy import w_inf_samples
@@ -139,7 +166,7 @@ def w_inf_samples(a, b) -> float:
     return float(np.max(np.abs(a[-(-ends // k) - 1] - b[-(-ends // m) - 1])))
 
 
-def _coupling_from_logpmf(log_p: np.ndarray, log_q: np.ndarray, support: np.ndarray) -> QuantileCoupling:
+def coupling_from_logpmf(log_p: np.ndarray, log_q: np.ndarray, support: np.ndarray) -> QuantileCoupling:
     """`quantile_coupling` from log pmfs (-inf for no mass); the inputs are trusted, not checked."""
     return _exact_coupling(_dyadic_from_log(log_p), _dyadic_from_log(log_q), support, COMPUTED_PMF_TOLERANCE)
 

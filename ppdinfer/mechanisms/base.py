@@ -262,7 +262,7 @@ class AdditiveNoiseMechanism(Mechanism):
         """
         y = self._check_values(y, "y")
         x = self._check_values(x, "x")
-        x2 = _as_batch(x, y)
+        x2 = as_batch(x, y)
         y1 = np.ascontiguousarray(y.reshape(-1), dtype=np.float64)
         return additive_noise_loglik(
             y1, np.ascontiguousarray(x2, dtype=np.float64), self.log_norm, self.rate, self.power
@@ -295,7 +295,7 @@ class AdditiveNoiseMechanism(Mechanism):
         raise NotImplementedError
 
 
-def _as_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def as_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """View x as (B, d) where d = y.size; x may be (B,) for scalar y or (B, *y.shape)."""
     dim = y.size
     if x.ndim == y.ndim and y.ndim >= 1 and x.shape == y.shape:

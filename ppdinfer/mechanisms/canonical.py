@@ -29,7 +29,7 @@ from scipy import optimize, special
 
 from .._random import SeedLike, as_generator
 from .._validation import finite_array, positive_finite, positive_int
-from .base import Mechanism, _as_batch
+from .base import Mechanism, as_batch
 from .guarantee import Guarantee
 
 #: The smallest epsilon Tulap accepts: numpy's geometric draws (int64) overflow near eps = 1e-19 and
@@ -78,7 +78,7 @@ def _unit_offsets(y, x, sensitivity: float) -> np.ndarray:
     """The noise (y - x) / sensitivity at unit scale for each row of ``x``; shape (B, y.size)."""
     y = finite_array(y, "y")
     x = finite_array(x, "x")
-    return (y.reshape(1, -1) - _as_batch(x, y)) / sensitivity
+    return (y.reshape(1, -1) - as_batch(x, y)) / sensitivity
 
 
 class Tulap(Mechanism):
@@ -117,6 +117,18 @@ class Tulap(Mechanism):
         The privacy parameter, at least ``TULAP_MIN_EPSILON`` = 1e-15 (delta = 0).
     sensitivity : float
         The L1 sensitivity Delta of the released statistic, > 0.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.CanonicalNoise : Canonical noise for any tradeoff function.
+    ppdinfer.binomial_test : The test that uses Tulap noise.
+
+    References
+    ----------
+    .. [1] J. Awan and A. Slavkovic, "Differentially private uniformly most powerful tests for binomial
+        data," NeurIPS 2018.
+    .. [2] J. Awan and S. Vadhan, "Canonical noise distributions and private hypothesis tests," The
+        Annals of Statistics 51(2), 2023.
 
     Examples
     --------
@@ -565,6 +577,16 @@ class CanonicalNoise(Mechanism):
         alpha -> f'(alpha), used for the density; finite differences when omitted.
     max_steps : int
         The most unit steps of the recursion one evaluation of a general f may take.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.Tulap : The canonical noise of pure epsilon-DP.
+
+    References
+    ----------
+    .. [1] J. Awan and S. Vadhan, "Canonical noise distributions and private hypothesis tests," The
+        Annals of Statistics 51(2), 2023.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Lemma 36.
 
     Examples
     --------

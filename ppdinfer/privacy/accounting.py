@@ -16,11 +16,20 @@ import numpy as np
 from scipy import optimize, special
 
 from .._validation import finite_array, positive_finite, positive_int, probability
-from ..mechanisms.gaussian import _gaussian_delta_precise, gaussian_delta, raise_until
+from ..mechanisms.gaussian import gaussian_delta, gaussian_delta_precise, raise_until
 
 
 def sequential_composition(epsilons: Iterable[float]) -> float:
     """Lemma 6: releases each eps_b-TP and independent given (X, Z) are jointly (sum of eps_b)-TP.
+
+    See Also
+    --------
+    ppdinfer.privacy.parallel_composition : Releases on disjoint partitions.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Lemma 6.
 
     Examples
     --------
@@ -37,6 +46,15 @@ def parallel_composition(epsilons: Iterable[float]) -> float:
     The lemma states it for a common eps; a release that is eps_b-TP is also max(eps)-TP, so
     the maximum covers unequal budgets.
 
+    See Also
+    --------
+    ppdinfer.privacy.sequential_composition : Releases on the same data.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Lemma 7.
+
     Examples
     --------
     >>> from ppdinfer.privacy import parallel_composition
@@ -48,6 +66,11 @@ def parallel_composition(epsilons: Iterable[float]) -> float:
 
 def condition_on_public_subset(epsilon: float) -> float:
     """Lemma 8: an eps-DP release conditioned on the public event "X lies in a subset" is 2 eps-TP.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Lemma 8.
 
     Examples
     --------
@@ -96,6 +119,15 @@ def gaussian_tradeoff(alpha, mu: float):
     float or ndarray
         G_mu(alpha): 1 at alpha = 0, 0 at alpha = 1, Phi(-mu) at alpha = 1/2.
 
+    See Also
+    --------
+    ppdinfer.privacy.laplace_tradeoff : The tradeoff function of pure eps-DP.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
+
     Examples
     --------
     >>> from ppdinfer.privacy import gaussian_tradeoff
@@ -131,6 +163,16 @@ def laplace_tradeoff(alpha, epsilon: float):
     -------
     float or ndarray
         f_{eps,0}(alpha).
+
+    See Also
+    --------
+    ppdinfer.privacy.gaussian_tradeoff : The mu-GDP tradeoff function.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics."
 
     Examples
     --------
@@ -171,6 +213,17 @@ def gdp_delta(mu: float, epsilon: float) -> float:
         delta(eps), in [0, 1]: 0.0 once it is below the smallest float, 1.0 once it is within
         half an ulp of 1 (large mu, small eps).
 
+    See Also
+    --------
+    ppdinfer.privacy.gdp_epsilon : Its inverse in eps.
+    ppdinfer.mechanisms.gaussian_delta : The same curve for N(0, sigma^2) noise.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics."
+
     Examples
     --------
     >>> from ppdinfer.privacy import gdp_delta
@@ -204,6 +257,16 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     -------
     float
         eps >= 0 with gdp_delta(mu, eps) <= delta.
+
+    See Also
+    --------
+    ppdinfer.privacy.gdp_delta : The curve it inverts.
+    ppdinfer.privacy.gaussian_zcdp_epsilon : The same for rho-zCDP Gaussian noise.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
 
     Examples
     --------
@@ -261,6 +324,17 @@ def zcdp_epsilon(rho: float, delta: float, bound: str = "standard") -> float:
     -------
     float
         eps >= 0 with the release (eps, delta)-DP.
+
+    See Also
+    --------
+    ppdinfer.privacy.gaussian_zcdp_epsilon : The exact conversion for Gaussian noise.
+
+    References
+    ----------
+    .. [1] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions, and
+        lower bounds," Theory of Cryptography Conference (TCC), 2016.
+    .. [2] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential privacy," 2020.
+    .. [3] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Lemma 40.
 
     Examples
     --------
@@ -321,6 +395,18 @@ def gaussian_zcdp_epsilon(rho: float, delta: float) -> float:
     float
         The smallest eps (certified as in `gdp_epsilon`) with the Gaussian release (eps, delta)-DP.
 
+    See Also
+    --------
+    ppdinfer.privacy.zcdp_epsilon : Conversions for any zCDP release.
+    ppdinfer.privacy.gdp_epsilon : The GDP conversion it uses.
+
+    References
+    ----------
+    .. [1] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions, and
+        lower bounds," Theory of Cryptography Conference (TCC), 2016.
+    .. [2] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
+
     Examples
     --------
     >>> from ppdinfer.privacy import gaussian_zcdp_epsilon, zcdp_epsilon
@@ -350,6 +436,16 @@ def gdp_group(mu: float, k: int) -> float:
     float
         k mu.
 
+    See Also
+    --------
+    ppdinfer.privacy.zcdp_group : The zCDP counterpart.
+
+    References
+    ----------
+    .. [1] J. Dong, A. Roth and W. J. Su, "Gaussian differential privacy," Journal of the Royal
+        Statistical Society Series B 84(1), 2022.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics."
+
     Examples
     --------
     >>> from ppdinfer.privacy import gdp_group
@@ -377,6 +473,17 @@ def zcdp_group(rho: float, k: int) -> float:
     float
         k^2 rho.
 
+    See Also
+    --------
+    ppdinfer.privacy.gdp_group : The GDP counterpart.
+    ppdinfer.privacy.zcdp_group_account : Its (eps, delta).
+
+    References
+    ----------
+    .. [1] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions, and
+        lower bounds," Theory of Cryptography Conference (TCC), 2016.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics."
+
     Examples
     --------
     >>> from ppdinfer.privacy import zcdp_group
@@ -403,6 +510,12 @@ class ZCDPGroupAccount(NamedTuple):
     epsilon_gaussian : float
         The exact eps of a continuous Gaussian mechanism with this rho (`gaussian_zcdp_epsilon`):
         never larger than epsilon_bound.
+
+    References
+    ----------
+    .. [1] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions, and
+        lower bounds," Theory of Cryptography Conference (TCC), 2016.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 6.
 
     Examples
     --------
@@ -447,6 +560,16 @@ def zcdp_group_account(rho: float, delta: float, k: int = 1) -> ZCDPGroupAccount
     ZCDPGroupAccount
         k, k^2 rho, delta and both eps.
 
+    See Also
+    --------
+    ppdinfer.privacy.zcdp_group : The group zCDP parameter.
+
+    References
+    ----------
+    .. [1] M. Bun and T. Steinke, "Concentrated differential privacy: simplifications, extensions, and
+        lower bounds," Theory of Cryptography Conference (TCC), 2016.
+    .. [2] Y. H. Cho and J. Awan, "Formal privacy guarantees with invariant statistics." Section 6.
+
     Examples
     --------
     >>> from ppdinfer.privacy import zcdp_group_account
@@ -482,7 +605,7 @@ def _gdp_delta(mu: float, epsilon: float) -> float:
 
 def _certified(mu: float, epsilon: float, delta: float) -> bool:
     """Whether delta(epsilon) <= delta in 60-digit arithmetic."""
-    return _gaussian_delta_precise(1.0, epsilon, mu) <= delta
+    return gaussian_delta_precise(1.0, epsilon, mu) <= delta
 
 
 def _levels(alpha) -> np.ndarray:

@@ -14,7 +14,7 @@ from scipy import special, stats
 
 from .. import _array_checks as _checks
 from .._validation import finite_array, nonnegative_counts, positive_finite, positive_int, probability
-from ..geometry.wasserstein import _coupling_from_logpmf
+from ..geometry.wasserstein import coupling_from_logpmf
 
 CLOSENESS_ATOL = 1e-12
 """Slack in |s / n - t_star| <= t, so that a count on the boundary (0.4 - 0.3 vs 0.1) is t-close."""
@@ -29,6 +29,15 @@ def delta_normal_mean(n, width) -> float:
     X_1, ..., X_n iid N(mu, sigma^2) and secrets X_1 = v with v in [-width/2, width/2]. Given
     X_1 = v the mean is N(mu + (v - mu) / n, (n - 1) sigma^2 / n^2): a location family, so W_inf is
     |v1 - v2| / n <= width / n whatever mu and sigma (paper, Appendix C, Example 3, Eq. 31-32).
+
+    See Also
+    --------
+    ppdinfer.privacy.delta_conditional_normal_mean : The same mean with public Z.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Example 1.
 
     Examples
     --------
@@ -51,6 +60,10 @@ def delta_conditional_normal_mean(width, cov) -> float:
         cov[1:, 0] and Sigma_VZ = cov[1:, 1:], which must be positive definite (otherwise X_1 = v
         is degenerate given Z). With d = 0 (no Z) and iid records this gives width / n.
 
+    See Also
+    --------
+    ppdinfer.privacy.delta_normal_mean : Without public information.
+
     Notes
     -----
     Given X_1 = v and Z = z, Xbar is normal with mean mu + Sigma_XVZ^T Sigma_VZ^{-1} (v - mu, z - mu_Z)
@@ -60,6 +73,11 @@ def delta_conditional_normal_mean(width, cov) -> float:
     is common to both secrets and cancels in the difference, so it is left out here (kept, it would
     make the "sensitivity" depend on z and even negative). The supremum over a family of
     covariances is unbounded: with Z = X_2 - a X_1, beta_1 = (1 + a) / n.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Example 1.
 
     Examples
     --------
@@ -101,6 +119,11 @@ class CountSensitivity:
     delta : int
         Delta_z; 0 when no pair remains or when z fixes the count.
 
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Examples 2 and 4.
+
     Examples
     --------
     >>> from ppdinfer.privacy import delta_sdl_counts
@@ -116,6 +139,16 @@ class CountSensitivity:
 
 def k_anonymous_counts(n, k) -> np.ndarray:
     """Counts S_n for which releasing (S_n, n - S_n) is k-anonymous: {k, ..., n - k} (paper, Eq. 18).
+
+    See Also
+    --------
+    ppdinfer.privacy.t_close_counts : The t-closeness counterpart.
+    ppdinfer.privacy.delta_sdl_counts : Delta_z for such counts.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Equation (18).
 
     Examples
     --------
@@ -134,6 +167,16 @@ def t_close_counts(n, t, t_star) -> np.ndarray:
     """Counts S_n with |S_n / n - t_star| <= t (L1 t-closeness to t_star, paper, Eq. 18).
 
     The comparison allows ``CLOSENESS_ATOL`` of rounding.
+
+    See Also
+    --------
+    ppdinfer.privacy.k_anonymous_counts : The k-anonymity counterpart.
+    ppdinfer.privacy.delta_sdl_counts : Delta_z for such counts.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Equation (18).
 
     Examples
     --------
@@ -177,6 +220,17 @@ def delta_sdl_counts(n, allowed, thetas=DEFAULT_THETAS) -> CountSensitivity:
     thetas : array_like of float
         Success probabilities in (0, 1) spanning the family.
 
+    See Also
+    --------
+    ppdinfer.privacy.k_anonymous_counts : k-anonymous counts.
+    ppdinfer.privacy.t_close_counts : t-close counts.
+    ppdinfer.privacy.delta_correlated_counts : Correlated records.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Examples 2 and 4.
+
     Examples
     --------
     >>> from ppdinfer.privacy import delta_sdl_counts, k_anonymous_counts
@@ -196,7 +250,7 @@ def delta_sdl_counts(n, allowed, thetas=DEFAULT_THETAS) -> CountSensitivity:
     for theta in thetas:
         log_one = _restrict(stats.binom.logpmf(counts - 1, n - 1, theta), outside)
         log_zero = _restrict(stats.binom.logpmf(counts, n - 1, theta), outside)
-        delta = max(delta, round(_coupling_from_logpmf(log_one, log_zero, counts).max_displacement))
+        delta = max(delta, round(coupling_from_logpmf(log_one, log_zero, counts).max_displacement))
     return CountSensitivity(allowed, tuple(range(n)), delta)
 
 
@@ -231,6 +285,15 @@ def delta_correlated_counts(n, z0, z1) -> int | np.ndarray:
         Delta_z in {1, ..., n}: 1 when z0 = z1 (the two laws differ by a shift of one), n when
         z0 = 0 < z1 or z0 < 1 = z1, non-decreasing in z1 and non-increasing in z0.
 
+    See Also
+    --------
+    ppdinfer.privacy.plot_correlated_counts : Its Figure 4.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.4.
+
     Examples
     --------
     >>> from ppdinfer.privacy import delta_correlated_counts
@@ -254,7 +317,7 @@ def delta_correlated_counts(n, z0, z1) -> int | np.ndarray:
     log_zeros = stats.binom.logpmf(counts, n - 1, z0.reshape(-1, 1))
     delta = np.array(
         [
-            round(_coupling_from_logpmf(log_one, log_zero, counts).max_displacement)
+            round(coupling_from_logpmf(log_one, log_zero, counts).max_displacement)
             for log_one, log_zero in zip(log_ones, log_zeros)
         ],
         dtype=np.int64,
