@@ -16,6 +16,10 @@ def as_generator(random_seed: SeedLike) -> np.random.Generator:
     """Return a numpy Generator for ``random_seed`` (int, SeedSequence, Generator or None)."""
     if isinstance(random_seed, np.random.Generator):
         return random_seed
+    if isinstance(random_seed, bool | np.bool_):
+        raise ValueError(
+            f"random_seed must be None, a non-negative int, a SeedSequence or a Generator, not the bool {random_seed!r}"
+        )
     if random_seed is None or isinstance(random_seed, (int, np.integer, np.random.SeedSequence)):
         if isinstance(random_seed, (int, np.integer)) and random_seed < 0:
             raise ValueError(f"random_seed must be a non-negative integer, got {random_seed}")

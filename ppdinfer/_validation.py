@@ -31,8 +31,10 @@ def probability(value, name: str, *, open_interval: bool = True) -> float:
 
 
 def positive_int(value, name: str) -> int:
-    """Return ``value`` as an int after checking that it is a whole number >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    """Return ``value`` as an int after checking that it is a whole number >= 1 (not a bool)."""
+    if isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be a positive integer, got the bool {value!r}")
+    if not isinstance(value, numbers.Integral):
         if not (isinstance(value, numbers.Real) and float(value).is_integer()):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     value = int(value)
@@ -131,3 +133,31 @@ def unit_parameter(value, name: str, check, requirement: str, size: int | None =
             f"the first {array[bad[0]].item()!r} at index {bad[0]}"
         )
     return array.astype(float if check is positive_finite else np.int64)
+
+
+#: Coarsest float64 spacing of y, as a fraction of the noise's standard deviation, at which y - x keeps
+#: x's effect on the likelihood: log p(y - x) is then off by at most about 2^-10 nats per coordinate.
+NOISE_RESOLUTION = 2.0**-10
+
+
+def resolvable_release(y, noise, name: str = "y") -> None:
+    """Refuse a continuous additive-noise release ``y`` whose float64 spacing is coarse against the noise.
+
+    ``noise`` is a mechanism's ``additive_noise`` (rate, power, discrete) or None (nothing to check).
+    Near |y| = 1e17, y - x rounds to multiples of 16: a Laplace(1) likelihood can no longer tell
+    the x of a prior near 0 apart, and the posterior is silently wrong. Discrete releases are exact
+    integers below 2^53 (`integer_valued` holds them there).
+    """
+    values = np.asarray(y, dtype=float)
+    if noise is None or noise.discrete or values.size == 0:
+        return
+    scale = math.sqrt(2.0) / noise.rate if noise.power == 1 else math.sqrt(0.5 / noise.rate)
+    largest = float(np.max(np.abs(values)))
+    spacing = float(np.spacing(largest))
+    if spacing > NOISE_RESOLUTION * scale:
+        raise ValueError(
+            f"{name} = {largest:.6g} is too large for the noise (standard deviation {scale:.3g}): float64 "
+            f"resolves {name} - x there only to {spacing:.3g}, coarser than 2^-10 of the noise, so the "
+            f"likelihood loses x's effect; check {name}, or express {name} and x relative to a public "
+            f"offset (or in larger units)"
+        )

@@ -133,6 +133,8 @@ class Binomial(_UnitCounts):
     """
 
     _known = "n"
+    #: The range of theta, a probability: a prior beyond it is refused when the model is made.
+    theta_bounds = (0.0, 1.0)
 
     def __init__(self, n):
         self.n = unit_parameter(n, "n", positive_int, "positive integer")

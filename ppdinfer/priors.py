@@ -465,6 +465,11 @@ class HierarchicalBeta(Hierarchical):
     _scipy_args = staticmethod(Beta._scipy_args)
 
     def __init__(self, mean: Prior, concentration: Prior, size: int):
+        if not isinstance(mean, Beta):
+            raise ValueError(
+                f"mean must be a scalar priors.Beta (m is a probability, in (0, 1)), got {mean!r}: its support "
+                "leaves (0, 1), where Beta(m k, (1 - m) k) is undefined"
+            )
         super().__init__({"mean": mean, "concentration": concentration}, "p", size)
 
     def unit_parameters(self, mean, concentration):

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import optimize
 
 from ._random import SeedLike, as_generator
-from ._validation import MAX_INTEGER, finite_array, positive_finite, probability
+from ._validation import MAX_INTEGER, finite_array, nonnegative_counts, positive_finite, probability
 from .invariants import InfeasibleInvariants, LinearInvariants
 from .mechanisms.base import Mechanism, _as_batch
 from .mechanisms.guarantee import Guarantee
@@ -368,7 +368,7 @@ class L1ConvexCombination(Mechanism):
         >>> L1ConvexCombination(1.0).release([3, 5], random_seed=1).shape
         (2,)
         """
-        x = self._histogram(finite_array(x, "x"), "x")
+        x = self._histogram(nonnegative_counts(x, "x"), "x")  # a histogram: counts, whole numbers >= 0
         noisy = x + as_generator(random_seed).laplace(0.0, 2.0 / self.epsilon, size=2)
         total = float(x.sum())
         first = self.beta * noisy[0] + (1 - self.beta) * (total - noisy[1])

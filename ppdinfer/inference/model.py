@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from .._validation import summarize
+from .._validation import resolvable_release, summarize
 from ..mechanisms.base import Mechanism
 from ..priors import Prior
 
@@ -106,6 +106,8 @@ class PPDModel:
                 f"names has {len(names)} entries but the prior has {len(prior_blocks)} blocks "
                 f"{list(prior_blocks)}: give one name per block"
             )
+        if not prior_blocks:
+            _check_prior_support(prior, simulate)
         self.prior = prior
         self.simulate = simulate
         self.mechanism = mechanism
@@ -198,6 +200,7 @@ class PPDModel:
             raise ValueError("y must be finite")
         if self.mechanism.discrete and np.any(y != np.round(y)):
             raise ValueError(f"y must hold integers for the discrete mechanism {self.mechanism!r}, got {y!r}")
+        resolvable_release(y, self.mechanism.additive_noise)
         if self.blocks is None and len(self.names) > 1 and len(self.names) != theta.shape[1]:
             raise ValueError(f"names has {len(self.names)} entries but theta has {theta.shape[1]} components")
         for name, dims in self.dims.items():
@@ -419,3 +422,26 @@ def _as_z(z) -> dict | None:
     if not isinstance(z, Mapping):
         raise ValueError(f"z must be None or a mapping of names to public values, got {type(z).__name__}")
     return dict(z)
+
+
+def _check_prior_support(prior, simulate) -> None:
+    """Refuse a prior whose support leaves the parameter range the data model reads (``theta_bounds``,
+    e.g. a probability in [0, 1] for a Binomial), naming the prior; NumPy would fail later, mid-sampling,
+    with 'p < 0, p > 1 or p contains NaNs'."""
+    bounds = getattr(simulate, "theta_bounds", None)
+    dist = getattr(prior, "_dist", prior)  # a ppdinfer Beta / Gamma keeps its frozen scipy law
+    if bounds is None or not callable(getattr(dist, "support", None)):
+        return
+    try:
+        low, high = dist.support()
+        low, high = float(np.min(low)), float(np.max(high))
+    except (TypeError, ValueError):
+        return
+    if low < bounds[0] or high > bounds[1]:
+        frozen = getattr(prior, "dist", None)
+        arguments = [*map(repr, prior.args), *(f"{k}={v!r}" for k, v in prior.kwds.items())] if frozen else []
+        described = f"scipy.stats.{frozen.name}({', '.join(arguments)})" if hasattr(frozen, "name") else repr(prior)
+        raise ValueError(
+            f"prior {described} has support [{low:g}, {high:g}], but {simulate!r} reads theta in "
+            f"[{bounds[0]:g}, {bounds[1]:g}] (a probability): use a prior on that range, such as priors.Beta"
+        )

@@ -140,7 +140,15 @@ class Gaussian(AdditiveNoiseMechanism):
     discrete = False
     power = 2
 
-    def __init__(self, sigma: float):
+    def __init__(self, sigma: float | None = None, *extra, **calibration):
+        if extra or calibration:
+            positional = [repr(value) for value in (sigma, *extra) if value is not None]
+            given = ", ".join(positional + [f"{key}={value!r}" for key, value in calibration.items()])
+            raise TypeError(
+                f"Gaussian takes the noise's standard deviation alone, Gaussian(sigma), got Gaussian({given}); "
+                "for sigma calibrated to (epsilon, delta)-DP use Gaussian.from_epsilon_delta(epsilon, delta, "
+                "sensitivity=1.0)"
+            )
         self.sigma = _sigma(sigma)
         self.rate = 1 / (2 * self.sigma**2)
         self.log_norm = -0.5 * math.log(2 * math.pi * self.sigma**2)
