@@ -14,8 +14,11 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.graph.basic import Constant
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.sharedvar import TensorSharedVariable
 
+from .._validation import positive_finite
 from ..mechanisms import _exact_integer
 
 _DIRECT_TERMS = np.arange(1, 41, dtype="float64")  # enough for sigma < 1: exp(-40^2 / 2) underflows
@@ -59,6 +62,56 @@ def _rounded_centre(size, mu):
 def _float64(value):
     """A float64 tensor: pytensor would store an exactly representable Python float as float32."""
     return pt.cast(pt.as_tensor_variable(value), "float64")
+
+
+def known_value(value) -> np.ndarray | None:
+    """``value`` as an array when it is known without running the model (a number, an array, a
+    constant, data), else None (a model variable or an expression of one)."""
+    if isinstance(value, Constant):
+        return np.asarray(value.data)
+    if isinstance(value, TensorSharedVariable):
+        return np.asarray(value.get_value())
+    if hasattr(value, "owner"):  # any other graph variable
+        return None
+    return np.asarray(value)
+
+
+def _positive_parameters(cls, **parameters) -> None:
+    """Refuse a known noise parameter that is not a positive finite number (where PyMC would fail
+    later as 'Bad initial energy' or divide by zero), naming it."""
+    for name, value in parameters.items():
+        known = known_value(value)
+        if known is None:
+            continue
+        try:
+            for entry in known.reshape(-1).tolist() if known.dtype != object else [value]:
+                positive_finite(entry, name)
+        except ValueError as err:
+            raise ValueError(f"{cls.__name__}: {err} ({name} > 0 is required)") from None
+
+
+def integer_centre(mu, who: str):
+    """``mu`` as a tensor after checking it holds integers: an integer dtype, or known integer values.
+
+    An integer-valued release's pmf is normalized over y in Z for an integer centre only; at a
+    real-valued mu it would be evaluated at non-integers and give a silently wrong posterior.
+    """
+    tensor = pt.as_tensor_variable(mu)
+    if tensor.dtype.startswith(("int", "uint")) or tensor.dtype == "bool":
+        return tensor
+    known = known_value(mu)
+    if known is None:
+        raise ValueError(
+            f"{who} releases integers and needs an integer-valued x (mu), but got a {tensor.dtype} expression "
+            f"{mu}: use an integer latent (pm.Binomial, pm.Poisson, pm.Multinomial, ...), or round a "
+            "real one explicitly (pt.round(x).astype('int64')), or use a continuous mechanism"
+        )
+    if not np.all(np.isfinite(known)) or np.any(known != np.round(known)):
+        raise ValueError(
+            f"{who} releases integers and needs an integer-valued x (mu), but got {known.tolist()!r}: give "
+            "whole numbers, or use a continuous mechanism"
+        )
+    return tensor
 
 
 class DiscreteLaplaceRV(RandomVariable):
@@ -149,6 +202,16 @@ class DiscreteLaplace(_IntegerRelease):
     sensitivity Delta. ``mu`` must be integer-valued (the pmf is normalized over y in Z
     for integer mu). Random draws are exact (Canonne, Kamath & Steinke 2020).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteLaplace : The same noise as a mechanism.
+    ppdinfer.pymc.DiscreteGaussian : Gaussian noise on the integers.
+
+    References
+    ----------
+    .. [1] A. Ghosh, T. Roughgarden and M. Sundararajan, "Universally utility-maximizing privacy
+        mechanisms," SIAM Journal on Computing 41(6), 2012.
+
     Examples
     --------
     >>> import pymc as pm
@@ -160,6 +223,8 @@ class DiscreteLaplace(_IntegerRelease):
 
     @classmethod
     def dist(cls, mu, epsilon, sensitivity=1.0, **kwargs):
+        mu = integer_centre(mu, cls.__name__)
+        _positive_parameters(cls, epsilon=epsilon, sensitivity=sensitivity)
         return super().dist([pt.as_tensor_variable(mu), _float64(epsilon), _float64(sensitivity)], **kwargs)
 
     def support_point(rv, size, mu, epsilon, sensitivity):
@@ -206,6 +271,15 @@ class DiscreteGaussian(_IntegerRelease):
     ``mu`` must be integer-valued. No closed-form CDF exists, so there is no logcdf. Random
     draws are exact (Canonne, Kamath & Steinke 2020).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteGaussian : The same noise as a mechanism.
+    ppdinfer.pymc.DiscreteLaplace : Laplace noise on the integers.
+
+    References
+    ----------
+    .. [1] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential privacy," 2020.
+
     Examples
     --------
     >>> import pymc as pm
@@ -218,6 +292,8 @@ class DiscreteGaussian(_IntegerRelease):
 
     @classmethod
     def dist(cls, mu, sigma, **kwargs):
+        mu = integer_centre(mu, cls.__name__)
+        _positive_parameters(cls, sigma=sigma)
         return super().dist([pt.as_tensor_variable(mu), _float64(sigma)], **kwargs)
 
     def support_point(rv, size, mu, sigma):
@@ -240,6 +316,15 @@ class WassersteinNaive(_IntegerRelease):
     not a normalized pmf. Random draws are the mechanism's release: exact for small dimensions,
     else its MCMC chain (2000 sweeps).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.WassersteinExponential : The mechanism.
+
+    References
+    ----------
+    .. [1] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Theorem 9 and Section 4.
+
     Examples
     --------
     >>> import pymc as pm
@@ -251,6 +336,8 @@ class WassersteinNaive(_IntegerRelease):
 
     @classmethod
     def dist(cls, mu, epsilon, sigma, **kwargs):
+        mu = integer_centre(mu, cls.__name__)
+        _positive_parameters(cls, epsilon=epsilon, sigma=sigma)
         return super().dist([pt.as_tensor_variable(mu), _float64(epsilon), _float64(sigma)], **kwargs)
 
     def support_point(rv, size, mu, epsilon, sigma):

@@ -17,9 +17,15 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution, _call_rv_op
 from pymc.logprob.abstract import _logprob
+from pytensor.graph.traversal import ancestors
+from pytensor.raise_op import Assert
+from pytensor.scalar.basic import Cast
+from pytensor.tensor.random.basic import BinomialRV
 from pytensor.tensor.random.op import RandomVariable
 
+from .._validation import resolvable_release
 from ..mechanisms.base import Mechanism
+from .distributions import integer_centre, known_value
 from .likelihood import release_log_density
 
 
@@ -64,7 +70,23 @@ class ReleaseRV(RandomVariable):
 
 @_logprob.register(ReleaseRV)
 def _release_logprob(op, values, rng, size, x, **kwargs):
-    return release_log_density(op.mechanism, op.z, values[0], x)
+    return release_log_density(op.mechanism, op.z, _checked_observed(op.mechanism, values[0]), x)
+
+
+def _checked_observed(mechanism, y):
+    """y, checked where the model reads it when it is data (pm.set_data bypasses the checks of
+    ``Release``): finite values, and integers for a discrete mechanism."""
+    data = y
+    while data.owner is not None and isinstance(getattr(data.owner.op, "scalar_op", None), Cast):
+        data = data.owner.inputs[0]  # PyMC casts data to the release's dtype: 4.5 would read as 4
+    if known_value(data) is None or isinstance(data, pt.TensorConstant):
+        return y  # a constant was checked when the Release was made
+    fine = pt.all(pt.isfinite(data))
+    message = "Release: observed y (set with pm.set_data?) must hold finite numbers"
+    if getattr(mechanism, "discrete", False):
+        fine = fine & pt.all(pt.eq(data, pt.round(data)))
+        message += f", and integers for the discrete mechanism {mechanism!r}"
+    return Assert(message)(y, fine)
 
 
 def _signature(ndim: int) -> str:
@@ -119,7 +141,7 @@ class Release(Distribution):
     def __new__(cls, name, mechanism, x, z=None, *, observed=None, **kwargs):
         if observed is None:
             raise ValueError(f"Release {name!r} needs observed=y, the published release")
-        _check_release(name, mechanism, x, observed)
+        _check_release(name, mechanism, x, observed, z)
         return super().__new__(cls, name, mechanism, x, z, observed=observed, **kwargs)
 
     @classmethod
@@ -138,9 +160,11 @@ class Release(Distribution):
         return pt.cast(x, rv.dtype) if size is None else pt.full(size, x, dtype=rv.dtype)
 
 
-def _check_release(name: str, mechanism, x, observed) -> None:
-    """Refuse a y that cannot be a release of x: a non-integer y of a discrete mechanism, a y whose
-    shape is not x's (when x's shape is known without running the model)."""
+def _check_release(name: str, mechanism, x, observed, z=None) -> None:
+    """Refuse a y that cannot be a release of x: a non-integer y of a discrete mechanism, a y no x
+    allows (``mechanism.impossible_release``), a y too large for float64 to resolve against the noise,
+    a y whose shape is not x's (when x's shape is known without running the model); and an x that
+    does not fit: a real-valued x of a discrete mechanism, a binomial latent with a non-integer n."""
     y = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
     if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)):
         raise ValueError(f"Release {name!r}: observed must be finite numbers, got {y!r}")
@@ -149,6 +173,16 @@ def _check_release(name: str, mechanism, x, observed) -> None:
             f"Release {name!r}: the discrete mechanism {mechanism!r} releases integers, "
             f"but observed holds non-integer values (e.g. {y[y != np.round(y)].flat[0]!r})"
         )
+    reason = mechanism.impossible_release(y, z) if isinstance(mechanism, Mechanism) else None
+    if reason is not None:
+        raise ValueError(f"Release {name!r}: y cannot be released whatever x is: {reason}")
+    try:
+        resolvable_release(y, getattr(mechanism, "additive_noise", None))
+    except ValueError as err:
+        raise ValueError(f"Release {name!r}: {err}") from None
+    if getattr(mechanism, "discrete", False):
+        integer_centre(x, f"Release {name!r} through the discrete mechanism {mechanism!r}")
+    check_binomial_counts(x, f"Release {name!r}")
     x = pt.as_tensor_variable(x)
     try:
         x_shape = tuple(int(n) for n in x.shape.eval())
@@ -156,3 +190,23 @@ def _check_release(name: str, mechanism, x, observed) -> None:
         return
     if x_shape != y.shape:
         raise ValueError(f"Release {name!r}: observed y has shape {y.shape} but x has shape {x_shape}")
+
+
+def check_binomial_counts(x, who: str) -> None:
+    """Refuse a binomial latent feeding ``x`` whose number of trials n is known and not a whole number.
+
+    PyMC evaluates Binomial(n=2.5) with n truncated in places and as 2.5 in others, and the data
+    augmentation would move x over a support that is not the prior's; a validation the PyMC layer
+    (``PrivacyAugmentation``) can call on any latent. (A Python float n, such as ``n=2.5``, PyMC
+    truncates to 2 before any graph exists: it cannot be seen here.)
+    """
+    for variable in ancestors([pt.as_tensor_variable(x)]):
+        if variable.owner is None or not isinstance(variable.owner.op, BinomialRV):
+            continue
+        n = variable.owner.inputs[2]
+        known = known_value(n)
+        if known is not None and (not np.all(np.isfinite(known)) or np.any(known != np.round(known))):
+            raise ValueError(
+                f"{who}: the latent binomial {variable.name or variable} has a non-integer number of trials "
+                f"n = {known.tolist()!r}; give n as whole numbers (a binomial count has an integer n)"
+            )

@@ -7,6 +7,7 @@ import warnings
 import pymc as pm
 from pytensor.tensor.random.basic import DirichletRV
 
+from ._arguments import _check_sample_arguments
 from .augmentation import PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
@@ -155,6 +156,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     >>> draws.shape, bool((draws.sum(axis=-1) == 30).all())   # every state keeps the public total
     ((1, 100, 3), True)
     """
+    _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
     with model:
         steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
