@@ -23,10 +23,17 @@ of standard deviation s. The scale s is
   (discrete) Gaussian noise (:func:`from_tumult`).
 
 ppdinfer's ``DiscreteLaplace(epsilon, sensitivity)`` and ``Laplace(epsilon, sensitivity)`` have the
-rate epsilon / sensitivity, so s maps to epsilon = 1, sensitivity = s (rate 1 / s, exactly in
-floating point; ppdinfer's exact sampler then uses the scale s itself); the Gaussian ones take
-sigma = s. The pair (1, s) describes the noise, not the privacy of the release, which stays the
-producing library's statement (e.g. OpenDP's ``measurement.map(d_in)``).
+rate epsilon / sensitivity; :func:`from_noise` maps s to epsilon = 1, sensitivity = s (rate 1 / s,
+exactly in floating point; ppdinfer's exact sampler then uses the scale s itself); the Gaussian
+ones take sigma = s. The pair (1, s) describes the noise, not the privacy of the release.
+
+The privacy is the producing library's statement, and every converter attaches it: the
+mechanism's ``guarantee()`` is OpenDP's ``measurement.map(d_in)`` (epsilon, rho, or (epsilon,
+delta)), diffprivlib's (epsilon, delta), or the Tumult budget passed in, with a note saying so.
+Where the statement is an epsilon, a Laplace-family mechanism shows it as its ``epsilon`` and
+``sensitivity`` = epsilon * s (the same rate to rounding), so the printed epsilon is never one
+the scale made up: an OpenDP query at epsilon 1/2 prints ``DiscreteLaplace(epsilon=0.5,
+sensitivity=1.0)``, not ``epsilon=1.0, sensitivity=2.0``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from .mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
     Gaussian,
+    Guarantee,
     Laplace,
     Mechanism,
     PostProcessedRelease,
@@ -102,7 +110,7 @@ def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseM
     raise ValueError(f"distribution must be 'laplace' or 'gaussian', got {distribution!r}")
 
 
-def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
+def from_opendp(measurement, x_max: int | None = None, *, d_in=None) -> Mechanism:
     r"""The ppdinfer mechanism equal in law to an OpenDP noise measurement, chain or Context query.
 
     Accepts
@@ -142,12 +150,21 @@ def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
     x_max : int, optional
         Unsigned measurements only: the largest confidential value x (the statistic) the analysis
         considers; by default the upper bound of the measurement's ``atom_domain`` when it has one.
+    d_in : optional
+        The input distance of the privacy unit, at which OpenDP's privacy map states the
+        guarantee: a Context query's own (``contributions``), else 1 (e.g. pass 2 for a chain on
+        data of known size under the symmetric distance, where one record's change is d_in = 2).
 
     Returns
     -------
     Mechanism
         ``DiscreteLaplace``, ``Laplace``, ``DiscreteGaussian`` or ``Gaussian``; a
-        ``PostProcessedRelease`` of one of the discrete ones for unsigned integers.
+        ``PostProcessedRelease`` of one of the discrete ones for unsigned integers. Its
+        ``guarantee()`` is what OpenDP states, ``measurement.map(d_in)``: epsilon under
+        ``MaxDivergence``, rho under ``ZeroConcentratedDivergence``, (epsilon, delta) under
+        ``Approximate(MaxDivergence)``. A Laplace-family mechanism shows that epsilon as its
+        ``epsilon``, with ``sensitivity`` = epsilon * s (the statistic's sensitivity in units of
+        d_in), so its rate is 1 / s to rounding.
 
     Raises
     ------
@@ -162,23 +179,25 @@ def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
     >>> import opendp.prelude as dp
     >>> dp.enable_features("contrib")
     >>> space = dp.atom_domain(T=int), dp.absolute_distance(T=int)
-    >>> from_opendp(dp.m.make_laplace(*space, scale=2.0))
-    DiscreteLaplace(epsilon=1.0, sensitivity=2.0)
-    >>> from_opendp(space >> dp.m.then_gaussian(scale=3.0))
-    DiscreteGaussian(sigma=3.0)
+    >>> from_opendp(dp.m.make_laplace(*space, scale=2.0))          # OpenDP states epsilon = 1 / 2 at d_in = 1
+    DiscreteLaplace(epsilon=0.5, sensitivity=1.0)
+    >>> gaussian = from_opendp(space >> dp.m.then_gaussian(scale=3.0))
+    >>> gaussian, round(gaussian.guarantee().rho, 6)                # rho = 1 / (2 * 3^2)
+    (DiscreteGaussian(sigma=3.0), 0.055556)
     >>> floats = dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float)
     >>> from_opendp(dp.m.make_laplace(*floats, scale=0.5))
-    Laplace(epsilon=1.0, sensitivity=0.5)
+    Laplace(epsilon=2.0, sensitivity=1.0)
 
     A chain (a count, then Laplace noise) and a Context query:
 
     >>> records = dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance()
     >>> from_opendp(records >> dp.t.then_count() >> dp.m.then_laplace(scale=4.0))
-    DiscreteLaplace(epsilon=1.0, sensitivity=4.0)
+    DiscreteLaplace(epsilon=0.25, sensitivity=1.0)
     >>> context = dp.Context.compositor(data=[1, 5, 7], privacy_unit=dp.unit_of(contributions=1),
     ...                                 privacy_loss=dp.loss_of(epsilon=1.0), split_evenly_over=2)
-    >>> from_opendp(context.query().count().laplace())              # scale 1 / (1 / 2)
-    DiscreteLaplace(epsilon=1.0, sensitivity=2.0)
+    >>> counted = from_opendp(context.query().count().laplace())    # scale 1 / (1 / 2)
+    >>> counted, counted.guarantee().note
+    (DiscreteLaplace(epsilon=0.5, sensitivity=1.0), 'stated by OpenDP: measurement.map(1) = 0.5 (MaxDivergence)')
 
     On unsigned integers the release is clipped at 0:
 
@@ -188,16 +207,58 @@ def from_opendp(measurement, x_max: int | None = None) -> Mechanism:
     ('PostProcessedRelease', 0.3775)
     """
     if type(measurement).__module__ == "opendp.context" and type(measurement).__name__ == "Query":
+        d_in = getattr(measurement, "_d_in", None) if d_in is None else d_in  # the Context's privacy unit
         try:
             measurement = measurement.resolve()
         except Exception as err:  # OpenDP raises its own exception types
             raise ValueError(
                 f"measurement: the OpenDP Context query does not resolve to a measurement: {str(err).strip()}"
             ) from None
-    return _convert_opendp(measurement, x_max)
+    return _convert_opendp(measurement, x_max, _opendp_guarantee(measurement, d_in))
 
 
-def _convert_opendp(measurement, x_max) -> Mechanism:
+def _opendp_guarantee(measurement, d_in) -> Guarantee | None:
+    """What OpenDP states for ``measurement`` at ``d_in``: ``measurement.map(d_in)`` read by its privacy
+    measure; None for an object without a privacy map (the conversion then says what it is)."""
+    if not isinstance(getattr(measurement, "__opendp_dict__", None), dict) or not hasattr(measurement, "map"):
+        return None
+    given = d_in is not None
+    if not given:
+        try:
+            d_in = 1 if _is_integer_carrier(str(measurement.input_distance_type)) else 1.0
+        except ValueError:
+            return None
+    try:
+        loss = measurement.map(d_in)
+    except Exception as err:  # OpenDP raises its own exception types
+        if not given:
+            return None
+        raise ValueError(f"d_in: OpenDP's privacy map refuses d_in = {d_in!r}: {str(err).strip()}") from None
+    measure = str(measurement.output_measure)
+    note = f"stated by OpenDP: measurement.map({d_in!r}) = {loss!r} ({measure})"
+    if isinstance(loss, tuple) and len(loss) == 2 and measure.startswith("Approximate(MaxDivergence"):
+        return Guarantee("approximate", epsilon=float(loss[0]), delta=float(loss[1]), note=note)
+    if isinstance(loss, int | float) and measure == "MaxDivergence":
+        return Guarantee("pure", epsilon=float(loss), note=note)
+    if isinstance(loss, int | float) and measure == "ZeroConcentratedDivergence":
+        return Guarantee("zcdp", rho=float(loss), note=note)
+    return Guarantee(
+        "unstated",
+        note=f"OpenDP states {measure} as {type(loss).__name__} at d_in = {d_in!r}: read measurement.map(d_in)",
+    )
+
+
+def _restated(noise: AdditiveNoiseMechanism, family: str, scale: float, stated: Guarantee | None) -> Mechanism:
+    """The noise stating OpenDP's guarantee; a Laplace family shows the stated epsilon (sensitivity epsilon * s)."""
+    if stated is None:
+        return noise
+    epsilon = stated.epsilon
+    if family == "laplace" and epsilon is not None and 0 < epsilon * scale < math.inf:
+        noise = type(noise)(epsilon=epsilon, sensitivity=epsilon * scale)
+    return noise.with_guarantee(stated)
+
+
+def _convert_opendp(measurement, x_max, stated: Guarantee | None = None) -> Mechanism:
     """from_opendp on a Measurement: unwrap chains and changes of measure down to the noise."""
     recipe = getattr(measurement, "__opendp_dict__", None)
     if not isinstance(recipe, dict) or "__function__" not in recipe:
@@ -207,11 +268,11 @@ def _convert_opendp(measurement, x_max) -> Mechanism:
         )
     constructor, arguments = recipe["__function__"], recipe.get("__kwargs__", {})
     if constructor == "make_chain_mt":
-        mechanism = _convert_opendp(arguments["measurement1"], x_max)
+        mechanism = _convert_opendp(arguments["measurement1"], x_max, stated)
         _check_chain(measurement, arguments["transformation0"], arguments["measurement1"])
         return mechanism
     if constructor in _MEASURE_CHANGES:
-        return _convert_opendp(arguments["measurement"], x_max)
+        return _convert_opendp(arguments["measurement"], x_max, stated)
     if constructor == "make_chain_pm":
         raise ValueError(
             "unsupported OpenDP measurement 'make_chain_pm': its release is post-processed; convert the "
@@ -226,7 +287,7 @@ def _convert_opendp(measurement, x_max) -> Mechanism:
             "ppdinfer.interop.from_noise(family, scale, integer) from the query's parameters"
         )
     family, scale, integer = _noise_of(measurement, constructor, arguments)
-    mechanism = from_noise(family, scale, integer)
+    mechanism = _restated(from_noise(family, scale, integer), family, scale, stated)
     carrier = str(measurement.input_domain.carrier_type)
     atom = carrier.removeprefix("Vec<").removesuffix(">")
     if atom[:1] != "u":
@@ -378,7 +439,9 @@ def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
     -------
     AdditiveNoiseMechanism
         ``DiscreteLaplace(epsilon, sensitivity)``, ``Laplace(epsilon - log(1 - delta),
-        sensitivity)``, ``Gaussian(sigma)`` or ``DiscreteGaussian(sigma)``.
+        sensitivity)``, ``Gaussian(sigma)`` or ``DiscreteGaussian(sigma)``, whose ``guarantee()``
+        is diffprivlib's (epsilon, delta) at its sensitivity (a ``Laplace`` with delta > 0 shows
+        the noise's rate as ``epsilon - log(1 - delta)``; the guarantee keeps epsilon and delta).
 
     Raises
     ------
@@ -404,15 +467,24 @@ def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
         )
     family, integer = _DIFFPRIVLIB_NOISE[name]
     epsilon, sensitivity = float(mechanism.epsilon), float(mechanism.sensitivity)
+    delta = float(getattr(mechanism, "delta", 0.0))
+    stated = Guarantee(
+        "approximate" if delta > 0 else "pure",
+        epsilon=epsilon,
+        delta=delta if delta > 0 else None,
+        sensitivity=sensitivity,
+        note=f"stated by diffprivlib: {name}(epsilon={epsilon!r}, delta={delta!r}, sensitivity={sensitivity!r})",
+    )
     if family == "laplace":
-        rate_epsilon = epsilon - math.log1p(-float(getattr(mechanism, "delta", 0.0)))
+        rate_epsilon = epsilon - math.log1p(-delta)
         if sensitivity <= 0 or not math.isfinite(rate_epsilon):
             raise ValueError(
                 f"diffprivlib {name} with epsilon={epsilon!r}, sensitivity={sensitivity!r} adds no "
                 "noise: there is no likelihood to convert"
             )
-        return (DiscreteLaplace if integer else Laplace)(epsilon=rate_epsilon, sensitivity=sensitivity)
-    return from_noise(family, float(mechanism._scale), integer)
+        converted = (DiscreteLaplace if integer else Laplace)(epsilon=rate_epsilon, sensitivity=sensitivity)
+        return converted.with_guarantee(stated)
+    return from_noise(family, float(mechanism._scale), integer).with_guarantee(stated)
 
 
 #: Tumult's noise mechanism name -> (noise family, integer noise, parameter is a variance).
@@ -424,7 +496,7 @@ _TUMULT_NOISE = {
 }
 
 
-def from_tumult(noise_info) -> AdditiveNoiseMechanism:
+def from_tumult(noise_info, budget=None) -> AdditiveNoiseMechanism:
     r"""The ppdinfer mechanism of one noise draw that Tumult Analytics reports for a query.
 
     Tumult reports the noise of a query (``Session._noise_info(query, budget)`` in Tumult
@@ -450,10 +522,17 @@ def from_tumult(noise_info) -> AdditiveNoiseMechanism:
     noise_info : dict or sequence of one dict
         One entry, or Tumult's whole report when it holds exactly one. ``noise_mechanism`` may be
         Tumult's enum member or its name as a string.
+    budget : optional
+        The query's privacy budget as Tumult states it: ``PureDPBudget(epsilon)``,
+        ``ApproxDPBudget(epsilon, delta)`` or ``RhoZCDPBudget(rho)`` (any object or dict with
+        ``epsilon`` / ``delta`` / ``rho``). The report alone holds only the noise.
 
     Returns
     -------
     AdditiveNoiseMechanism
+        Whose ``guarantee()`` is the budget; a Laplace family then shows its epsilon (with
+        sensitivity epsilon * alpha). Without a budget the guarantee is 'unstated' and the
+        parameters are the noise's, epsilon = 1 and sensitivity = alpha (rate 1 / alpha).
 
     Raises
     ------
@@ -467,6 +546,8 @@ def from_tumult(noise_info) -> AdditiveNoiseMechanism:
     DiscreteLaplace(epsilon=1.0, sensitivity=2.0)
     >>> from_tumult([{"noise_mechanism": "DISCRETE_GAUSSIAN", "noise_parameter": 2.25}])
     DiscreteGaussian(sigma=1.5)
+    >>> from_tumult({"noise_mechanism": "GEOMETRIC", "noise_parameter": 2}, budget={"epsilon": 0.5})
+    DiscreteLaplace(epsilon=0.5, sensitivity=1.0)
     """
     entry = _single_noise_entry(noise_info)
     mechanism = entry.get("noise_mechanism")
@@ -475,7 +556,35 @@ def from_tumult(noise_info) -> AdditiveNoiseMechanism:
         raise ValueError(f"unsupported Tumult noise mechanism {mechanism!r}: expected one of {sorted(_TUMULT_NOISE)}")
     family, integer, is_variance = _TUMULT_NOISE[name]
     parameter = positive_finite(entry.get("noise_parameter"), "noise_parameter")
-    return from_noise(family, math.sqrt(parameter) if is_variance else parameter, integer)
+    scale = math.sqrt(parameter) if is_variance else parameter
+    noise = from_noise(family, scale, integer)
+    stated = _tumult_guarantee(budget)
+    if family == "laplace" and stated.epsilon is not None:
+        noise = type(noise)(epsilon=stated.epsilon, sensitivity=positive_finite(stated.epsilon * scale, "budget"))
+    return noise.with_guarantee(stated)
+
+
+def _tumult_guarantee(budget) -> Guarantee:
+    """A Tumult budget (PureDPBudget, ApproxDPBudget, RhoZCDPBudget, or a dict of their fields) as a Guarantee."""
+    if budget is None:
+        return Guarantee("unstated", note="Tumult's noise report states no budget: pass from_tumult(..., budget=)")
+
+    def field(name):
+        value = budget.get(name) if isinstance(budget, dict) else getattr(budget, name, None)
+        return None if value is None else float(value)
+
+    epsilon, delta, rho = field("epsilon"), field("delta"), field("rho")
+    note = f"stated by Tumult: budget {budget!r}"
+    if rho is not None and epsilon is None:
+        return Guarantee("zcdp", rho=rho, note=note)
+    if epsilon is not None and rho is None:
+        if delta:
+            return Guarantee("approximate", epsilon=epsilon, delta=delta, note=note)
+        return Guarantee("pure", epsilon=epsilon, note=note)
+    raise ValueError(
+        f"budget must be a Tumult PureDPBudget(epsilon), ApproxDPBudget(epsilon, delta) or RhoZCDPBudget(rho), "
+        f"got {budget!r}"
+    )
 
 
 def _single_noise_entry(noise_info) -> dict:

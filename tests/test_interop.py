@@ -69,12 +69,13 @@ def test_scale_conversion_is_exact_in_log_pmf_ratios(scale):
 
 
 def test_from_opendp_reads_the_family_domain_and_scale():
-    assert from_opendp(dp.m.make_laplace(*INTEGERS, scale=2.0)) == DiscreteLaplace(1.0, 2.0)
-    assert from_opendp(dp.m.make_geometric(*INTEGERS, scale=2.0)) == DiscreteLaplace(1.0, 2.0)
+    # the epsilon OpenDP states at d_in = 1 (1 / scale), the sensitivity epsilon * scale
+    assert from_opendp(dp.m.make_laplace(*INTEGERS, scale=2.0)) == DiscreteLaplace(0.5, 1.0)
+    assert from_opendp(dp.m.make_geometric(*INTEGERS, scale=2.0)) == DiscreteLaplace(0.5, 1.0)
     assert from_opendp(INTEGERS >> dp.m.then_gaussian(scale=3.0)) == DiscreteGaussian(3.0)
     noise = dp.m.make_noise(*INTEGERS, dp.zero_concentrated_divergence(), scale=3.0)
     assert from_opendp(noise) == DiscreteGaussian(3.0)
-    assert from_opendp(dp.m.make_laplace(*FLOATS, scale=0.5)) == Laplace(1.0, 0.5)
+    assert from_opendp(dp.m.make_laplace(*FLOATS, scale=0.5)) == Laplace(2.0, 1.0)
     assert from_opendp(dp.m.make_gaussian(*FLOATS, scale=0.5)) == Gaussian(0.5)
 
 
@@ -182,7 +183,7 @@ def test_chain_of_a_transformation_and_noise_follows_the_noise_on_the_statistic(
     categories = list(range(RELEASES - 1))
     chain = RECORDS >> dp.t.then_count_by_categories(categories=categories) >> dp.m.then_laplace(scale=2.0)
     mechanism = from_opendp(chain)
-    assert mechanism == DiscreteLaplace(1.0, 2.0)
+    assert mechanism == DiscreteLaplace(0.5, 1.0)  # epsilon 1/2 at d_in = 1, sensitivity 1
     counts = np.bincount([1, 1, 2, 5], minlength=RELEASES)  # the statistic, the null category last
     noise = np.asarray(chain([1, 1, 2, 5])) - counts
     assert noise.size == RELEASES
@@ -192,15 +193,14 @@ def test_chain_of_a_transformation_and_noise_follows_the_noise_on_the_statistic(
 
 def test_clamp_sum_chain_reads_the_noise_and_the_sum_sensitivity():
     chain = RECORDS >> dp.t.then_clamp((0, 10)) >> dp.t.then_sum() >> dp.m.then_laplace(scale=5.0)
-    assert from_opendp(chain) == DiscreteLaplace(1.0, 5.0)
+    assert from_opendp(chain) == DiscreteLaplace(2.0, 10.0)  # OpenDP's epsilon 2, the sum's sensitivity 10
     assert chain.map(1) == 10 / 5.0  # sensitivity 10, scale 5
     data = [3, 12, 7]  # clamped sum 20
     noise = np.array([chain(data) for _ in range(20_000)]) - 20
     assert chi_square_p_value(noise, from_opendp(chain), 8) > 1e-4
     floats = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance())
-    assert from_opendp(floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(2.0)) == Laplace(
-        1.0, 2.0
-    )
+    float_sum = from_opendp(floats >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_sum() >> dp.m.then_laplace(2.0))
+    assert isinstance(float_sum, Laplace) and float_sum.rate == pytest.approx(1 / 2.0, rel=1e-15)
 
 
 def test_context_queries_convert_with_the_scale_the_context_found():
@@ -210,11 +210,11 @@ def test_context_queries_convert_with_the_scale_the_context_found():
     )
     query = context.query().count_by_categories(categories=list(range(RELEASES - 1))).laplace()
     mechanism = from_opendp(query)
-    assert mechanism == DiscreteLaplace(1.0, 2.0)  # eps 1/2 each, sensitivity 1
+    assert mechanism == DiscreteLaplace(0.5, 1.0)  # eps 1/2 each, sensitivity 1
     noise = np.asarray(query.release()) - np.bincount(data, minlength=RELEASES)
     assert chi_square_p_value(noise, mechanism, 6) > 1e-4
     count = context.query().count().laplace()
-    assert from_opendp(count) == DiscreteLaplace(1.0, 2.0)
+    assert from_opendp(count) == DiscreteLaplace(0.5, 1.0)
     assert_rejection_matches_exact_posterior(from_opendp(count), count.release())
     floats = dp.vector_domain(dp.atom_domain(T=float, nan=False))
     gaussian = dp.Context.compositor(
@@ -235,3 +235,78 @@ def test_context_queries_convert_with_the_scale_the_context_found():
     )
     sigma = from_opendp(rho_context.query().clamp((0.0, 10.0)).sum().gaussian()).sigma
     assert sigma == pytest.approx(10.0, rel=1e-7)  # 10 / sqrt(2 rho); OpenDP adds float-sum rounding slack
+
+
+# --- the guarantee OpenDP states (issue 32, item 6) ---------------------------------------------------
+
+
+def test_context_query_states_opendps_epsilon_for_its_share_of_the_budget():
+    """epsilon 1 split over two queries: each is 1/2-DP, and the mechanism says so (not epsilon=1.0)."""
+    context = dp.Context.compositor(
+        data=[1, 5, 7],
+        privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=1.0),
+        split_evenly_over=2,
+    )
+    query = context.query().count().laplace()
+    stated = query.resolve().map(1)
+    mechanism = from_opendp(query)
+    assert mechanism.guarantee().definition == "pure"
+    assert mechanism.guarantee().epsilon == stated == 0.5
+    assert "OpenDP" in mechanism.guarantee().note
+    assert mechanism.parameters()["epsilon"] == stated  # the printed epsilon is the stated one
+    assert mechanism.rate == 1 / 2.0  # the same noise: scale 2
+    # a privacy unit of two contributions: OpenDP states the loss at d_in = 2
+    twice = dp.Context.compositor(
+        data=[1, 5, 7],
+        privacy_unit=dp.unit_of(contributions=2),
+        privacy_loss=dp.loss_of(epsilon=1.0),
+        split_evenly_over=2,
+    )
+    assert from_opendp(twice.query().count().laplace()).guarantee().epsilon == pytest.approx(0.5, rel=1e-12)
+
+
+def test_mean_chain_states_opendps_epsilon_per_record():
+    """A clamp-mean chain on 10 records at epsilon 0.25 per record (d_in = 2: one record changed)."""
+    sized = dp.vector_domain(dp.atom_domain(T=float, nan=False), size=10), dp.symmetric_distance()
+    chain = sized >> dp.t.then_clamp((0.0, 10.0)) >> dp.t.then_mean() >> dp.m.then_laplace(scale=4.0)
+    mechanism = from_opendp(chain, d_in=2)
+    assert mechanism.guarantee().epsilon == chain.map(2) == pytest.approx(0.25)
+    assert mechanism.parameters()["epsilon"] == chain.map(2)
+    assert mechanism.rate == pytest.approx(1 / 4.0, rel=1e-15)  # the noise is unchanged
+    context = dp.Context.compositor(
+        data=[1.0] * 10,
+        privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=0.25),
+        split_evenly_over=1,
+        domain=dp.vector_domain(dp.atom_domain(T=float, nan=False), size=10),
+    )
+    query = context.query().clamp((0.0, 10.0)).mean().laplace()
+    assert from_opendp(query).guarantee().epsilon == query.resolve().map(1) == pytest.approx(0.25)
+
+
+def test_zcdp_and_approximate_opendp_guarantees_are_stated():
+    gaussian = dp.m.make_gaussian(*INTEGERS, scale=2.0)
+    assert from_opendp(gaussian).guarantee().rho == gaussian.map(1)
+    approximate = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(gaussian), 1e-6)
+    stated = from_opendp(approximate).guarantee()
+    assert (stated.definition, stated.epsilon, stated.delta) == ("approximate", *approximate.map(1))
+    with pytest.raises(ValueError, match="d_in"):
+        from_opendp(gaussian, d_in="one")
+
+
+def test_diffprivlib_and_tumult_conversions_state_the_source_guarantee():
+    from ppdinfer.interop import from_tumult
+
+    pure = from_tumult({"noise_mechanism": "GEOMETRIC", "noise_parameter": 4.0}, budget={"epsilon": 0.25})
+    assert pure == DiscreteLaplace(0.25, 1.0) and pure.guarantee().epsilon == 0.25
+    assert from_tumult({"noise_mechanism": "GEOMETRIC", "noise_parameter": 4.0}).guarantee().definition == "unstated"
+    rho = from_tumult({"noise_mechanism": "DISCRETE_GAUSSIAN", "noise_parameter": 4.0}, budget={"rho": 0.125})
+    assert rho.guarantee().rho == 0.125 and rho == DiscreteGaussian(2.0)
+    diffprivlib = pytest.importorskip("diffprivlib.mechanisms")
+    from ppdinfer.interop import from_diffprivlib
+
+    stated = from_diffprivlib(diffprivlib.Gaussian(epsilon=0.5, delta=1e-5, sensitivity=2.0)).guarantee()
+    assert (stated.definition, stated.epsilon, stated.delta, stated.sensitivity) == ("approximate", 0.5, 1e-5, 2.0)
+    laplace = from_diffprivlib(diffprivlib.Laplace(epsilon=1.0, delta=0.1, sensitivity=1.0)).guarantee()
+    assert (laplace.epsilon, laplace.delta) == (1.0, 0.1)
