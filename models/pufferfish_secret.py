@@ -43,7 +43,7 @@ import itertools
 import numpy as np
 
 from .._validation import finite_array, positive_finite, probability, probability_vector
-from ..generators import DataModel, _draw_from_support
+from ..generators import DataModel, draw_from_support
 from ..inference import PPDModel
 from ..mechanisms import Laplace, Mechanism
 from ..priors import Categorical
@@ -103,7 +103,7 @@ class SecretConditional(DataModel):
         index = np.round(theta).astype(np.int64)
         if np.any(index != theta) or np.any(index < 0) or np.any(index >= self.n_secrets):
             raise ValueError(f"theta must hold secret indices 0..{self.n_secrets - 1}, got {theta!r}")
-        return _draw_from_support(self.values, self._log_conditionals[index], rng)
+        return draw_from_support(self.values, self._log_conditionals[index], rng)
 
     def logpmf(self, x, theta, z=None):
         theta = np.asarray(theta, dtype=float).reshape(-1)

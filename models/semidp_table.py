@@ -44,7 +44,7 @@ from scipy import special, stats
 
 from .._random import SeedLike, as_generator, block_generator, root_seed
 from .._validation import positive_finite, positive_int
-from ..generators import AssociationTable, _draw_from_support
+from ..generators import AssociationTable, draw_from_support
 from ..inference import PPDModel
 from ..inference.results import _dims
 from ..mechanisms import SemiDPGaussian
@@ -168,7 +168,7 @@ class SemiDPTableModel(PPDModel):
         drawn = np.empty((flat.size, *self.shape), dtype=tables.dtype)
         for start in range(0, flat.size, chunk):
             log_p = log_base + flat[start : start + chunk, None] * scores + log_release
-            drawn[start : start + chunk] = _draw_from_support(tables, log_p, rng)
+            drawn[start : start + chunk] = draw_from_support(tables, log_p, rng)
         dims = _dims(self.x_name, 2, self.dims)
         result = idata.copy()
         posterior = result["posterior"].to_dataset()

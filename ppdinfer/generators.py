@@ -334,7 +334,7 @@ class FisherTable2x2(DataModel):
 
     def __call__(self, theta, z, rng):
         support = self.support(z)
-        return _draw_from_support(support, self.logpmf(support, theta, z), rng)
+        return draw_from_support(support, self.logpmf(support, theta, z), rng)
 
 
 class AssociationTable(DataModel):
@@ -407,7 +407,7 @@ class AssociationTable(DataModel):
 
     def __call__(self, theta, z, rng):
         support = self.support(z)
-        return _draw_from_support(support, self.logpmf(support, theta, z), rng)
+        return draw_from_support(support, self.logpmf(support, theta, z), rng)
 
 
 @functools.lru_cache(maxsize=32)
@@ -429,8 +429,19 @@ def _association_terms(tables: np.ndarray, theta: np.ndarray) -> np.ndarray:
     return log_base[None, :] + theta * score[None, :]
 
 
-def _draw_from_support(support: np.ndarray, log_p: np.ndarray, rng) -> np.ndarray:
-    """One x per row of log_p (G, S), drawn from the pmf proportional to exp(log_p) over ``support``."""
+def draw_from_support(support: np.ndarray, log_p: np.ndarray, rng) -> np.ndarray:
+    """One x per row of log_p (G, S), drawn from the pmf proportional to exp(log_p) over ``support``.
+
+    For data models with a finite support: ``support`` holds the S values of x (rows), ``log_p`` one
+    unnormalized log pmf over them per draw.
+
+    Examples
+    --------
+    >>> support = np.array([[0], [1], [2]])
+    >>> log_p = np.array([[0.0, -np.inf, -np.inf], [-np.inf, -np.inf, 0.0]])    # all mass on 0, then on 2
+    >>> draw_from_support(support, log_p, np.random.default_rng(0)).ravel()
+    array([0, 2])
+    """
     cdf = np.cumsum(np.exp(log_p - log_p.max(axis=1, keepdims=True)), axis=1)
     u = rng.random(cdf.shape[0]) * cdf[:, -1]
     index = (cdf < u[:, None]).sum(axis=1)

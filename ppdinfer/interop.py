@@ -93,6 +93,12 @@ def from_noise(distribution: str, scale: float, integer: bool) -> AdditiveNoiseM
     -------
     AdditiveNoiseMechanism
 
+    See Also
+    --------
+    ppdinfer.interop.from_opendp : From an OpenDP measurement.
+    ppdinfer.interop.from_diffprivlib : From a diffprivlib mechanism.
+    ppdinfer.interop.from_tumult : From Tumult Analytics' noise report.
+
     Examples
     --------
     >>> from_noise("laplace", 2.0, integer=True)
@@ -173,6 +179,10 @@ def from_opendp(measurement, x_max: int | None = None, *, d_in=None) -> Mechanis
         postprocessor, ``make_geometric`` with ``bounds``, a float measurement with an explicit
         granularity ``k``), saying what to call instead; for ``scale`` 0 (no noise, no likelihood);
         for an unsigned measurement without ``x_max`` or on a vector domain.
+
+    See Also
+    --------
+    ppdinfer.interop.from_noise : The mechanism of a noise family and scale.
 
     Examples
     --------
@@ -450,6 +460,10 @@ def from_diffprivlib(mechanism) -> AdditiveNoiseMechanism:
         variants, the staircase, exponential and binary mechanisms, ...), naming its class, and
         for a mechanism that adds no noise.
 
+    See Also
+    --------
+    ppdinfer.interop.from_noise : The mechanism of a noise family and scale.
+
     Examples
     --------
     >>> from diffprivlib.mechanisms import Geometric, Laplace
@@ -539,6 +553,10 @@ def from_tumult(noise_info, budget=None) -> AdditiveNoiseMechanism:
     ValueError
         For a report of several noise draws (a composed query: convert each entry), an
         unsupported mechanism (e.g. the exponential mechanism of a quantile), or a bad parameter.
+
+    See Also
+    --------
+    ppdinfer.interop.from_noise : The mechanism of a noise family and scale.
 
     Examples
     --------

@@ -34,7 +34,7 @@ from scipy import optimize
 from ._random import SeedLike, as_generator
 from ._validation import MAX_INTEGER, finite_array, nonnegative_counts, positive_finite, probability
 from .invariants import InfeasibleInvariants, LinearInvariants
-from .mechanisms.base import Mechanism, _as_batch
+from .mechanisms.base import Mechanism, as_batch
 from .mechanisms.guarantee import Guarantee
 
 __all__ = ["L1ConvexCombination", "project_l1_integer", "project_l2"]
@@ -101,6 +101,18 @@ def project_l2(y, invariants: LinearInvariants) -> np.ndarray:
         If ``y`` has the wrong shape or is not finite.
     InfeasibleInvariants
         If no real table satisfies the invariants.
+
+    See Also
+    --------
+    ppdinfer.projection.project_l1_integer : The integer L1 projection.
+    ppdinfer.mechanisms.Congenial : Conditioning instead of projecting.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020. Section 4.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
 
     Examples
     --------
@@ -196,6 +208,17 @@ def project_l1_integer(y, invariants: LinearInvariants) -> np.ndarray:
         If ``y`` has the wrong shape, is not finite, or has an entry beyond 2^53 in magnitude.
     InfeasibleInvariants
         If no integer table satisfies the invariants.
+
+    See Also
+    --------
+    ppdinfer.projection.project_l2 : The least-squares projection.
+
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020. Section 4.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022. Section 4.
 
     Examples
     --------
@@ -312,6 +335,11 @@ class L1ConvexCombination(Mechanism):
     beta : float
         The weight in [0, 1] of the end (M_1, n - M_1); default 1/2.
 
+    References
+    ----------
+    .. [1] R. Gong and X.-L. Meng, "Congenial differential privacy under mandated disclosure,"
+        Proceedings of the 2020 ACM-IMS Foundations of Data Science Conference (FODS), 2020. Example 4.1 and Appendix A.
+
     Examples
     --------
     >>> from ppdinfer.projection import L1ConvexCombination
@@ -383,7 +411,7 @@ class L1ConvexCombination(Mechanism):
         array([-1.3863, -1.8863])
         """
         y = self._histogram(finite_array(y, "y"), "y")
-        x = _as_batch(finite_array(x, "x"), y)
+        x = as_batch(finite_array(x, "x"), y)
         t = np.abs(y[0] - x[:, 0])
         if math.isinf(self._gap):
             bracket = np.zeros_like(t)

@@ -23,6 +23,15 @@ def classical_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 
 
     The classical bound is proved for epsilon < 1 only.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.analytic_gaussian_sigma : The exact calibration, valid at every epsilon.
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The algorithmic foundations of differential privacy," Foundations and
+        Trends in Theoretical Computer Science 9(3-4), 2014.
+
     Examples
     --------
     >>> round(classical_gaussian_sigma(0.5, 1e-5), 3)
@@ -45,6 +54,16 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     r = sensitivity / sigma, evaluated as Phi(a) (1 - exp(epsilon + log Phi(b) - log Phi(a))) on
     the log scale: no overflow of e^epsilon and no cancellation between the two terms' tails.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.analytic_gaussian_sigma : Its inverse in sigma.
+    ppdinfer.privacy.gdp_delta : The same curve in terms of mu-GDP.
+
+    References
+    ----------
+    .. [1] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+        analytical calibration and optimal denoising," ICML 2018.
+
     Examples
     --------
     >>> round(gaussian_delta(sigma=1.0, epsilon=1.0), 4)
@@ -60,7 +79,7 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> fl
     return max(0.0, -math.expm1(epsilon + log_b - log_a) * math.exp(log_a))
 
 
-def _gaussian_delta_precise(sigma: float, epsilon: float, sensitivity: float) -> mpmath.mpf:
+def gaussian_delta_precise(sigma: float, epsilon: float, sensitivity: float) -> mpmath.mpf:
     """gaussian_delta in 60-digit arithmetic (mpmath), to certify a calibration."""
     import mpmath
 
@@ -80,6 +99,16 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     so the returned sigma never gives more than the target delta; it exceeds the smallest such
     sigma by less than 1e-8 relative (measured for epsilon in [1e-6, 1000], delta in [1e-100, 0.9]).
 
+    See Also
+    --------
+    ppdinfer.mechanisms.gaussian_delta : The delta it inverts.
+    ppdinfer.mechanisms.classical_gaussian_sigma : The classical calibration.
+
+    References
+    ----------
+    .. [1] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+        analytical calibration and optimal denoising," ICML 2018.
+
     Examples
     --------
     >>> sigma = analytic_gaussian_sigma(1.0, 1e-5)
@@ -96,7 +125,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     while excess(low) < 0:
         low -= 10
     sigma = math.exp(optimize.brentq(excess, low, high, xtol=1e-15, rtol=1e-15))
-    return raise_until(sigma, lambda s: _gaussian_delta_precise(s, epsilon, sensitivity) <= delta)
+    return raise_until(sigma, lambda s: gaussian_delta_precise(s, epsilon, sensitivity) <= delta)
 
 
 def raise_until(value: float, holds) -> float:
@@ -128,6 +157,19 @@ def _sigma(value, largest: float = SIGMA_LIMITS[1]) -> float:
 
 class Gaussian(AdditiveNoiseMechanism):
     """y = x + N(0, sigma^2) noise per coordinate: (epsilon, delta)-DP when sigma is calibrated.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteGaussian : Gaussian noise on the integers.
+    ppdinfer.mechanisms.analytic_gaussian_sigma : The exact calibration of sigma.
+    ppdinfer.mechanisms.classical_gaussian_sigma : The classical calibration (epsilon < 1).
+
+    References
+    ----------
+    .. [1] C. Dwork and A. Roth, "The algorithmic foundations of differential privacy," Foundations and
+        Trends in Theoretical Computer Science 9(3-4), 2014.
+    .. [2] B. Balle and Y.-X. Wang, "Improving the Gaussian mechanism for differential privacy:
+        analytical calibration and optimal denoising," ICML 2018.
 
     Examples
     --------
@@ -186,6 +228,14 @@ def discrete_gaussian_log_normalizer(sigma: float) -> float:
     Small sigma: the direct sum. Large sigma: the Poisson-summation (Jacobi theta) dual
     sqrt(2 pi) sigma * sum_m exp(-2 pi^2 sigma^2 m^2), whose terms vanish even faster.
 
+    See Also
+    --------
+    ppdinfer.mechanisms.DiscreteGaussian : The mechanism it normalizes.
+
+    References
+    ----------
+    .. [1] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential privacy," 2020.
+
     Examples
     --------
     >>> round(discrete_gaussian_log_normalizer(10.0) - math.log(math.sqrt(2 * math.pi) * 10.0), 12)
@@ -204,6 +254,15 @@ class DiscreteGaussian(AdditiveNoiseMechanism):
 
     Releases are drawn exactly (Canonne, Kamath & Steinke 2020), in a time that does not depend
     on the noise.
+
+    See Also
+    --------
+    ppdinfer.mechanisms.Gaussian : Gaussian noise on the real line.
+    ppdinfer.mechanisms.discrete_gaussian_log_normalizer : Its normalizing constant.
+
+    References
+    ----------
+    .. [1] C. L. Canonne, G. Kamath and T. Steinke, "The discrete Gaussian for differential privacy," 2020.
 
     Examples
     --------
