@@ -16,6 +16,7 @@ probability of a binomial x collapse in the same way
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import field
 
 import numpy as np
@@ -24,6 +25,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
+from pytensor.tensor.random.basic import LaplaceRV, NormalRV
 
 from ..kernels.augmentation import (
     LOCAL,
@@ -74,6 +76,66 @@ def _common_constant(variable, what: str) -> float:
 
 
 _NOISE_OPS = (DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
+#: PyMC's own continuous noise written as the release: its scale parameter's name and the Release to write
+_PLAIN_NOISE = {
+    NormalRV: ("sigma", "pm.Normal", "ppdinfer.mechanisms.Gaussian(sigma)"),
+    LaplaceRV: ("b", "pm.Laplace", "ppdinfer.mechanisms.Laplace(1 / b)"),
+}
+
+
+class AugmentationWarning(UserWarning):
+    """An integer latent observed through a release gets no data-augmentation step (PyMC's own step instead),
+    or a slower form of it than the release could have.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Laplace
+    >>> from ppdinfer.pymc import AugmentationWarning, Release
+    >>> from ppdinfer.pymc.sampling import privacy_latents
+    >>> with pm.Model() as model:
+    ...     x = pm.NegativeBinomial("x", mu=3.0, alpha=2.0)
+    ...     y = Release("y", Laplace(1.0), x, observed=2.5)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     privacy_latents(model)
+    []
+    >>> caught[0].category is AugmentationWarning
+    True
+    """
+
+
+def _plain_noise(op, release, x_rv, centre, params):
+    """(rate, power, noise sd) of a ``pm.Normal`` (power 2, rate 1 / (2 sigma^2)) or ``pm.Laplace`` (power 1,
+    rate 1 / b) release of x itself with one constant scale; else None, with an :class:`AugmentationWarning`
+    saying why and what to write for the compiled kernel."""
+    scale_name, written, mechanism = _PLAIN_NOISE[type(op)]
+    reason = None
+    if centre is not x_rv:
+        reason = f"its mu is not {x_rv.name} itself"
+    else:
+        try:
+            scale = _common_constant(params[0], scale_name)
+        except ValueError:
+            reason = f"its {scale_name} varies by coordinate or depends on the model"
+    if reason is not None:
+        warnings.warn(
+            f"{release.name} = {written}(...) releases {x_rv.name}, but {reason}: ppdinfer's compiled "
+            f"data-augmentation kernel needs noise centred on {x_rv.name} itself with one constant {scale_name}, so "
+            f"{x_rv.name} gets the generic moves on the model's log density (about 10x slower). Where the noise "
+            f"is additive on {x_rv.name} with one {scale_name}, write {written}('{release.name}', mu={x_rv.name}, "
+            f"{scale_name}=<a constant>, observed=y) or ppdinfer.pymc.Release('{release.name}', {mechanism}, "
+            f"{x_rv.name}, observed=y)",
+            AugmentationWarning,
+            stacklevel=5,
+        )
+        return None
+    if isinstance(op, NormalRV):
+        return 1 / (2 * scale**2), 2, scale
+    return 1 / scale, 1, float(np.sqrt(2.0) * scale)
+
+
 #: the least frequency of an adapted move after tuning (so none is ever dropped)
 MIN_FREQUENCY = 0.05
 #: the moves' names, in the kernel's order (PRIOR, RELEASE, LOCAL)
@@ -82,12 +144,20 @@ MOVES = ("prior", "release", "local")
 
 def _separable_release(model, x_rv, children):
     """(y, rate, power, norm, noise sd) when x's only child is an observed release of x itself whose log
-    density is the compiled kernel's -rate * sum |y - x| ** power (or the norm), else None."""
+    density is the compiled kernel's -rate * sum |y - x| ** power (or the norm), else None.
+
+    The release may be a :class:`~ppdinfer.pymc.Release` of a mechanism with additive noise, a ppdinfer noise
+    distribution, or PyMC's own ``pm.Normal`` / ``pm.Laplace`` with mu = x and one constant scale (power 2,
+    rate 1 / (2 sigma^2); power 1, rate 1 / b); a plain release that misses the kernel by its centre or its
+    scale is named in an :class:`AugmentationWarning`."""
     if len(children) != 1 or children[0] not in model.observed_RVs:
         return None
     release = children[0]
     op = release.owner.op
     _, _, centre, *params = release.owner.inputs
+    if type(op) in _PLAIN_NOISE:  # the plain PyMC release: pm.Normal or pm.Laplace noise
+        found = _plain_noise(op, release, x_rv, centre, params)
+        return None if found is None else (model.rvs_to_values[release], *found[:2], False, found[2])
     if centre is not x_rv:
         return None
     y = model.rvs_to_values[release]

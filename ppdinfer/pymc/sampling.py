@@ -2,40 +2,72 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
+from contextvars import ContextVar
 
 import pymc as pm
+from pymc.step_methods import STEP_METHODS
+from pymc.step_methods.compound import BlockedStep, Competence
 from pytensor.tensor.random.basic import DirichletRV
 
-from ._arguments import _check_sample_arguments
-from .augmentation import PrivacyAugmentation
+from .augmentation import AugmentationWarning, PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
 from .release import ReleaseRV
 
 _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
+#: True while :func:`sample` runs pm.sample (its steps are ppdinfer's; nothing to warn about)
+_IN_SAMPLE: ContextVar[bool] = ContextVar("ppdinfer_pymc_sample", default=False)
 
 
-class AugmentationWarning(UserWarning):
-    """An integer latent observed through a release gets no data-augmentation step (PyMC's own step instead).
+def _assigning_model(depth: int = 12):
+    """The model whose steps PyMC is assigning: the model context, else ``assign_step_methods``'s own argument
+    (``pm.sample(model=model)`` outside a ``with model:`` block enters no context)."""
+    try:
+        return pm.modelcontext(None)
+    except TypeError:
+        pass
+    frame = sys._getframe(2)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "assign_step_methods" and isinstance(frame.f_locals.get("model"), pm.Model):
+            return frame.f_locals["model"]
+        frame = frame.f_back
+    return None
 
-    Examples
-    --------
-    >>> import warnings
-    >>> import pymc as pm
-    >>> from ppdinfer.mechanisms import Laplace
-    >>> from ppdinfer.pymc import AugmentationWarning, Release
-    >>> from ppdinfer.pymc.sampling import privacy_latents
-    >>> with pm.Model() as model:
-    ...     x = pm.NegativeBinomial("x", mu=3.0, alpha=2.0)
-    ...     y = Release("y", Laplace(1.0), x, observed=2.5)
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     privacy_latents(model)
-    []
-    >>> caught[0].category is AugmentationWarning
-    True
-    """
+
+class _PlainSampleCheck(BlockedStep):
+    """Never chosen: PyMC asks every step method in ``STEP_METHODS`` how competent it is for each variable it
+    assigns, so this one (appended there, as PyMC's step-method registry invites) sees every integer latent that
+    plain ``pm.sample`` is about to give its own Metropolis, and warns where a ppdinfer release reads it."""
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        if not _IN_SAMPLE.get() and not var.type.dtype.startswith("float"):
+            model = _assigning_model()
+            if model is not None and var in model.free_RVs:
+                releases = [
+                    term.name
+                    for term in dependents(model, var)
+                    if term in model.observed_RVs and isinstance(term.owner.op, _RELEASES)
+                ]
+                if releases:
+                    warnings.warn(
+                        f"{var.name} is an integer latent observed through the ppdinfer release "
+                        f"{', '.join(releases)}, but pm.sample gives it PyMC's own step (Metropolis), which mixes "
+                        "slowly (R-hat 1.02 where ppdinfer's step gives 1.00): sample with "
+                        "ppdinfer.pymc.sample(...) (pm.sample's arguments), which gives it the data-augmentation "
+                        "step",
+                        AugmentationWarning,
+                        stacklevel=2,
+                    )
+        return Competence.INCOMPATIBLE
+
+
+if _PlainSampleCheck not in STEP_METHODS:
+    STEP_METHODS.append(_PlainSampleCheck)
 
 
 def privacy_latents(model: pm.Model) -> list:
@@ -156,13 +188,18 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     >>> draws.shape, bool((draws.sum(axis=-1) == 30).all())   # every state keeps the public total
     ((1, 100, 3), True)
     """
-    _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
     with model:
         steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
         user_steps = kwargs.pop("step", None) or []
-        with warnings.catch_warnings():
-            # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
-            # backend says it calls it in object mode, which is expected here
-            warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
-            return pm.sample(step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs)
+        token = _IN_SAMPLE.set(True)  # ppdinfer's steps: no warning that pm.sample gives x PyMC's own
+        try:
+            with warnings.catch_warnings():
+                # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
+                # backend says it calls it in object mode, which is expected here
+                warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
+                return pm.sample(
+                    step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs
+                )
+        finally:
+            _IN_SAMPLE.reset(token)
