@@ -1,28 +1,17 @@
 """Every release mechanism the package has, as a small instance with the values it takes.
 
-``CASES`` is the one list the generic mechanism checks run over (tests/test_mechanism_contract.py):
-the pmf sums to one on a finite window (or the density integrates to one along a line), releases
-follow ``logpdf``, ``log_bound`` dominates ``logpdf``, ``logpdf`` keeps its batch shape contract and
-``noise_scale`` is positive. A new mechanism gets a ``Case`` here; the contract test fails for a
-concrete ``Mechanism`` subclass that has none.
-
-Each case names one confidential value ``x`` of shape S (what ``release`` takes), a batch
-``x_batch`` of shape (B, *S) of other values valid for ``z``, and how its releases can be
-enumerated or integrated:
-
-- ``support``: every release y (rows of shape S) that carries mass, on a window wide enough that
-  the pmf outside it is below 1e-12 for x and for every row of x_batch (discrete releases);
-- ``line``: a direction u of shape S such that the releases of x are x + t u, t real, and the
-  density is with respect to dt (continuous releases on a line: one coordinate, or a rank-one
-  span); ``t_range`` is where the density's mass lies (outside it below 1e-12) and ``kinks`` the
-  values of t where the density jumps or bends;
-- neither: normalisation and release are not checked (a density on two or more dimensions).
+``CASES`` is the one list the generic mechanism checks of :mod:`ppdinfer.testing` run over
+(tests/test_mechanism_contract.py): the pmf sums to one on a finite window (or the density
+integrates to one along a line), releases follow ``logpdf``, ``log_bound`` dominates ``logpdf``,
+``logpdf`` keeps its batch shape contract, seeds reproduce releases, ``noise_scale`` is positive,
+and a ``Release`` in a hand-written PyMC model gives the enumerated posterior over ``x_batch``. A
+new mechanism gets a ``Case`` (a :class:`ppdinfer.testing.MechanismCase`) here; the contract test
+fails for a concrete ``Mechanism`` subclass that has none. The fields are documented there; a
+case with neither a support nor a line has its normalisation and releases left unchecked (a
+density on two or more dimensions).
 """
 
 from __future__ import annotations
-
-import itertools
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -38,7 +27,6 @@ from ppdinfer.mechanisms import (
     KNormGradient,
     KNormMechanism,
     Laplace,
-    Mechanism,
     NoisyMeasurements,
     NormBallMechanism,
     PostProcessedRelease,
@@ -50,38 +38,8 @@ from ppdinfer.mechanisms.distribution import CorrelatedGaussian
 from ppdinfer.mechanisms.wem import CongenialBase
 from ppdinfer.privacy import gaussian_tradeoff
 from ppdinfer.projection import L1ConvexCombination
-
-
-@dataclass(frozen=True, eq=False)
-class Case:
-    """One mechanism with a value x it releases, other values x_batch, z, and its support or line."""
-
-    name: str
-    mechanism: Mechanism
-    x: np.ndarray
-    x_batch: np.ndarray
-    z: object = None
-    support: np.ndarray | None = None
-    line: np.ndarray | None = None
-    t_range: tuple[float, float] | None = None
-    kinks: tuple[float, ...] = ()
-    #: False where logpdf omits a constant normalizer (the same for every x): the sum over the
-    #: support is then checked to be equal across x_batch rather than equal to one.
-    normalized: bool = True
-    #: Releases drawn for the goodness-of-fit check.
-    draws: int = 1000
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """S, the shape of one release."""
-        return np.shape(self.x)
-
-
-def window(center, half_width: int) -> np.ndarray:
-    """Every integer array of the shape of ``center`` within ``half_width`` of it in each coordinate."""
-    center = np.asarray(center, dtype=np.int64)
-    offsets = np.array(list(itertools.product(range(-half_width, half_width + 1), repeat=center.size)))
-    return (center.reshape(1, -1) + offsets).reshape((-1, *center.shape))
+from ppdinfer.testing import MechanismCase as Case
+from ppdinfer.testing import window
 
 
 def _scalar_additive(name, mechanism, x, half_width, draws=2000):
