@@ -78,6 +78,9 @@ from .geography import CensusQueries
 
 __all__ = ["CellPrior", "hierarchical_log_prior", "sample_cells"]
 
+#: What the sampler reads from a noisy-measurement mechanism (it never tests its class).
+_DECLARES = ("queries", "sigmas", "rates", "power", "invariant_matrix", "invariant_values", "satisfies_invariants")
+
 
 class CellPrior:
     """The hierarchy the prior reads: each leaf's parent (mean size) and share group, for a CensusQueries.
@@ -307,8 +310,11 @@ def sample_cells(
     """
     if not isinstance(census, CensusQueries):
         raise ValueError(f"census must be CensusQueries, got {type(census).__name__}")
-    if not isinstance(mechanism, NoisyMeasurements):
-        raise ValueError(f"mechanism must be NoisyMeasurements, got {type(mechanism).__name__}")
+    if not all(hasattr(mechanism, name) for name in _DECLARES):
+        raise ValueError(
+            f"mechanism must be a noisy-measurement release (NoisyMeasurements: {', '.join(_DECLARES)}), "
+            f"got {type(mechanism).__name__}"
+        )
     if mechanism.queries.shape != census.matrix.shape or (mechanism.queries != census.matrix).nnz:
         raise ValueError(
             f"mechanism's query matrix {mechanism.queries.shape} is not census's {census.matrix.shape}: build it "
