@@ -11,6 +11,7 @@ from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import BlockedStep, Competence
 from pytensor.tensor.random.basic import DirichletRV
 
+from ._arguments import _check_sample_arguments
 from .augmentation import AugmentationWarning, PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
@@ -173,6 +174,11 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     ``cores`` above 1 (PyMC's default where the machine has several) the chains run in parallel
     processes and give the same draws as one after the other.
 
+    References
+    ----------
+    .. [1] M. A. Tanner and W. H. Wong, "The calculation of posterior distributions by data augmentation,"
+        1987.
+
     Examples
     --------
     >>> import numpy as np
@@ -188,6 +194,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     >>> draws.shape, bool((draws.sum(axis=-1) == 30).all())   # every state keeps the public total
     ((1, 100, 3), True)
     """
+    _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
     with model:
         steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
