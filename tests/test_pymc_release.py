@@ -323,3 +323,17 @@ def test_bad_releases_are_refused():
             ppm.DiscreteGaussian("w", mu=x, sigma=2.0, observed=[3.5, 2.9])
         with pytest.raises(ValueError, match="non-integer"):
             ppm.DiscreteLaplace("v", mu=x, epsilon=1.0, observed=[3.5, 2.9])
+
+
+def test_sample_records_each_releases_guarantee_in_the_constant_data(tmp_path):
+    mechanism = M.Gaussian.from_epsilon_delta(1.0, 1e-6)
+    with pm.Model() as model:
+        p = pm.Beta("p", 2, 3)
+        x = pm.Binomial("x", n=30, p=p)
+        ppm.Release("y", mechanism, x, observed=13.3)
+    idata = fit(model, draws=50)
+    attrs = idata["constant_data"].attrs
+    assert attrs["y_guarantee"] == "approximate"
+    assert (attrs["y_guarantee_epsilon"], attrs["y_guarantee_delta"]) == (1.0, 1e-6)
+    assert attrs["y_mechanism"] == repr(mechanism)
+    idata.to_netcdf(tmp_path / "fit.nc")  # plain strings and floats: netCDF-safe

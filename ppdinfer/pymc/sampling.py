@@ -7,6 +7,7 @@ import warnings
 from contextvars import ContextVar
 
 import pymc as pm
+import xarray as xr
 from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import BlockedStep, Competence
 from pytensor.tensor.random.basic import DirichletRV
@@ -205,8 +206,45 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
                 # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
                 # backend says it calls it in object mode, which is expected here
                 warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")
-                return pm.sample(
+                idata = pm.sample(
                     step=steps + list(user_steps if isinstance(user_steps, list) else [user_steps]), **kwargs
                 )
         finally:
             _IN_SAMPLE.reset(token)
+    return record_guarantees(model, idata)
+
+
+def record_guarantees(model: pm.Model, idata):
+    """``idata`` with the privacy guarantee of each :class:`Release` of ``model`` in its constant data.
+
+    The attributes of the ``constant_data`` group (made if missing) gain, per release named y,
+    ``y_mechanism`` (its repr) and ``y_guarantee``, ``y_guarantee_epsilon``, ... (see
+    :meth:`ppdinfer.mechanisms.Guarantee.attrs`), so the guarantee a user asked for travels with
+    the posterior and its netCDF file. Anything but a DataTree (``return_inferencedata=False``) is
+    returned unchanged.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import xarray as xr
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x", 0.0, 10.0)
+    ...     y = Release("y", Gaussian.from_epsilon_delta(1.0, 1e-6), x, observed=2.0)
+    >>> tree = record_guarantees(model, xr.DataTree())
+    >>> tree["constant_data"].attrs["y_guarantee"], tree["constant_data"].attrs["y_guarantee_delta"]
+    ('approximate', 1e-06)
+    """
+    if not isinstance(idata, xr.DataTree):
+        return idata
+    attrs = {}
+    for rv in model.observed_RVs:
+        if isinstance(rv.owner.op, ReleaseRV):
+            mechanism = rv.owner.op.mechanism
+            attrs[f"{rv.name}_mechanism"] = repr(mechanism)
+            attrs.update({f"{rv.name}_{key}": value for key, value in mechanism.guarantee().attrs().items()})
+    if attrs:
+        group = idata["constant_data"].to_dataset() if "constant_data" in idata.children else xr.Dataset()
+        idata["constant_data"] = xr.DataTree(group.assign_attrs({**group.attrs, **attrs}))
+    return idata
