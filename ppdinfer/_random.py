@@ -13,7 +13,14 @@ SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
 
 def as_generator(random_seed: SeedLike) -> np.random.Generator:
-    """Return a numpy Generator for ``random_seed`` (int, SeedSequence, Generator or None)."""
+    """Return a numpy Generator for ``random_seed`` (int, SeedSequence, Generator or None).
+
+    Examples
+    --------
+    >>> rng = as_generator(7)
+    >>> as_generator(rng) is rng, bool(as_generator(7).random() == as_generator(7).random())
+    (True, True)
+    """
     if isinstance(random_seed, np.random.Generator):
         return random_seed
     if isinstance(random_seed, bool | np.bool_):
@@ -30,7 +37,13 @@ def as_generator(random_seed: SeedLike) -> np.random.Generator:
 
 
 def root_seed(random_seed: SeedLike) -> np.random.SeedSequence:
-    """A SeedSequence from which block streams are spawned deterministically."""
+    """A SeedSequence from which block streams are spawned deterministically.
+
+    Examples
+    --------
+    >>> root_seed(5).entropy
+    5
+    """
     if isinstance(random_seed, np.random.SeedSequence):
         return random_seed
     if isinstance(random_seed, np.random.Generator):
@@ -41,6 +54,15 @@ def root_seed(random_seed: SeedLike) -> np.random.SeedSequence:
 
 
 def block_generator(root: np.random.SeedSequence, block: int) -> np.random.Generator:
-    """The stream of block number ``block`` under ``root`` (independent of every other block)."""
+    """The stream of block number ``block`` under ``root`` (independent of every other block).
+
+    Examples
+    --------
+    >>> root = root_seed(5)
+    >>> bool(block_generator(root, 0).random() == block_generator(root, 0).random())
+    True
+    >>> bool(block_generator(root, 0).random() == block_generator(root, 1).random())
+    False
+    """
     seq = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, block))
     return np.random.Generator(np.random.PCG64(seq))

@@ -9,7 +9,17 @@ import numpy as np
 
 
 def positive_finite(value, name: str) -> float:
-    """Return ``value`` as a float after checking that it is a finite number > 0."""
+    """Return ``value`` as a float after checking that it is a finite number > 0.
+
+    Examples
+    --------
+    >>> positive_finite(2, "epsilon")
+    2.0
+    >>> positive_finite(0.0, "epsilon")
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon must be a positive finite number, got 0.0
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     value = float(value)
@@ -19,7 +29,13 @@ def positive_finite(value, name: str) -> float:
 
 
 def probability(value, name: str, *, open_interval: bool = True) -> float:
-    """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False)."""
+    """Return ``value`` as a float in (0, 1) (or [0, 1] when ``open_interval`` is False).
+
+    Examples
+    --------
+    >>> probability(0.25, "delta"), probability(1, "p", open_interval=False)
+    (0.25, 1.0)
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
     value = float(value)
@@ -31,7 +47,17 @@ def probability(value, name: str, *, open_interval: bool = True) -> float:
 
 
 def positive_int(value, name: str) -> int:
-    """Return ``value`` as an int after checking that it is a whole number >= 1 (not a bool)."""
+    """Return ``value`` as an int after checking that it is a whole number >= 1 (not a bool).
+
+    Examples
+    --------
+    >>> positive_int(3.0, "draws")
+    3
+    >>> positive_int(True, "draws")
+    Traceback (most recent call last):
+    ...
+    ValueError: draws must be a positive integer, got the bool True
+    """
     if isinstance(value, bool | np.bool_):
         raise ValueError(f"{name} must be a positive integer, got the bool {value!r}")
     if not isinstance(value, numbers.Integral):
@@ -50,7 +76,13 @@ _LARGEST, _SMALLEST = np.int64(MAX_INTEGER), np.int64(-MAX_INTEGER)
 
 
 def integer_valued(values, name: str) -> np.ndarray:
-    """Return ``values`` as an int64 array after checking every entry is a whole number of magnitude <= 2^53."""
+    """Return ``values`` as an int64 array after checking every entry is a whole number of magnitude <= 2^53.
+
+    Examples
+    --------
+    >>> integer_valued([3.0, -2], "y")
+    array([ 3, -2])
+    """
     arr = np.asarray(values)
     if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
         raise ValueError(f"{name} must hold integers, got {values!r}")
@@ -71,7 +103,13 @@ def integer_valued(values, name: str) -> np.ndarray:
 
 
 def nonnegative_counts(values, name: str) -> np.ndarray:
-    """Return ``values`` as an int64 array after checking every entry is a whole number >= 0."""
+    """Return ``values`` as an int64 array after checking every entry is a whole number >= 0.
+
+    Examples
+    --------
+    >>> nonnegative_counts([4, 0, 7], "x")
+    array([4, 0, 7])
+    """
     arr = integer_valued(values, name)
     if np.any(arr < 0):
         raise ValueError(f"{name} must be non-negative, got {values!r}")
@@ -79,7 +117,13 @@ def nonnegative_counts(values, name: str) -> np.ndarray:
 
 
 def finite_array(values, name: str) -> np.ndarray:
-    """Return ``values`` as a float64 array after checking every entry is finite."""
+    """Return ``values`` as a float64 array after checking every entry is finite.
+
+    Examples
+    --------
+    >>> finite_array([1, 2.5], "y")
+    array([1. , 2.5])
+    """
     try:
         arr = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -91,7 +135,13 @@ def finite_array(values, name: str) -> np.ndarray:
 
 def probability_vector(values, name: str, tolerance: float = 1e-9) -> np.ndarray:
     """``values`` as a float vector of at least 2 non-negative entries summing to 1 (within
-    ``tolerance``, then divided by their sum); ValueError naming ``name`` otherwise."""
+    ``tolerance``, then divided by their sum); ValueError naming ``name`` otherwise.
+
+    Examples
+    --------
+    >>> probability_vector([0.25, 0.75], "shares")
+    array([0.25, 0.75])
+    """
     vector = np.asarray(values, dtype=float)
     if vector.ndim != 1 or vector.size < 2 or not np.all(np.isfinite(vector)) or np.any(vector < 0):
         raise ValueError(f"{name} must be a vector of at least 2 non-negative finite numbers, got {values!r}")
@@ -101,11 +151,17 @@ def probability_vector(values, name: str, tolerance: float = 1e-9) -> np.ndarray
 
 
 def summarize(values: np.ndarray) -> str:
-    """A short description of an array for error messages: its values when few, else shape and range."""
+    """A short description of an array for error messages: its values when few, else shape and range.
+
+    Examples
+    --------
+    >>> summarize(np.arange(3)), summarize(np.arange(10))
+    ('[0, 1, 2]', 'an array of shape (10,) ranging over [0, 9]')
+    """
     values = np.asarray(values)
     if values.size <= 6:
         return repr(values.tolist())
-    return f"an array of shape {values.shape} ranging over [{values.min()!r}, {values.max()!r}]"
+    return f"an array of shape {values.shape} ranging over [{values.min().item()!r}, {values.max().item()!r}]"
 
 
 def unit_parameter(value, name: str, check, requirement: str, size: int | None = None):
@@ -113,6 +169,11 @@ def unit_parameter(value, name: str, check, requirement: str, size: int | None =
 
     A vector must be 1-D, of length ``size`` when given; the error for bad entries counts them and
     names the first, instead of printing every value.
+
+    Examples
+    --------
+    >>> unit_parameter([2, 3], "n", positive_int, "positive integer", size=2)
+    array([2, 3])
     """
     array = np.asarray(value)
     if array.ndim == 0:
@@ -147,6 +208,15 @@ def resolvable_release(y, noise, name: str = "y") -> None:
     Near |y| = 1e17, y - x rounds to multiples of 16: a Laplace(1) likelihood can no longer tell
     the x of a prior near 0 apart, and the posterior is silently wrong. Discrete releases are exact
     integers below 2^53 (`integer_valued` holds them there).
+
+    Examples
+    --------
+    >>> from ppdinfer.mechanisms import Laplace
+    >>> resolvable_release([3.5, 1e6], Laplace(1.0).additive_noise)      # fine
+    >>> resolvable_release([1e17], Laplace(1.0).additive_noise)
+    Traceback (most recent call last):
+    ...
+    ValueError: y = 1e+17 is too large for the noise (standard deviation 1.41): ...
     """
     values = np.asarray(y, dtype=float)
     if noise is None or noise.discrete or values.size == 0:
