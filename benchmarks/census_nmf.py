@@ -20,14 +20,16 @@ Run with ``.venv/bin/python benchmarks/census_nmf.py [--counties 1 10 67] [--dra
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import time
 
 import numpy as np
 
-from ppdinfer.case_studies.covid_pa.national import _diagnostics
-from ppdinfer.census import census_queries, gls_estimate, production_sigmas, sample_cells, synthetic_state
+from ppdinfer.census import CellPrior, census_queries, gls_estimate, production_sigmas, sample_cells, synthetic_state
 from ppdinfer.census.geography import TableSpec
+from ppdinfer.inference.diagnostics import ess_rhat
 from ppdinfer.mechanisms import NoisyMeasurements
 
 QUERIES = {level: ["total", "hispanic", "detailed"] for level in ("State", "County", "Tract", "Block_Group")}
@@ -37,20 +39,25 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def diagnostics(cells: np.ndarray, block: int = 5000) -> tuple[float, float]:
-    """(min bulk ESS, max R-hat) over the cells of draws (chains, n, cells), in blocks to bound memory."""
-    ess_min, rhat_max = np.inf, 0.0
-    for start in range(0, cells.shape[2], block):
-        part = cells[:, :, start : start + block].astype(float)
-        varying = np.ptp(part, axis=(0, 1)) > 0
-        if not varying.any():
-            continue
-        ess, rhat = _diagnostics(part[:, :, varying])
-        ess_min, rhat_max = min(ess_min, float(np.nanmin(ess))), max(rhat_max, float(np.nanmax(rhat)))
-    return ess_min, rhat_max
+def diagnostics(values: np.ndarray) -> tuple[float, float]:
+    """(min bulk ESS, max R-hat) over the variables of draws (chains, n, ...) that vary."""
+    ess, rhat = ess_rhat(values, block=4096)
+    varying = np.ptp(values.reshape(values.shape[0] * values.shape[1], -1), axis=0).reshape(ess.shape) > 0
+    if not varying.any():
+        return float("nan"), float("nan")
+    return float(np.nanmin(ess[varying])), float(np.nanmax(rhat[varying]))
 
 
-def run(n_counties: int, draws: int, tune: int, thin: int, seed: int, topdown: bool) -> dict:
+def tract_hispanic_shares(cells: np.ndarray, prior: CellPrior, hispanic: np.ndarray) -> np.ndarray:
+    """Each tract's Hispanic share in every draw: cells (chains, n, leaves, K) -> (chains, n, tracts)."""
+    onehot = np.zeros((cells.shape[2], prior.n_parents))
+    onehot[np.arange(cells.shape[2]), prior.leaf_parent] = 1.0
+    hisp = cells[..., hispanic].sum(axis=-1, dtype=float) @ onehot
+    total = cells.sum(axis=-1, dtype=float) @ onehot
+    return hisp / np.maximum(total, 1.0)
+
+
+def run(n_counties: int, draws: int, tune: int, thin: int, seed: int, topdown: bool, options: dict) -> dict:
     geo, truth = synthetic_state(n_counties, random_seed=seed)
     census = census_queries(geo, TableSpec.hispanic_race(), QUERIES)
     sigmas = production_sigmas(census)
@@ -73,18 +80,29 @@ def run(n_counties: int, draws: int, tune: int, thin: int, seed: int, topdown: b
         row["rmse_topdown"] = float(np.sqrt(np.mean((td - truth) ** 2)))
     start = time.perf_counter()
     tree = sample_cells(census, mechanism, y, draws=draws, tune=tune, thin=thin, random_seed=seed + 2,
-                        progressbar=False)  # fmt: skip
+                        progressbar=False, **options)  # fmt: skip
     row["fit_s"] = time.perf_counter() - start
-    cells = tree["posterior"]["cells"].values
+    row["load"] = os.getloadavg()[0]
+    posterior = tree["posterior"]
+    cells = posterior["cells"].values
     chains, kept = cells.shape[:2]
     flat = cells.reshape(chains, kept, -1)
     start = time.perf_counter()
-    row["min_ess"], row["max_rhat"] = diagnostics(flat)
+    row["ess_cells"], row["rhat_cells"] = diagnostics(flat)
+    hyper = np.concatenate(
+        [posterior[name].values.reshape(chains, kept, -1) for name in ("alpha", "phi", "mean_size", "shares")], axis=2
+    )
+    row["ess_hyper"], row["rhat_hyper"] = diagnostics(hyper)
+    hispanic = np.array([label.startswith("hispanic") for label in census.table.labels])
+    shares = tract_hispanic_shares(cells, CellPrior(census), hispanic)
+    row["ess_tract_hisp"], row["rhat_tract_hisp"] = diagnostics(shares)
     row["diag_s"] = time.perf_counter() - start
+    row["min_ess"] = min(row["ess_cells"], row["ess_hyper"], row["ess_tract_hisp"])
+    row["max_rhat"] = max(row["rhat_cells"], row["rhat_hyper"], row["rhat_tract_hisp"])
     row["us_per_cell_per_ess"] = 1e6 * row["fit_s"] / (census.n_cells * row["min_ess"])
     row["accept"] = float(tree["sample_stats"]["accept"].mean())
-    row["alpha"] = float(tree["posterior"]["alpha"].mean())
-    row["phi"] = float(tree["posterior"]["phi"].mean())
+    row["alpha"] = float(posterior["alpha"].mean())
+    row["phi"] = float(posterior["phi"].mean())
     row["rmse_posterior_mean"] = float(np.sqrt(np.mean((flat.mean(axis=(0, 1)) - truth.ravel()) ** 2)))
     row["rmse_gls"] = float(np.sqrt(np.mean((gls.cell_estimate - truth) ** 2)))
     row["peak_rss_mib"] = peak_mib()
@@ -100,9 +118,10 @@ def main() -> None:
     parser.add_argument("--thin", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2020)
     parser.add_argument("--topdown", action="store_true", help="also time the TopDown-like estimate")
+    parser.add_argument("--options", default="{}", help="more keyword arguments of sample_cells, as JSON")
     args = parser.parse_args()
     for n in args.counties:
-        row = run(n, args.draws, args.tune, args.thin, args.seed, args.topdown)
+        row = run(n, args.draws, args.tune, args.thin, args.seed, args.topdown, json.loads(args.options))
         print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()), flush=True)
 
 

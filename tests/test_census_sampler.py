@@ -56,26 +56,35 @@ def check_against(tree, tables, weights):
         assert abs(draws_k.mean() - target) < 4 * mcse + 1e-12, (draws_k.mean(), target, mcse, ess)
 
 
-def test_paired_moves_match_enumeration_under_the_total_invariant():
+# the default mixture of kernels; the wide kernel alone (a window fixed by the line, narrow enough that
+# states fall outside it); the local kernel alone
+KERNELS = [{}, {"window": 1.5, "local": 0.0}, {"window": 0.0}]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_paired_moves_match_enumeration_under_the_total_invariant(kernel):
     q, mech = tiny(total=8)
     y = mech.release([1, 3, 2, 2], random_seed=4)
     tables = np.array([t for t in itertools.product(range(9), repeat=4) if sum(t) == 8]).reshape(-1, 2, 2)
     weights = exact_posterior(q, mech, y, tables)
     tree = sample_cells(
-        q, mech, y, draws=6000, tune=300, random_seed=11, learn=False, hyperparameters=FIXED, progressbar=False
-    )
+        q, mech, y, draws=6000, tune=300, random_seed=11, learn=False, hyperparameters=FIXED, progressbar=False,
+        **kernel,
+    )  # fmt: skip
     assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 8).all()
     check_against(tree, tables, weights)
 
 
-def test_single_moves_match_enumeration_without_invariants():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_single_moves_match_enumeration_without_invariants(kernel):
     q, mech = tiny(total=None, sigma=2.0, leaves=1)
     y = mech.release([4, 7], random_seed=5)
     tables = np.array(list(itertools.product(range(70), repeat=2))).reshape(-1, 1, 2)
     weights = exact_posterior(q, mech, y, tables)
     tree = sample_cells(
-        q, mech, y, draws=6000, tune=300, random_seed=12, learn=False, hyperparameters=FIXED, progressbar=False
-    )
+        q, mech, y, draws=6000, tune=300, random_seed=12, learn=False, hyperparameters=FIXED, progressbar=False,
+        **kernel,
+    )  # fmt: skip
     check_against(tree, tables, weights)
 
 
@@ -144,6 +153,10 @@ def test_bad_input_is_refused():
         sample_cells(q, mech, y, initial=[1, 1, 1, 1], progressbar=False)
     with pytest.raises(ValueError, match="alpha must be finite"):
         sample_cells(q, mech, y, hyperparameters={"alpha": -1.0}, progressbar=False)
+    with pytest.raises(ValueError, match="window"):
+        sample_cells(q, mech, y, window=-1.0, progressbar=False)
+    with pytest.raises(ValueError, match="partners"):
+        sample_cells(q, mech, y, partners=(0.7, 0.6), progressbar=False)
     with pytest.raises(ValueError, match="unknown keys"):
         sample_cells(q, mech, y, hyperparameters={"beta": 1.0}, progressbar=False)
     with pytest.raises(ValueError, match="draws"):

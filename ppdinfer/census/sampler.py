@@ -34,17 +34,26 @@ cells changes it in O(1).
 
 **Moves.** A sweep visits every cell i once. Cells under exact invariants (rows of A that are
 nested unit totals, e.g. the state total) form classes of identical invariant signature; cell i
-picks a partner j: another category of the same leaf (probability 1/4), the same category of a
-sibling leaf (0.35) or any cell of its class (0.4) (j must share i's class, so every invariant is
-kept exactly); a cell under no invariant moves alone half the time. The move is a Gibbs draw along
-the line :math:`n + t (e_i - e_j)` (or :math:`n + t e_i`): a window of ``step`` + 1 values of t
-holding t = 0 is placed at random (uniform offset, so every state of the window would place it
-there with the same probability) and t is drawn from the exact conditional on it.
+picks a partner j: another category of the same leaf (probability 0.6), the same category of a
+sibling leaf (0.25) or any cell of its class (0.15) (``partners``; j must share i's class, so every
+invariant is kept exactly); a cell under no invariant moves alone half the time. The move is a Gibbs
+draw along the line :math:`n + t (e_i - e_j)` (or :math:`n + t e_i`) from the exact conditional on a
+window of states, by one of two kernels, each reversible for the conditional on the line:
+
+- *wide* (Gaussian noise; probability 1 - ``local``): the window is fixed by the line, not by the
+  position on it: the likelihood's peak along the line (computed from the residuals at the line's
+  point n_i = 0, the same numbers from every state of the line) +- ``window`` noise sds, reaching
+  down to n_i = 0 (and up to n_j = 0) when within that distance, so one draw crosses the whole
+  conditional, a spike at 0 and a bump included; a state outside its line's window stays;
+- *local*: a window of ``step`` + 1 values of t holding t = 0 placed at random (uniform offset, so
+  every state of the window would place it there with the same probability).
+
 The conditional is the prior change above times the likelihood change of the queries containing i
-or j only (their current values are cached; for Gaussian noise a quadratic in t), so a move costs
-O(depth of the hierarchy + step).
-The hyperparameters follow each sweep by random-walk Metropolis on their logs (step sizes adapted
-during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
+or j only (their current values are cached; for Gaussian noise a quadratic in t), built by products
+of ratios from the likelihood's peak outwards (no log or exp per state), so a move costs O(depth of
+the hierarchy + window).
+The hyperparameters follow each sweep (``hyper_rounds`` times) by random-walk Metropolis on their
+logs (step sizes adapted during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
 each from its own SeedSequence child stream.
 
 References
@@ -249,6 +258,10 @@ def sample_cells(
     cores: int | None = None,
     initial=None,
     progressbar: bool = True,
+    window: float = 4.0,
+    local: float = 0.05,
+    hyper_rounds: int = 3,
+    partners: tuple = (0.6, 0.25),
 ) -> xr.DataTree:
     """Posterior draws of every cell of a noisy-measurement file under the hierarchical prior (module docstring).
 
@@ -284,6 +297,19 @@ def sample_cells(
         Starting cells (leaves x K or flat), satisfying the invariants; default the rounded GLS estimate.
     progressbar : bool
         A tqdm bar over sweeps. Ctrl-C stops the chains and returns the draws finished by all of them.
+    window : float
+        The wide moves' window: the likelihood's peak along the move's line +- ``window`` noise sds
+        (reaching down to 0 when that is within the same distance), a window fixed by the line so
+        that one draw can cross the whole conditional (a spike at 0 and a bump included); 0 turns
+        the wide moves off (Gaussian noise only; Laplace noise always uses the local moves).
+    local : float
+        The probability that a move uses the local window of ``step`` + 1 states instead (it also
+        moves states outside their line's wide window).
+    hyper_rounds : int
+        Hyperparameter updates (phi, the mean sizes, every beta_{g,k}) per sweep of the cells.
+    partners : (float, float)
+        The probabilities that a paired move's partner is another category of the same leaf, or
+        the same category of a sibling leaf; the rest: any cell of the same invariant class.
 
     Returns
     -------
@@ -382,6 +408,14 @@ def sample_cells(
         smallest = np.where(np.diff(cq_ptr) > 0, smallest, 1.0)
         step = max(2, int(round(2 * float(np.median(smallest)))))
     step = positive_int(step, "step")
+    hyper_rounds = positive_int(hyper_rounds, "hyper_rounds")
+    p_leaf, p_sibling = (float(v) for v in partners)
+    if not (math.isfinite(window) and window >= 0):
+        raise ValueError(f"window must be a finite number >= 0, got {window!r}")
+    if not (0.0 <= local <= 1.0):
+        raise ValueError(f"local must be a probability, got {local!r}")
+    if not (p_leaf >= 0 and p_sibling >= 0 and p_leaf + p_sibling <= 1):
+        raise ValueError(f"partners must be two probabilities summing to at most 1, got {partners!r}")
     classed = np.flatnonzero(cell_class >= 0)
     n_classes = int(cell_class.max()) + 1 if classed.size else 0
     class_ptr, class_order = _csr(cell_class[classed], max(n_classes, 1))
@@ -440,7 +474,7 @@ def sample_cells(
                 prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64), s["log_phi"], s["log_mean"],
                 s["log_beta"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
                 group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["phi"], o["mean"],
-                o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"],
+                o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"], float(window), float(local), hyper_rounds, p_leaf, p_sibling,
             )  # fmt: skip
             done[c] += count
             with lock:

@@ -73,8 +73,8 @@ def _cell_h(n, aq):
 
 
 @njit(cache=True, nogil=True)
-def _lik_delta(i, di, j, dj, cq_ptr, cq_idx, y, values, rate, power, shift, stamp, touched, tick):
-    """The log-likelihood change of cells i += di and j += dj (j < 0: none); fills shift for the touched queries."""
+def _touch(i, di, j, dj, cq_ptr, cq_idx, shift, stamp, touched, tick):
+    """The queries containing cell i or j (j < 0: none) and how much each changes when i += di and j += dj."""
     n_touched = 0
     for p in range(cq_ptr[i], cq_ptr[i + 1]):
         q = cq_idx[p]
@@ -92,12 +92,7 @@ def _lik_delta(i, di, j, dj, cq_ptr, cq_idx, y, values, rate, power, shift, stam
                 shift[q] = dj
                 touched[n_touched] = q
                 n_touched += 1
-    delta = 0.0
-    for t in range(n_touched):
-        q = touched[t]
-        if shift[q] != 0:
-            delta += _query_ll(y[q], values[q] + shift[q], rate[q], power) - _query_ll(y[q], values[q], rate[q], power)
-    return delta, n_touched
+    return n_touched
 
 
 @njit(cache=True, nogil=True)
@@ -127,21 +122,180 @@ def _beta_prior(log_beta_row, beta_sum, prior):
 
 @njit(cache=True, nogil=True)
 def _beta_change(cells, leaf_total, K, leaves, k, old_beta, new_beta, old_sum, new_sum):
-    """The change of the Dirichlet-multinomial log pmf of a group's leaves when beta_k and sum beta change."""
+    """The change of the Dirichlet-multinomial log pmf of a group's leaves when beta_k and sum beta change
+    (the terms that do not depend on the leaf, lgamma of the sums and of beta_k, counted once per leaf)."""
     out = 0.0
+    nonzero = 0
     for t in range(leaves.size):
         leaf = leaves[t]
         n_total = leaf_total[leaf]
-        out += (
-            math.lgamma(new_sum)
-            - math.lgamma(n_total + new_sum)
-            - math.lgamma(old_sum)
-            + math.lgamma(n_total + old_sum)
-        )
+        out += math.lgamma(n_total + old_sum) - math.lgamma(n_total + new_sum)
         n = cells[leaf * K + k]
         if n > 0:
-            out += math.lgamma(n + new_beta) - math.lgamma(new_beta) - math.lgamma(n + old_beta) + math.lgamma(old_beta)
+            nonzero += 1
+            out += math.lgamma(n + new_beta) - math.lgamma(n + old_beta)
+    out += leaves.size * (math.lgamma(new_sum) - math.lgamma(old_sum))
+    out += nonzero * (math.lgamma(old_beta) - math.lgamma(new_beta))
     return out
+
+
+@njit(cache=True, nogil=True)
+def _prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi):
+    """The prior ratio of the line's state t + 1 to state t, less the exp(N log(m / (phi + m))) factors."""
+    a = ni + t
+    top = a + aqi
+    bottom = a + 1.0
+    if j < 0:
+        top *= n_total_i + t + phi
+        bottom *= n_total_i + t + alpha_i
+    else:
+        b = nj - t
+        top *= b
+        bottom *= b - 1.0 + aqj
+        if lj != li:
+            m = n_total_j - t
+            top *= (n_total_i + t + phi) * (m - 1.0 + alpha_j)
+            bottom *= (n_total_i + t + alpha_i) * (m - 1.0 + phi)
+    return top / bottom
+
+
+@njit(cache=True, nogil=True)
+def _line_draw(
+    i, j, li, lj, K, cells, leaf_total, values, y, rate, power, shift, touched, n_touched,
+    beta, beta_sum, leaf_group, leaf_parent, log_mean, phi, kmax, line, window, p_local, rng,
+):  # fmt: skip
+    """Draw t along n + t (e_i - e_j) (e_i alone when j < 0) from its exact conditional on a window; return t.
+
+    Two kernels, each reversible for the conditional on the line. The *wide* kernel (Gaussian
+    noise, ``window`` > 0, probability 1 - ``p_local``) takes a window that depends on the line
+    only, never on the position on it: the likelihood's peak along the line, computed from the
+    residuals at the line's point n_i = 0 (the same integers from every state of the line, so the
+    same floating-point result) +- ``window`` noise sds, reaching down to n_i = 0 (and up to n_j = 0)
+    when within that distance; a state outside its window stays. The *local* kernel places a
+    window of ``kmax`` + 1 states holding t = 0 at a uniform offset. The conditional is built by
+    increments of the log prior (a ratio of products, one log per state) and of the likelihood.
+    """
+    ni = cells[i]
+    nj = cells[j] if j >= 0 else 0
+    slope = 0.0
+    curve = 0.0
+    num = 0.0
+    for u in range(n_touched):
+        q = touched[u]
+        sq = shift[q]
+        if sq != 0:
+            slope += 2.0 * rate[q] * sq * (y[q] - values[q])
+            curve += rate[q] * sq * sq
+            num += rate[q] * sq * ((y[q] - values[q]) + ni * sq)
+    lo = 0
+    hi = 0
+    wide = power == 2 and window > 0.0 and curve > 0.0 and (p_local <= 0.0 or _uniform(rng) >= p_local)
+    if wide:
+        w = int(math.ceil(window / math.sqrt(2.0 * curve))) + 1
+        center = int(math.floor(num / curve))
+        low = center - w
+        high = center + w + 1
+        if low <= w:
+            low = 0
+        if j >= 0:
+            reach = ni + nj
+            if high >= reach - w:
+                high = reach
+            if high > reach:
+                high = reach
+            if low > reach:
+                return 0
+        if high < 0:
+            return 0
+        if high - low + 1 > line.size:
+            wide = False  # too wide for the buffer (a property of the line): the local kernel
+        else:
+            lo = low - ni
+            hi = high - ni
+            if lo > 0 or hi < 0:
+                return 0  # outside the line's window: stay
+    if not wide:
+        offset = _below(rng, kmax + 1)
+        lo, hi = -offset, kmax - offset
+        if -ni > lo:
+            lo = -ni
+        if j >= 0 and nj < hi:
+            hi = nj
+    if hi - lo < 1:
+        return 0
+    gi = leaf_group[li]
+    aqi = beta[gi, i - li * K]
+    alpha_i = beta_sum[gi]
+    mi = math.exp(log_mean[leaf_parent[li]])
+    ri = math.log(mi / (phi + mi))
+    aqj = 0.0
+    alpha_j = 0.0
+    rj = 0.0
+    if j >= 0:
+        gj = leaf_group[lj]
+        aqj = beta[gj, j - lj * K]
+        alpha_j = beta_sum[gj]
+        mj = math.exp(log_mean[leaf_parent[lj]])
+        rj = math.log(mj / (phi + mj))
+    n_total_i = leaf_total[li]
+    n_total_j = leaf_total[lj] if j >= 0 else 0
+    total = 0.0
+    if power == 2:
+        # unnormalized probabilities by products from the likelihood's peak outwards: no log or exp per state
+        extra = ri if j < 0 else (ri - rj if lj != li else 0.0)
+        gain = math.exp(extra)
+        step_down = math.exp(-2.0 * curve)
+        anchor = int(math.floor(0.5 * slope / curve + 0.5))
+        if anchor < lo:
+            anchor = lo
+        if anchor > hi:
+            anchor = hi
+        line[anchor - lo] = 1.0
+        lik = math.exp(slope - curve * (2.0 * anchor + 1.0))  # exp of the likelihood increment at anchor
+        p = 1.0
+        for t in range(anchor, hi):
+            p *= _prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi) * gain * lik
+            line[t + 1 - lo] = p
+            lik *= step_down
+        lik = math.exp(slope - curve * (2.0 * anchor - 1.0))
+        p = 1.0
+        for t in range(anchor - 1, lo - 1, -1):
+            p /= _prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi) * gain * lik
+            line[t - lo] = p
+            lik /= step_down
+        for t in range(hi - lo + 1):
+            total += line[t]
+    if not (total > 0.0 and total < np.inf):
+        line[0] = 0.0
+        best = 0.0
+        value = 0.0
+        for t in range(lo, hi):  # the log ratio of state t + 1 to state t
+            value += math.log(_prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi))
+            value += ri if j < 0 else (ri - rj if lj != li else 0.0)
+            if power == 2:
+                value += slope - curve * (2.0 * t + 1.0)
+            else:
+                for u in range(n_touched):
+                    q = touched[u]
+                    sq = shift[q]
+                    if sq != 0:
+                        value += _query_ll(y[q], values[q] + (t + 1) * sq, rate[q], power) - _query_ll(
+                            y[q], values[q] + t * sq, rate[q], power
+                        )
+            line[t + 1 - lo] = value
+            if value > best:
+                best = value
+        total = 0.0
+        for t in range(hi - lo + 1):
+            line[t] = math.exp(line[t] - best)
+            total += line[t]
+    pick = _uniform(rng) * total
+    running = 0.0
+    for t in range(hi - lo + 1):
+        running += line[t]
+        if pick < running:
+            return lo + t
+    return hi
 
 
 @njit(cache=True, nogil=True)
@@ -185,6 +339,11 @@ def census_sweeps(
     scratch_shift,
     scratch_stamp,
     scratch_touched,
+    window=0.0,
+    p_local=1.0,
+    hyper_rounds=1,
+    p_leaf=0.25,
+    p_sibling=0.35,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
@@ -199,7 +358,7 @@ def census_sweeps(
     n_groups = log_beta.shape[0]
     n_parents = log_mean.size
     tick = scratch_stamp.max() + 1
-    line = np.empty(kmax + 1)
+    line = np.empty(max(kmax + 1, 1024))
     beta = np.exp(log_beta)
     beta_sum = np.empty(n_groups)
     for g in range(n_groups):
@@ -216,14 +375,14 @@ def census_sweeps(
                 j = -1  # a single move: no invariant holds this cell
             else:
                 li0 = i // K
-                if kind < 0.25 or (c < 0 and kind < 0.75):
+                if kind < p_leaf or (c < 0 and kind < 0.5 + p_leaf):
                     if K < 2:
                         continue
                     k2 = _below(rng, K - 1)  # another category of the same leaf
                     if k2 >= i - li0 * K:
                         k2 += 1
                     j = li0 * K + k2
-                elif kind < 0.6 or c < 0:
+                elif kind < p_leaf + p_sibling or c < 0:
                     p0 = leaf_parent[li0]
                     m = parent_ptr[p0 + 1] - parent_ptr[p0]
                     if m < 2:
@@ -241,81 +400,15 @@ def census_sweeps(
                         j = class_cells[class_ptr[c + 1] - 1]
                 if cell_class[j] != c:
                     continue
-            # a Gibbs draw of t along n + t (e_i - e_j) (e_i alone for a single move) over a random window
-            # of kmax + 1 points that holds t = 0 (every state of the window picks it with the same
-            # probability, so the exact conditional on it leaves the posterior invariant)
-            offset = _below(rng, kmax + 1)
-            lo, hi = -offset, kmax - offset
-            if -cells[i] > lo:
-                lo = -cells[i]
-            if j >= 0 and cells[j] < hi:
-                hi = cells[j]
-            if hi - lo < 1:
-                continue
             attempted += 1
             tick += 1
-            _, n_touched = _lik_delta(
-                i, 1, j, -1, cq_ptr, cq_idx, y, values, rate, power, scratch_shift, scratch_stamp, scratch_touched, tick
-            )
-            slope = 0.0
-            curve = 0.0
-            for t in range(n_touched):
-                q = scratch_touched[t]
-                sq = scratch_shift[q]
-                if sq != 0:
-                    slope += 2.0 * rate[q] * sq * (y[q] - values[q])
-                    curve += rate[q] * sq * sq
+            n_touched = _touch(i, 1, j, -1, cq_ptr, cq_idx, scratch_shift, scratch_stamp, scratch_touched, tick)
             li = i // K
-            ki = i - li * K
-            mi = math.exp(log_mean[leaf_parent[li]])
-            ri = math.log(mi / (phi + mi))
-            gi = leaf_group[li]
-            aqi = beta[gi, ki]
-            alpha_i = beta_sum[gi]
-            lj = -1
-            if j >= 0:
-                lj = j // K
-                gj = leaf_group[lj]
-                aqj = beta[gj, j - lj * K]
-                alpha_j = beta_sum[gj]
-                mj = math.exp(log_mean[leaf_parent[lj]])
-                rj = math.log(mj / (phi + mj))
-            best = -np.inf
-            for t in range(lo, hi + 1):
-                value = _cell_h(cells[i] + t, aqi)
-                if j < 0:
-                    value += _leaf_g(leaf_total[li] + t, alpha_i, phi, ri)
-                else:
-                    value += _cell_h(cells[j] - t, aqj)
-                    if lj != li:
-                        value += _leaf_g(leaf_total[li] + t, alpha_i, phi, ri) + _leaf_g(
-                            leaf_total[lj] - t, alpha_j, phi, rj
-                        )
-                if power == 2:
-                    value += slope * t - curve * t * t
-                else:
-                    for u in range(n_touched):
-                        q = scratch_touched[u]
-                        sq = scratch_shift[q]
-                        if sq != 0:
-                            value += _query_ll(y[q], values[q] + t * sq, rate[q], power) - _query_ll(
-                                y[q], values[q], rate[q], power
-                            )
-                line[t - lo] = value
-                if value > best:
-                    best = value
-            total = 0.0
-            for t in range(hi - lo + 1):
-                line[t] = math.exp(line[t] - best)
-                total += line[t]
-            pick = _uniform(rng) * total
-            d = hi
-            running = 0.0
-            for t in range(hi - lo + 1):
-                running += line[t]
-                if pick < running:
-                    d = lo + t
-                    break
+            lj = -1 if j < 0 else j // K
+            d = _line_draw(
+                i, j, li, lj, K, cells, leaf_total, values, y, rate, power, scratch_shift, scratch_touched, n_touched,
+                beta, beta_sum, leaf_group, leaf_parent, log_mean, phi, kmax, line, window, p_local, rng,
+            )  # fmt: skip
             if d != 0:
                 accepted += 1
                 cells[i] += d
@@ -326,7 +419,7 @@ def census_sweeps(
                 for t in range(n_touched):
                     q = scratch_touched[t]
                     values[q] += d * scratch_shift[q]
-        if learn:
+        for _round in range(hyper_rounds if learn else 0):
             adapt = sweep < tune
             # phi
             old = _phi_part(leaf_total, phi, log_mean, leaf_parent, all_leaves)
