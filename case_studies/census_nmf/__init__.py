@@ -1,0 +1,44 @@
+"""Bayesian inference for a census noisy-measurement file: a synthetic Pennsylvania released as in 2020.
+
+See README.md in this folder. :func:`reproduce` fits one release of the whole synthetic state by
+the posterior (:func:`ppdinfer.census.sample_cells`), GLS and a TopDown-like estimate
+(``analysis.py``), runs the coverage study over replicate releases of a few counties on any
+executor, checkpointed (``coverage.py``), and writes ``report.md`` with a claims table and figures
+(``report.py``). The synthetic state and its release are in ``synthetic.py``; PROVENANCE.md derives
+the noise scales from the Bureau's production settings.
+"""
+
+from ...reproduce import CaseStudy, LazyFunction, lazy_exports
+
+# the code is imported on first use, so that ``ppdinfer --help`` stays fast
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "reproduce": ".pipeline",
+        **dict.fromkeys(["make_release", "synthetic_pennsylvania"], ".synthetic"),
+        "topdown_cells": ".topdown",
+        "fit_release": ".analysis",
+        **dict.fromkeys(["coverage_summary", "load_replicates", "run_coverage"], ".coverage"),
+    },
+)
+
+CASE_STUDY = CaseStudy(
+    name="census_nmf",
+    title="A synthetic Pennsylvania's 2020-style noisy measurements: posterior cells against GLS and "
+    "TopDown, interval coverage, majority-minority tracts",
+    paper="J. M. Abowd et al., The 2020 Census Disclosure Avoidance System TopDown Algorithm",
+    minutes=(12, 1),
+    run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
+)
+
+__all__ = [
+    "CASE_STUDY",
+    "coverage_summary",
+    "fit_release",
+    "load_replicates",
+    "make_release",
+    "reproduce",
+    "run_coverage",
+    "synthetic_pennsylvania",
+    "topdown_cells",
+]

@@ -1,0 +1,237 @@
+"""The three estimators on one release, their errors by level and cell size, and the tract estimand.
+
+For each geographic level (County, Tract, Block_Group) every unit's 14 cells are estimated by
+
+- the **posterior** of :func:`ppdinfer.census.sample_cells` (hierarchical prior, hyperparameters
+  learned): its mean and equal-tailed 90 % interval (the 5 % and 95 % quantiles of the draws of the
+  unit's summed cells);
+- **GLS** (:func:`ppdinfer.census.gls_estimate`): the estimate and its normal 90 % interval
+  (estimate +- 1.645 sd, the sd from the estimator's covariance);
+- the **TopDown-like** estimate (:func:`.topdown.topdown_cells`), which has no interval.
+
+The tract estimand: each tract's Hispanic share (Hispanic cells / total) and whether it is
+majority-minority (non-Hispanic white below half of the total): the posterior probability of it, the
+GLS normal probability P(w - N / 2 < 0) from the tract's covariance, and TopDown's 0/1 answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ...census import gls_estimate, sample_cells
+from .synthetic import CensusRelease, aggregate
+from .topdown import topdown_cells
+
+__all__ = ["ESTIMATORS", "SIZE_CLASSES", "Z90", "cell_frame", "error_table", "fit_release", "split_rhat"]
+
+Z90 = 1.6448536269514722
+ESTIMATORS = ("posterior", "gls", "topdown")
+#: Cells are classed by their true count: small (< 50) and large (>= 50).
+SIZE_CLASSES = ("< 50", ">= 50")
+SUMMARY_LEVELS = ("County", "Tract", "Block_Group")
+WHITE, HISPANIC = 0, slice(7, 14)
+
+
+def split_rhat(draws: np.ndarray) -> np.ndarray:
+    """Split R-hat (Gelman et al. 2013) of each variable of draws (chains, n, ...); NaN where constant.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> bool(split_rhat(rng.normal(size=(2, 400, 3))).max() < 1.05)
+    True
+    """
+    draws = np.asarray(draws, dtype=float)
+    half = draws.shape[1] // 2
+    split = np.concatenate([draws[:, :half], draws[:, half : 2 * half]], axis=0)
+    n = split.shape[1]
+    within = split.var(axis=1, ddof=1).mean(axis=0)
+    between = n * split.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(within > 0, np.sqrt(((n - 1) / n * within + between / n) / within), np.nan)
+
+
+def _posterior_summary(cells: np.ndarray, geo, level: str, chunk: int = 400):
+    """Mean, 5 % and 95 % quantiles and max split R-hat of the unit-summed draws, level by level."""
+    chains, draws = cells.shape[:2]
+    units = geo.level(level)
+    out = {key: [] for key in ("mean", "lo", "hi", "rhat")}
+    for start in range(0, units.size, chunk):
+        part = units[start : start + chunk]
+        lo_leaf, hi_leaf = geo.leaf_start[part[0]], geo.leaf_stop[part[-1]]
+        block = cells[:, :, lo_leaf:hi_leaf].astype(np.int64)
+        summed = np.add.reduceat(block, geo.leaf_start[part] - lo_leaf, axis=2)  # (chains, draws, units, K)
+        flat = summed.reshape(chains * draws, *summed.shape[2:])
+        out["mean"].append(flat.mean(axis=0))
+        lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
+        out["lo"].append(lo)
+        out["hi"].append(hi)
+        out["rhat"].append(split_rhat(summed))
+    return {key: np.concatenate(value) for key, value in out.items()}
+
+
+def _majority_minority(cells: np.ndarray, geo) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per tract, from draws: P(majority-minority), Hispanic share mean, 5 % and 95 % quantiles."""
+    tracts = geo.level("Tract")
+    summed = np.add.reduceat(cells.astype(np.int64), geo.leaf_start[tracts], axis=2)
+    flat = summed.reshape(-1, *summed.shape[2:])
+    total = np.maximum(flat.sum(axis=-1), 1)
+    white = flat[..., WHITE] / total
+    share = flat[..., HISPANIC].sum(axis=-1) / total
+    return (white < 0.5).mean(axis=0), share.mean(axis=0), *np.quantile(share, [0.05, 0.95], axis=0)
+
+
+def fit_release(
+    setup: CensusRelease,
+    y,
+    *,
+    draws: int,
+    tune: int,
+    thin: int = 1,
+    chains: int = 2,
+    random_seed=None,
+    cores: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The three estimators on release ``y``: a cell frame (every unit's cells at every level) and a tract frame.
+
+    Returns
+    -------
+    cells : DataFrame
+        One row per (level, unit, cell): truth, post_mean, post_lo, post_hi, post_rhat, gls, gls_sd,
+        gls_lo, gls_hi, topdown.
+    tracts : DataFrame
+        One row per tract: true Hispanic share and majority-minority indicator; the posterior's
+        P(majority-minority) and share (mean, 5 %, 95 %); GLS's and TopDown's share and probability.
+    info : dict
+        Seconds of each estimator, the posterior's acceptance rate and learned alpha, phi.
+
+    Examples
+    --------
+    >>> from ppdinfer.case_studies.census_nmf.synthetic import make_release
+    >>> setup = make_release(["Fulton"], seed=0)
+    >>> y = setup.mechanism.release(setup.truth.ravel(), random_seed=1)
+    >>> cells, tracts, info = fit_release(setup, y, draws=50, tune=50, random_seed=2)
+    >>> sorted(cells["level"].unique()), len(tracts)
+    (['Block_Group', 'County', 'Tract'], 4)
+    """
+    import time
+
+    geo, census = setup.geography, setup.census
+    info = {}
+    start = time.perf_counter()
+    gls = gls_estimate(census, y, setup.sigmas, setup.invariants)
+    info["gls_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    td = topdown_cells(census, y, setup.sigmas, int(setup.invariants[1][0]))
+    info["topdown_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    tree = sample_cells(
+        census, setup.mechanism, y, draws=draws, tune=tune, thin=thin, chains=chains,
+        random_seed=random_seed, cores=cores, progressbar=False,
+    )  # fmt: skip
+    info["posterior_s"] = time.perf_counter() - start
+    info["accept"] = float(tree["sample_stats"]["accept"].mean())
+    info["alpha"] = float(tree["posterior"]["alpha"].mean())
+    info["phi"] = float(tree["posterior"]["phi"].mean())
+    draws_cells = tree["posterior"]["cells"].values
+    del tree
+    frames = []
+    for level in SUMMARY_LEVELS:
+        units = geo.level(level)
+        post = _posterior_summary(draws_cells, geo, level)
+        covariance = gls.unit_covariance[units]
+        sd = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))
+        estimate = gls.unit_estimate[units]
+        K = estimate.shape[1]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "level": level,
+                    "unit": np.repeat(geo.ids[units].astype(str), K),
+                    "cell": np.tile(np.arange(K), units.size),
+                    "truth": setup.level_truth(level).ravel(),
+                    "post_mean": post["mean"].ravel(),
+                    "post_lo": post["lo"].ravel(),
+                    "post_hi": post["hi"].ravel(),
+                    "post_rhat": post["rhat"].ravel(),
+                    "gls": estimate.ravel(),
+                    "gls_sd": sd.ravel(),
+                    "gls_lo": (estimate - Z90 * sd).ravel(),
+                    "gls_hi": (estimate + Z90 * sd).ravel(),
+                    "topdown": aggregate(geo, td, level).ravel(),
+                }
+            )
+        )
+    cells = pd.concat(frames, ignore_index=True)
+    tracts = geo.level("Tract")
+    truth = setup.level_truth("Tract")
+    p_post, share_mean, share_lo, share_hi = _majority_minority(draws_cells, geo)
+    estimate, covariance = gls.unit_estimate[tracts], gls.unit_covariance[tracts]
+    contrast = -0.5 * np.ones(estimate.shape[1])
+    contrast[WHITE] += 1.0
+    margin = estimate @ contrast
+    margin_sd = np.sqrt(np.maximum(np.einsum("k,ukl,l->u", contrast, covariance, contrast), 1e-12))
+    normal_cdf = np.vectorize(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)))
+    td_tract = aggregate(geo, td, "Tract")
+    tract_frame = pd.DataFrame(
+        {
+            "unit": geo.ids[tracts].astype(str),
+            "total": truth.sum(axis=1),
+            "true_share": truth[:, HISPANIC].sum(axis=1) / np.maximum(truth.sum(axis=1), 1),
+            "true_majority_minority": truth[:, WHITE] < 0.5 * truth.sum(axis=1),
+            "post_prob": p_post,
+            "post_share": share_mean,
+            "post_share_lo": share_lo,
+            "post_share_hi": share_hi,
+            "gls_prob": normal_cdf(-margin / margin_sd),
+            "gls_share": estimate[:, HISPANIC].sum(axis=1) / np.maximum(estimate.sum(axis=1), 1),
+            "topdown_prob": (td_tract[:, WHITE] < 0.5 * td_tract.sum(axis=1)).astype(float),
+            "topdown_share": td_tract[:, HISPANIC].sum(axis=1) / np.maximum(td_tract.sum(axis=1), 1),
+        }
+    )
+    info["max_rhat"] = float(np.nanmax(cells["post_rhat"])) if cells["post_rhat"].notna().any() else float("nan")
+    return cells, tract_frame, info
+
+
+def cell_frame(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cell frame with its size class ('< 50' or '>= 50' by true count) added.
+
+    Examples
+    --------
+    >>> cell_frame(pd.DataFrame({"truth": [3, 50]}))["size"].tolist()
+    ['< 50', '>= 50']
+    """
+    return cells.assign(size=np.where(cells["truth"] < 50, SIZE_CLASSES[0], SIZE_CLASSES[1]))
+
+
+def _all_sizes(cells):
+    for level, group in cells.groupby("level", sort=False):
+        yield (level, "all"), group
+
+
+def error_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """RMSE and bias (estimate - truth) of each estimator by level and size class, with the cell counts.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"level": "Tract", "truth": [10, 100], "post_mean": [11.0, 100.0],
+    ...                       "gls": [9.0, 98.0], "topdown": [10, 103]})
+    >>> error_table(frame).loc[("Tract", "< 50"), ["cells", "rmse_posterior", "bias_gls"]].tolist()
+    [1.0, 1.0, -1.0]
+    """
+    cells = cell_frame(cells)
+    columns = {"posterior": "post_mean", "gls": "gls", "topdown": "topdown"}
+    rows = {}
+    groups = [*cells.groupby(["level", "size"], sort=False), *((k, g) for k, g in _all_sizes(cells))]
+    for (level, size), group in groups:
+        row = {"cells": float(len(group))}
+        for name, column in columns.items():
+            error = group[column].to_numpy(float) - group["truth"].to_numpy(float)
+            row[f"rmse_{name}"] = float(np.sqrt(np.mean(error**2)))
+            row[f"bias_{name}"] = float(np.mean(error))
+        rows[(level, size)] = row
+    order = [(lv, sz) for lv in SUMMARY_LEVELS for sz in (*SIZE_CLASSES, "all") if (lv, sz) in rows]
+    return pd.DataFrame.from_dict(rows, orient="index").loc[order].rename_axis(["level", "size"])

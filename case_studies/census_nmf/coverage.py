@@ -1,0 +1,251 @@
+"""The coverage study: replicate releases of a small geography, each fitted by the three estimators.
+
+The geography (a few counties of the synthetic Pennsylvania, :func:`.synthetic.make_release`) and
+its true cells are drawn once from the study's seed; replicate r releases them again with the
+stream ``SeedSequence(seed, spawn_key=(r,))`` (its first child seeds the release, its second the
+posterior's chains) and fits the posterior, GLS and TopDown. A replicate is one task on any
+``concurrent.futures`` executor (a local pool of processes, :class:`LocalPool`, or dask's), and
+writes one checksummed netCDF file, atomically, into the study's folder with the run's
+configuration (the COVID study's machinery: ``covid_pa.results_dir`` and ``covid_pa.synthesis``'s
+:func:`run_tasks`). A rerun skips the sound files, so an interrupted study resumes, and the results
+do not depend on the executor, the number of workers or the order tasks finish in.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Executor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ... import __version__
+from ..covid_pa import results_dir as rundir
+from ..covid_pa.synthesis import LocalPool, run_tasks
+from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, fit_release
+from .synthetic import make_release
+
+__all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
+
+#: The per-cell quantities a replicate file keeps (the truth and the units are in every file too).
+CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "gls", "gls_lo", "gls_hi", "topdown")
+TRACT_COLUMNS = ("post_prob", "gls_prob", "topdown_prob", "post_share_lo", "post_share_hi")
+#: One release at a time in a process. The exact discrete Gaussian sampler keeps module-level state (its
+#: interval arithmetic's precision); once, replicates redone on two threads of one process differed from
+#: the same replicates made in worker processes, which this lock is meant to rule out (not reproduced since).
+_RELEASE_LOCK = threading.Lock()
+
+
+def coverage_config(counties, seed: int, draws: int, tune: int) -> dict:
+    """What a coverage study's results depend on (besides the replicate number).
+
+    Examples
+    --------
+    >>> sorted(coverage_config(["Fulton"], 1, 100, 100))
+    ['counties', 'draws', 'seed', 'study', 'tune', 'version']
+    """
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    for name, value in (("draws", draws), ("tune", tune)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return {"study": "census_nmf coverage", "counties": [str(c) for c in counties], "seed": int(seed),
+            "draws": int(draws), "tune": int(tune), "version": __version__}  # fmt: skip
+
+
+def _filename(replicate: int) -> str:
+    return f"replicate_{replicate:04d}.nc"
+
+
+def _replicate(setup, replicate: int, config: dict, folder: str) -> int:
+    """One replicate: release, fit, write its file (a task: top level, so that processes can run it)."""
+    release_seed, chain_seed = np.random.SeedSequence(config["seed"], spawn_key=(replicate,)).spawn(2)
+    with _RELEASE_LOCK:
+        y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
+    cells, tracts, info = fit_release(
+        setup, y, draws=config["draws"], tune=config["tune"], random_seed=chain_seed, cores=1
+    )
+    data = {name: (("row",), cells[name].to_numpy(float)) for name in CELL_COLUMNS}
+    data.update({name: (("tract",), tracts[name].to_numpy(float)) for name in TRACT_COLUMNS})
+    data["max_rhat"] = ((), info["max_rhat"])
+    dataset = xr.Dataset(data, attrs={"replicate": int(replicate)})
+    path = Path(folder) / _filename(replicate)
+    rundir.write_atomically(path, rundir.stamp(dataset, config).to_netcdf(engine="scipy"))
+    return replicate
+
+
+def run_coverage(
+    results_dir,
+    *,
+    counties,
+    replicates: int,
+    seed: int = 2020,
+    draws: int = 400,
+    tune: int = 400,
+    executor: Executor | None = None,
+    workers: int | None = None,
+    fresh: bool = False,
+    progressbar: bool = True,
+) -> list[int]:
+    """Run every missing replicate into ``results_dir`` and return those run in this call.
+
+    Parameters
+    ----------
+    results_dir : path
+        The study's folder (``run.json`` and one ``replicate_NNNN.nc`` per replicate).
+    counties : sequence of str
+        The small geography.
+    replicates : int
+        Replicates 0 .. replicates - 1 (more replicates later extend the study).
+    seed, draws, tune : int
+        The study's seed and the posterior's draws and tuning sweeps per chain (2 chains).
+    executor : concurrent.futures.Executor, optional
+        Default: a :class:`LocalPool` of ``workers`` processes (default all cores).
+    fresh : bool
+        Delete the folder's results first (needed for another configuration).
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     run_coverage(folder, counties=["Cameron"], replicates=2, draws=20, tune=20, executor=pool,
+    ...                  progressbar=False)
+    [0, 1]
+    """
+    if int(replicates) != replicates or replicates < 1:
+        raise ValueError(f"replicates must be a positive integer, got {replicates!r}")
+    config = coverage_config(counties, seed, draws, tune)
+    folder = Path(results_dir)
+    with rundir.task_folder(folder, config, fresh, "census-coverage-") as folder:
+        todo = [r for r in range(int(replicates)) if not rundir.usable(folder / _filename(r), config)]
+        if not todo:
+            return []
+        setup = make_release(config["counties"], seed=config["seed"])
+        own = executor is None
+        pool = LocalPool(workers) if own else executor
+        try:
+            done = run_tasks(
+                _replicate, todo, setup, config, str(folder), executor=pool, desc="coverage replicates",
+                progressbar=progressbar,
+            )  # fmt: skip
+        finally:
+            if own:
+                pool.shutdown(wait=True, cancel_futures=True)
+    return sorted(done)
+
+
+def load_replicates(results_dir, replicates: int | None = None) -> tuple[xr.Dataset, dict]:
+    """Every sound replicate file of a study (stacked along 'replicate', in replicate order) and its configuration.
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     _ = run_coverage(folder, counties=["Cameron"], replicates=2, draws=20, tune=20, executor=pool,
+    ...                      progressbar=False)
+    ...     data, config = load_replicates(folder)
+    >>> data.sizes["replicate"], config["counties"]
+    (2, ['Cameron'])
+    """
+    folder = Path(results_dir)
+    config = rundir.read_json(folder / rundir.MANIFEST)
+    paths = sorted(folder.glob("replicate_*.nc"))
+    if replicates is not None:
+        paths = [p for p in paths if int(p.stem.split("_")[1]) < replicates]
+    if not paths:
+        raise rundir.ResultsError(f"{folder} holds no replicate files")
+    datasets = []
+    for path in paths:
+        dataset, recorded = rundir.read_result(path)
+        if recorded != config:
+            raise rundir.ResultsError(f"{path} is of another configuration than {folder}")
+        datasets.append(dataset.drop_attrs())
+    return xr.concat(datasets, dim="replicate"), config
+
+
+def _rows(setup) -> pd.DataFrame:
+    """Level, unit and truth of each row of a replicate's cell arrays (the order :func:`fit_release` gives)."""
+    frames = []
+    for level in SUMMARY_LEVELS:
+        truth = setup.level_truth(level)
+        frames.append(pd.DataFrame({"level": level, "truth": truth.ravel()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Coverage and error of the replicates by level and size class, and per replicate.
+
+    Returns
+    -------
+    summary : DataFrame
+        Indexed by (level, size): cells (per replicate), replicates, coverage of the posterior and GLS
+        90 % intervals with binomial standard errors (over all replicate x cell pairs) and replicate
+        standard errors (the sd of the per-replicate coverage / sqrt(R), which allows for cells of one
+        release being correlated); RMSE and bias of the three estimators, and the ratio
+        RMSE(posterior) / RMSE(GLS) with its replicate standard error.
+    per_replicate : DataFrame
+        The same quantities for each replicate (coverage and RMSE).
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     _ = run_coverage(folder, counties=["Cameron"], replicates=2, draws=20, tune=20, executor=pool,
+    ...                      progressbar=False)
+    ...     summary, _ = coverage_summary(*load_replicates(folder))
+    >>> summary.loc[("Tract", "< 50"), "replicates"]
+    np.float64(2.0)
+    """
+    setup = make_release(config["counties"], seed=config["seed"])
+    rows = _rows(setup)
+    truth = rows["truth"].to_numpy(float)[None, :]
+    post_hit = (data["post_lo"].values <= truth) & (truth <= data["post_hi"].values)
+    gls_hit = (data["gls_lo"].values <= truth) & (truth <= data["gls_hi"].values)
+    errors = {name: data[column].values - truth for name, column in
+              (("posterior", "post_mean"), ("gls", "gls"), ("topdown", "topdown"))}  # fmt: skip
+    R = data.sizes["replicate"]
+    summary, per_rep = {}, []
+    for level in SUMMARY_LEVELS:
+        for size in (*SIZE_CLASSES, "all"):
+            small = rows["truth"] < 50
+            chosen = {SIZE_CLASSES[0]: small, SIZE_CLASSES[1]: ~small, "all": small | ~small}[size]
+            mask = ((rows["level"] == level) & chosen).to_numpy()
+            if not mask.any():
+                continue
+            n = int(mask.sum())
+            row = {"cells": float(n), "replicates": float(R)}
+            for name, hits in (("posterior", post_hit), ("gls", gls_hit)):
+                rate = hits[:, mask].mean(axis=1)
+                p = float(hits[:, mask].mean())
+                row[f"coverage_{name}"] = p
+                row[f"se_binomial_{name}"] = float(np.sqrt(p * (1 - p) / (n * R)))
+                row[f"se_replicate_{name}"] = float(rate.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+            rmse = {name: np.sqrt((error[:, mask] ** 2).mean(axis=1)) for name, error in errors.items()}
+            for name, error in errors.items():
+                row[f"rmse_{name}"] = float(np.sqrt((error[:, mask] ** 2).mean()))
+                row[f"bias_{name}"] = float(error[:, mask].mean())
+            ratio = rmse["posterior"] / np.maximum(rmse["gls"], 1e-12)
+            row["rmse_ratio"] = row["rmse_posterior"] / max(row["rmse_gls"], 1e-12)
+            row["se_rmse_ratio"] = float(ratio.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+            summary[(level, size)] = row
+            per_rep.append(
+                pd.DataFrame(
+                    {
+                        "level": level,
+                        "size": size,
+                        "replicate": np.arange(R),
+                        "coverage_posterior": post_hit[:, mask].mean(axis=1),
+                        "coverage_gls": gls_hit[:, mask].mean(axis=1),
+                        **{f"rmse_{k}": v for k, v in rmse.items()},
+                    }
+                )  # fmt: skip
+            )
+    frame = pd.DataFrame.from_dict(summary, orient="index").rename_axis(["level", "size"])
+    truth_share = setup.level_truth("Tract")
+    share = truth_share[:, 7:].sum(axis=1) / np.maximum(truth_share.sum(axis=1), 1)
+    inside = (data["post_share_lo"].values <= share) & (share <= data["post_share_hi"].values)
+    p = float(inside.mean())
+    frame.attrs["share_coverage"] = (p, float(np.sqrt(p * (1 - p) / inside.size)), int(inside.size))
+    return frame, pd.concat(per_rep, ignore_index=True)

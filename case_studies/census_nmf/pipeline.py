@@ -1,0 +1,157 @@
+"""The case study's steps: the state fit, the coverage study, the report; :func:`reproduce` runs all three.
+
+``results/state/`` holds the fit of the whole synthetic state (one release): every unit's cells
+at County, Tract and Block_Group by the three estimators (``cells.csv.gz``), the tract estimand
+(``tracts.csv``) and ``info.json`` (its configuration, timings and diagnostics, written last: a
+state fit whose ``info.json`` matches the configuration is reused). ``results/coverage/`` holds the
+coverage study's replicate files (:mod:`.coverage`); ``results/report/`` the report and figures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import Executor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ... import __version__
+
+#: The quick variant (what the tests and the docs run): two counties for the state fit, two small
+#: ones and 20 replicates for the coverage study.
+QUICK = {
+    "state_counties": ["Adams", "Lancaster"],
+    "state_draws": 300,
+    "state_tune": 300,
+    "state_thin": 1,
+    "coverage_counties": ["Fulton", "Potter"],
+    "replicates": 20,
+    "draws": 400,
+    "tune": 400,
+}
+#: The full run: all 67 counties (about 140,000 cells), 200 replicates of four small counties.
+FULL = {
+    "state_counties": None,
+    "state_draws": 300,
+    "state_tune": 600,
+    "state_thin": 2,
+    "coverage_counties": ["Fulton", "Potter", "Montour", "Juniata"],
+    "replicates": 200,
+    "draws": 400,
+    "tune": 400,
+}
+SEED = 2020
+
+
+def state_config(plan: dict, seed: int = SEED) -> dict:
+    """What the state fit depends on.
+
+    Examples
+    --------
+    >>> state_config(QUICK)["counties"]
+    ['Adams', 'Lancaster']
+    """
+    return {"counties": plan["state_counties"], "seed": int(seed), "draws": plan["state_draws"],
+            "tune": plan["state_tune"], "thin": plan["state_thin"], "version": __version__}  # fmt: skip
+
+
+def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) -> Path:
+    """Release the synthetic state once, fit it by the three estimators, and write ``results/state``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> plan = dict(QUICK, state_counties=["Cameron"], state_draws=30, state_tune=30)
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     out = state_step(folder, plan)
+    ...     sorted(p.name for p in out.iterdir())
+    ['cells.csv.gz', 'info.json', 'tracts.csv']
+    """
+    from .analysis import fit_release
+    from .synthetic import make_release
+
+    config = state_config(plan, seed)
+    out = Path(results) / "state"
+    out.mkdir(parents=True, exist_ok=True)
+    info_path = out / "info.json"
+    if not fresh and info_path.exists() and json.loads(info_path.read_text()).get("config") == config:
+        return out
+    info_path.unlink(missing_ok=True)
+    start = time.perf_counter()
+    setup = make_release(config["counties"], seed=seed)
+    release_seed, chain_seed = np.random.SeedSequence([seed, 1]).spawn(2)
+    y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
+    cells, tracts, info = fit_release(
+        setup, y, draws=config["draws"], tune=config["tune"], thin=config["thin"], random_seed=chain_seed
+    )
+    cells.to_csv(out / "cells.csv.gz", index=False)
+    tracts.to_csv(out / "tracts.csv", index=False)
+    geo = setup.geography
+    info.update(
+        config=config,
+        seconds=time.perf_counter() - start,
+        counties=len(geo.level("County")),
+        tracts=len(geo.level("Tract")),
+        block_groups=geo.n_leaves,
+        cells=int(setup.census.n_cells),
+        queries=int(setup.census.n_queries),
+        population=int(setup.truth.sum()),
+        rho=float(setup.mechanism.guarantee().rho),
+        rhat_above_1_05=float((cells["post_rhat"] > 1.05).mean()),
+        sigmas={f"{level}/{kind}": float(v) for (level, kind), v in setup.sigma_table()["sigma"].items()},
+    )
+    info_path.write_text(json.dumps(info, indent=1))
+    return out
+
+
+def coverage_step(
+    results, plan: dict, *, seed: int = SEED, executor: Executor | None = None, workers: int | None = None,
+    fresh: bool = False, progressbar: bool = True,
+) -> Path:  # fmt: skip
+    """The coverage study of the plan into ``results/coverage`` (resumes; ``fresh`` deletes it first).
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> plan = dict(QUICK, coverage_counties=["Cameron"], replicates=2, draws=20, tune=20)
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     out = coverage_step(folder, plan, executor=pool, progressbar=False)
+    ...     len(list(out.glob("replicate_*.nc")))
+    2
+    """
+    from .coverage import run_coverage
+
+    out = Path(results) / "coverage"
+    run_coverage(
+        out, counties=plan["coverage_counties"], replicates=plan["replicates"], seed=seed, draws=plan["draws"],
+        tune=plan["tune"], executor=executor, workers=workers, fresh=fresh, progressbar=progressbar,
+    )  # fmt: skip
+    return out
+
+
+def reproduce(
+    results: Path,
+    quick: bool = False,
+    progressbar: bool = True,
+    fresh: bool = False,
+    workers: int | None = None,
+    executor: Executor | None = None,
+) -> Path:
+    """The whole case study (the plan ``FULL``, or ``QUICK``) into ``results``; returns ``report/report.md``.
+
+    An interrupted run resumes (the state fit once finished, the coverage replicates one by one);
+    ``fresh`` deletes the earlier results first.
+    """
+    from .report import write_report
+
+    plan = QUICK if quick else FULL
+    results = Path(results)
+    start = time.perf_counter()
+    state_step(results, plan, fresh=fresh)
+    state_s = time.perf_counter() - start
+    coverage_step(results, plan, executor=executor, workers=workers, fresh=fresh, progressbar=progressbar)
+    coverage_s = time.perf_counter() - start - state_s
+    timing = pd.Series({"state fit, this call (reused if done)": state_s, "coverage study, this call": coverage_s})
+    return write_report(results, plan, timing=timing)

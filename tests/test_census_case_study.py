@@ -1,0 +1,74 @@
+"""The census noisy-measurement case study: the quick run end to end, the coverage study's executors and
+resuming, the fast TopDown against the library's."""
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from ppdinfer.case_studies.census_nmf import make_release, synthetic_pennsylvania, topdown_cells
+from ppdinfer.case_studies.census_nmf.coverage import LocalPool, load_replicates, run_coverage
+from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
+from ppdinfer.census import topdown_estimate
+from ppdinfer.reproduce import case_studies
+
+TINY = {"counties": ["Cameron"], "draws": 30, "tune": 30}
+
+
+def test_quick_run_writes_the_report_with_numbers_and_figures(tmp_path):
+    report = case_studies()["census_nmf"].run(tmp_path / "census", True, False)
+    assert report == tmp_path / "census" / "report" / "report.md"
+    text = report.read_text()
+    claims = text.split("## Claims")[1].split("\n\n")[1].splitlines()
+    assert claims[0].startswith("| claim | measured | verdict")
+    rows = claims[2:]
+    assert len(rows) == 10  # 4 coverage claims, 6 RMSE claims
+    for row in rows:
+        measured, verdict = row.split(" | ")[-2:]
+        assert re.search(r"\d\.\d{3}", measured), row
+        assert verdict.rstrip(" |") in ("met", "not met"), row
+    for figure in ("error_by_size.png", "coverage_by_level.png", "calibration.png"):
+        assert (report.parent / figure).stat().st_size > 10_000
+        assert f"]({figure})" in text
+    assert "RMSE posterior" in text and "majority-minority" in text
+
+
+def test_coverage_is_the_same_on_one_and_two_workers_and_resumes(tmp_path):
+    with LocalPool(1) as one:
+        assert run_coverage(tmp_path / "one", replicates=4, executor=one, progressbar=False, **TINY) == [0, 1, 2, 3]
+    with LocalPool(2) as two:
+        run_coverage(tmp_path / "two", replicates=4, executor=two, progressbar=False, **TINY)
+    first, _ = load_replicates(tmp_path / "one")
+    second, _ = load_replicates(tmp_path / "two")
+    xr.testing.assert_identical(first, second)
+    # an interruption: two replicates lost (one never written, one cut short); a rerun redoes only those
+    (tmp_path / "two" / "replicate_0001.nc").unlink()
+    (tmp_path / "two" / "replicate_0003.nc").write_bytes(b"cut")
+    with ThreadPoolExecutor(2) as pool:
+        assert run_coverage(tmp_path / "two", replicates=4, executor=pool, progressbar=False, **TINY) == [1, 3]
+        assert run_coverage(tmp_path / "two", replicates=4, executor=pool, progressbar=False, **TINY) == []
+    xr.testing.assert_identical(first, load_replicates(tmp_path / "two")[0])
+    # another configuration is refused, unless fresh
+    with pytest.raises(ResultsError, match="another configuration"):
+        run_coverage(tmp_path / "two", replicates=1, executor=None, progressbar=False, **{**TINY, "draws": 31})
+
+
+def test_fast_topdown_solves_the_librarys_problem():
+    setup = make_release(["Fulton", "Potter"], seed=3)
+    y = setup.mechanism.release(setup.truth.ravel(), random_seed=4)
+    fast = topdown_cells(setup.census, y, setup.sigmas, int(setup.truth.sum()))
+    slow = topdown_estimate(setup.census, y, setup.sigmas, setup.invariants)
+    assert fast.sum() == slow.sum() == setup.truth.sum() and fast.min() >= 0
+    assert np.abs(fast - slow).max() <= 1 and (fast != slow).mean() < 0.1  # rounding ties of two solvers
+    rmse = [np.sqrt(np.mean((e - setup.truth) ** 2)) for e in (fast, slow)]
+    assert abs(rmse[0] - rmse[1]) < 0.02 * rmse[1]
+
+
+def test_synthetic_state_is_seeded_and_sized_like_pennsylvania():
+    geo, cells = synthetic_pennsylvania(["Fulton", "Potter"], random_seed=5)
+    again = synthetic_pennsylvania(["Fulton", "Potter"], random_seed=5)[1]
+    assert np.array_equal(cells, again) and cells.sum() == 14556 + 16396
+    with pytest.raises(ValueError, match="counties"):
+        synthetic_pennsylvania(["Atlantis"])
