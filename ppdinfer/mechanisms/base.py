@@ -26,6 +26,10 @@ class Mechanism:
     - ``discrete``: y takes integer values;
     - ``separable``: the density is a product over coordinates of one density of y_k - x_k that
       does not depend on z (the posterior of per-unit models then factorizes over units);
+    - ``smooth``: log pi(y | x, z) is differentiable in a continuous x almost everywhere with a
+      gradient that guides HMC (Laplace, Gaussian, K-norm densities); False where it is piecewise
+      constant or has flat pieces (Tulap, CanonicalNoise, a post-processed release), so
+      :func:`ppdinfer.pymc.sample` gives such an x a gradient-free step instead of NUTS;
     - ``additive_noise``: iid noise of log density ``log_norm - rate |e| ** power`` (an
       :class:`~ppdinfer.mechanisms.guarantee.AdditiveNoise`), which the compiled kernels and the
       symbolic PyMC likelihood evaluate directly, or None;
@@ -57,6 +61,9 @@ class Mechanism:
     discrete: bool = False
     #: True when log pi(y | x, z) = sum_k log p(y_k - x_k) for one density p that does not read z.
     separable: bool = False
+    #: True when the gradient of log pi(y | x, z) in a continuous x is informative (NUTS may use it); False for
+    #: densities that are piecewise constant or flat in places, whose gradient is zero or useless.
+    smooth: bool = True
     #: A guarantee stated from outside (``with_guarantee``), replacing the mechanism's own.
     _stated_guarantee: Guarantee | None = None
 

@@ -147,6 +147,7 @@ class Tulap(Mechanism):
 
     discrete = False
     separable = True
+    smooth = False  # piecewise constant density (flat on unit pieces): no useful gradient in x
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0):
         self.epsilon = positive_finite(epsilon, "epsilon")
@@ -608,6 +609,7 @@ class CanonicalNoise(Mechanism):
 
     discrete = False
     separable = True
+    smooth = False  # uniform on the central piece, kinked between pieces: no useful gradient in x
 
     def __init__(
         self,

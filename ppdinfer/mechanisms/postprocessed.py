@@ -100,6 +100,7 @@ class PostProcessedRelease(Mechanism):
     """
 
     discrete = False  # y* need not be whole numbers; it is checked against the image of the box instead
+    smooth = False  # a sum of a pmf over a box of lattice releases: no useful gradient in a continuous x
 
     def __init__(self, mechanism: Mechanism, postprocess: Callable, box):
         if not isinstance(mechanism, Mechanism):

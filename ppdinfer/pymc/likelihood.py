@@ -8,10 +8,13 @@ central differences when x is continuous; none is needed for an integer x).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch.basic import generate_fallback_impl, numba_funcify
 
 
 def release_log_density(mechanism, z, y, x):
@@ -78,10 +81,12 @@ class MechanismLogLikelihood(Op):
         """log pi(y | x, z) for a batch of x of shape ``(B, *y.shape)``."""
         return np.asarray(self.mechanism.logpdf(np.asarray(y), x_batch, self.z), dtype=float)
 
-    def grad(self, inputs, output_grads):
+    def pullback(self, inputs, outputs, cotangents):
+        """The vector-Jacobian product PyTensor's reverse mode asks for: zero for y (data), the cotangent times
+        the central-difference gradient for a continuous x, zero for an integer x."""
         y, x = inputs
         if x.type.dtype.startswith("float"):
-            return [y.zeros_like(dtype="float64"), output_grads[0] * _CentralDifference(self)(y, x)]
+            return [y.zeros_like(dtype="float64"), cotangents[0] * _CentralDifference(self)(y, x)]
         return [y.zeros_like(dtype="float64"), x.zeros_like(dtype="float64")]
 
 
@@ -102,3 +107,15 @@ class _CentralDifference(Op):
         values = self.likelihood.loglik(y, np.concatenate([x + shifts, x - shifts]))
         forward, backward = values[: x.size], values[x.size :]
         outputs[0][0] = ((forward - backward) / (2 * steps)).reshape(x.shape).astype(node.outputs[0].dtype)
+
+
+@numba_funcify.register(MechanismLogLikelihood)
+@numba_funcify.register(_CentralDifference)
+def _python_perform(op, node=None, storage_map=None, **kwargs):
+    """PyTensor's numba backend runs these Ops' ``perform`` (the mechanism's Python ``logpdf``) in object mode,
+    by design: its warning that it does so says nothing the user can act on, so it is silenced here, where the
+    fallback is built (``ppdinfer.pymc.sample``, plain ``pm.sample`` and ``pm.sample_posterior_predictive``
+    alike). Not cached: the Op holds a Python mechanism."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Numba will use object mode", category=UserWarning)
+        return generate_fallback_impl(op, node, storage_map, **kwargs)

@@ -13,11 +13,13 @@ integer latent feeding a release the data-augmentation step.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Distribution, _call_rv_op
 from pymc.logprob.abstract import _logprob
 from pytensor.graph.traversal import ancestors
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.raise_op import Assert
 from pytensor.scalar.basic import Cast
 from pytensor.tensor.random.basic import BinomialRV
@@ -210,3 +212,30 @@ def check_binomial_counts(x, who: str) -> None:
                 f"{who}: the latent binomial {variable.name or variable} has a non-integer number of trials "
                 f"n = {known.tolist()!r}; give n as whole numbers (a binomial count has an integer n)"
             )
+
+
+@numba_core_rv_funcify.register(ReleaseRV)
+def _numba_release(op: ReleaseRV, node):
+    """The release draw under PyTensor's numba backend (prior and posterior predictive): a seed from the graph's
+    numba generator, then ``mechanism.release`` in object mode, declared here so that PyTensor's generic
+    fallback (and its warning that it uses object mode, which nothing can change) is never reached. Not cached:
+    the mechanism is a Python object."""
+    dtype = np.dtype(op.dtype)
+    scalar = op.ndim_supp == 0
+    out_type = numba.from_dtype(dtype) if scalar else numba.types.Array(numba.from_dtype(dtype), op.ndim_supp, "C")
+    mechanism, z = op.mechanism, op.z
+
+    def release(x, seed):
+        draw = np.asarray(mechanism.release(np.asarray(x), z, random_seed=int(seed)), dtype=dtype)
+        if scalar:
+            return draw.item()
+        return np.ascontiguousarray(draw if draw.ndim == op.ndim_supp else draw.reshape(np.shape(x)))
+
+    @numba.njit
+    def random_fn(rng, x):
+        seed = rng.integers(0, 2**62)
+        with numba.objmode(out=out_type):
+            out = release(x, seed)
+        return out
+
+    return random_fn, None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from contextvars import ContextVar
@@ -21,6 +22,8 @@ from .release import ReleaseRV
 _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 #: True while :func:`sample` runs pm.sample (its steps are ppdinfer's; nothing to warn about)
 _IN_SAMPLE: ContextVar[bool] = ContextVar("ppdinfer_pymc_sample", default=False)
+#: PyMC's logger: the steps :func:`sample` assigns are reported beside PyMC's own "NUTS: [...]" lines
+_log = logging.getLogger("pymc")
 
 
 def _assigning_model(depth: int = 12):
@@ -47,6 +50,8 @@ class _PlainSampleCheck(BlockedStep):
 
     @staticmethod
     def competence(var, has_grad=None):
+        if not _IN_SAMPLE.get() and var.type.dtype.startswith("float"):
+            _warn_plain_nonsmooth(var)
         if not _IN_SAMPLE.get() and not var.type.dtype.startswith("float"):
             model = _assigning_model()
             if model is not None and var in model.free_RVs:
@@ -66,6 +71,91 @@ class _PlainSampleCheck(BlockedStep):
                         stacklevel=2,
                     )
         return Competence.INCOMPATIBLE
+
+
+def _warn_plain_nonsmooth(var) -> None:
+    """Warn that plain ``pm.sample`` gives NUTS to a continuous ``var`` that feeds a release without a useful gradient."""
+    model = _assigning_model(depth=13)
+    if model is None or var not in model.free_RVs:
+        return
+    releases = _nonsmooth_releases(model, var)
+    if releases:
+        warnings.warn(
+            f"{var.name} is continuous and observed through {', '.join(releases)}, whose log density has no useful "
+            "gradient (the mechanism declares smooth = False), but pm.sample gives it NUTS, which then steps blind "
+            "(tree depth ~10, small steps): sample with ppdinfer.pymc.sample(...) (pm.sample's arguments), which "
+            "gives it a gradient-free slice step",
+            AugmentationWarning,
+            stacklevel=3,
+        )
+
+
+def _nonsmooth_releases(model: pm.Model, rv) -> list[str]:
+    """Names (with mechanisms) of the observed releases that read ``rv`` directly and declare ``smooth = False``."""
+    return [
+        f"{term.name} ({term.owner.op.mechanism!r})"
+        for term in dependents(model, rv)
+        if term in model.observed_RVs
+        and isinstance(term.owner.op, ReleaseRV)
+        and not getattr(term.owner.op.mechanism, "smooth", True)
+    ]
+
+
+def nonsmooth_latents(model: pm.Model) -> list:
+    """Free continuous variables that feed an observed :class:`~ppdinfer.pymc.Release` whose mechanism has no
+    useful gradient (``mechanism.smooth`` is False: Tulap, CanonicalNoise, a post-processed release).
+
+    NUTS would see the central-difference gradient of a piecewise-constant density (zero almost everywhere) and
+    step blind; :func:`sample` gives these variables PyMC's slice sampler instead (a univariate slice per
+    coordinate: exact for any release, and cheap where the release is separable).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Laplace, Tulap
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.sampling import nonsmooth_latents
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 10.0)
+    ...     x = pm.Normal("x", mu, 1.0, shape=2)
+    ...     w = pm.Normal("w", 0.0, 1.0)
+    ...     y = Release("y", Tulap(1.0), x, observed=[0.3, 1.2])
+    ...     v = Release("v", Laplace(1.0), w, observed=0.5)
+    >>> [rv.name for rv in nonsmooth_latents(model)]    # mu reaches y only through x; Laplace has a gradient
+    ['x']
+    """
+    return [rv for rv in model.free_RVs if rv.type.dtype.startswith("float") and _nonsmooth_releases(model, rv)]
+
+
+def gradient_free_steps(model: pm.Model, taken=()) -> list:
+    """A :class:`pymc.Slice` step on each of :func:`nonsmooth_latents` not in ``taken`` (value variables another
+    step already updates), each reported on PyMC's logger with the release that called for it.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Tulap
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.sampling import gradient_free_steps
+    >>> with pm.Model() as model:
+    ...     x = pm.Normal("x", 0.0, 3.0, shape=2)
+    ...     y = Release("y", Tulap(1.0), x, observed=[0.3, 1.2])
+    >>> [(type(step).__name__, [var.name for var in step.vars]) for step in gradient_free_steps(model)]
+    [('Slice', ['x'])]
+    """
+    taken = set(taken)
+    steps = []
+    with model:
+        for rv in nonsmooth_latents(model):
+            value = model.rvs_to_values[rv]
+            if value in taken:
+                continue
+            steps.append(pm.Slice([rv]))
+            _log.info(
+                f"Slice (gradient-free): [{rv.name}], observed through "
+                f"{', '.join(_nonsmooth_releases(model, rv))}, whose log density has no useful gradient"
+            )
+    return steps
 
 
 if _PlainSampleCheck not in STEP_METHODS:
@@ -165,7 +255,11 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     x's children otherwise. An integer latent it cannot handle is named in an
     :class:`AugmentationWarning`. Each latent gets the first family of
     :data:`ppdinfer.pymc.families.FAMILIES` it matches, and each collapsed family's conjugate step
-    follows, in the table's order. With ``conjugate=True`` a Dirichlet that feeds only a
+    follows, in the table's order. Every continuous variable that feeds a release whose mechanism
+    has no useful gradient (``mechanism.smooth`` False: Tulap, CanonicalNoise, a post-processed
+    release; :func:`nonsmooth_latents`) gets PyMC's :class:`~pymc.Slice` instead of NUTS, and
+    PyMC's logger says so ("Slice (gradient-free): [x], observed through ...", beside PyMC's own
+    "Slice: [x]" / "NUTS: [mu]"). With ``conjugate=True`` a Dirichlet that feeds only a
     multinomial latent x, a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
     exposure), or a Beta probability per coordinate of a binomial latent x, is integrated out of x's
     update (``collapse=True``) and then drawn exactly by :class:`~ppdinfer.pymc.ConjugateDirichlet`,
@@ -200,6 +294,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     with model:
         steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
         user_steps = kwargs.pop("step", None) or []
+        steps += gradient_free_steps(model, taken=_step_values(steps, user_steps))
         token = _IN_SAMPLE.set(True)  # ppdinfer's steps: no warning that pm.sample gives x PyMC's own
         try:
             with warnings.catch_warnings():
@@ -212,6 +307,16 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
         finally:
             _IN_SAMPLE.reset(token)
     return record_guarantees(model, idata)
+
+
+def _step_values(*step_lists) -> set:
+    """The value variables the given steps (lists of steps or single steps, compound or not) update."""
+    values = set()
+    for steps in step_lists:
+        for step in steps if isinstance(steps, list | tuple) else [steps]:
+            for method in getattr(step, "methods", [step]):
+                values.update(getattr(method, "vars", []))
+    return values
 
 
 def record_guarantees(model: pm.Model, idata):
