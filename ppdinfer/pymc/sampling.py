@@ -128,7 +128,7 @@ def nonsmooth_latents(model: pm.Model) -> list:
 
 
 def gradient_free_steps(model: pm.Model, taken=()) -> list:
-    """A :class:`pymc.Slice` step on each of :func:`nonsmooth_latents` not in ``taken`` (value variables another
+    """A ``pm.Slice`` step on each of :func:`nonsmooth_latents` not in ``taken`` (value variables another
     step already updates), each reported on PyMC's logger with the release that called for it.
 
     Examples
@@ -257,7 +257,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     :data:`ppdinfer.pymc.families.FAMILIES` it matches, and each collapsed family's conjugate step
     follows, in the table's order. Every continuous variable that feeds a release whose mechanism
     has no useful gradient (``mechanism.smooth`` False: Tulap, CanonicalNoise, a post-processed
-    release; :func:`nonsmooth_latents`) gets PyMC's :class:`~pymc.Slice` instead of NUTS, and
+    release; ``ppdinfer.pymc.sampling.nonsmooth_latents``) gets PyMC's ``Slice`` instead of NUTS, and
     PyMC's logger says so ("Slice (gradient-free): [x], observed through ...", beside PyMC's own
     "Slice: [x]" / "NUTS: [mu]"). With ``conjugate=True`` a Dirichlet that feeds only a
     multinomial latent x, a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
