@@ -93,11 +93,15 @@ def _figures(cells: pd.DataFrame, tracts: pd.DataFrame, summary: pd.DataFrame, f
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     for column, label, color in (("post_prob", "posterior", "C0"), ("gls_prob", "GLS normal", "C1")):
         table = calibration_table(tracts, column)
-        ax.plot(table["predicted"], table["observed"], "o-", color=color, label=label)
+        ax.scatter(table["predicted"], table["observed"], s=20 + 8 * np.sqrt(table["tracts"]), color=color,
+                   alpha=0.6, label=label)  # fmt: skip
+        for _, row in table.iterrows():
+            ax.annotate(str(int(row["tracts"])), (row["predicted"], row["observed"]), fontsize=7, color=color,
+                        xytext=(4, -10 if color == "C1" else 4), textcoords="offset points")  # fmt: skip
     ax.plot([0, 1], [0, 1], "k:", lw=0.8)
     ax.set_xlabel("predicted P(majority-minority)")
     ax.set_ylabel("observed share of tracts")
-    ax.set_title(f"Calibration, {len(tracts)} tracts")
+    ax.set_title(f"Calibration, {len(tracts)} tracts (numbers: tracts per bin)", fontsize=9)
     ax.legend()
     fig.tight_layout()
     fig.savefig(folder / "calibration.png", dpi=110)
