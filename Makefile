@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml
 	@echo "about 3 minutes on first use (pip lists each package as it goes); later runs skip this step"
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --progress-bar on -e '.[test]'
+	@echo "compiling the PyMC layer's numba kernels into numba's cache (ppdinfer warmup: about 30 s, once), so"
+	@echo "that the first ppdinfer.pymc.sample starts at once"
+	-$(VENV)/bin/ppdinfer warmup
 	@touch $(STAMP)
 
 demo: $(STAMP)

@@ -56,6 +56,14 @@ def main(argv=None) -> int:
     demo.add_argument("--seed", type=non_negative_int, default=2026, help="random seed (default 2026)")
     demo.add_argument("--no-progress", action="store_true", help="hide progress bars")
     demo.set_defaults(handler=_demo)
+    warmup = commands.add_parser(
+        "warmup",
+        help="compile the PyMC layer's numba kernels into the cache, so the first PyMC fit starts at once",
+        description="Run one tiny ppdinfer.pymc fit so that numba compiles the data-augmentation kernels into "
+        "its on-disk cache (about 25 s once; a few seconds when they are cached already). `make demo` runs it "
+        "after installing.",
+    )
+    warmup.set_defaults(handler=_warmup)
     _add_reproduce(commands)
     _add_data(commands)
     for module in reproduce.modules().values():  # a case study's own commands, e.g. ``ppdinfer covid ...``
@@ -183,6 +191,16 @@ def _demo(args) -> None:
     from .demo import run_demo
 
     run_demo(args.output, epsilon=args.epsilon, draws=args.draws, seed=args.seed, progressbar=not args.no_progress)
+
+
+def _warmup(args) -> None:
+    from .pymc import warm_up
+
+    report = warm_up()
+    kernels = ", ".join(f"{name} ({count})" for name, count in sorted(report["kernels"].items()))
+    print(
+        f"ppdinfer warmup: {len(report['kernels'])} kernels compiled or loaded in {report['seconds']:.1f} s: {kernels}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The PyMC layer: any mechanism as an observed ``Release``, privacy-noise distributions, and the
 privacy-aware data-augmentation step that ``sample`` assigns to every integer latent a release reads."""
 
+from ._warmup import warm_up
 from .augmentation import PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
 from .families import ConjugateBeta, ConjugateDirichlet, ConjugateGamma
@@ -25,4 +26,5 @@ __all__ = [
     "sample",
     "sample_model",
     "theta_variable",
+    "warm_up",
 ]
