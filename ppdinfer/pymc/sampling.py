@@ -92,6 +92,11 @@ def _warn_plain_nonsmooth(var) -> None:
 
 def _nonsmooth_releases(model: pm.Model, rv) -> list[str]:
     """Names (with mechanisms) of the observed releases that read ``rv`` directly and declare ``smooth = False``."""
+    if not any(
+        isinstance(term.owner.op, ReleaseRV) and not getattr(term.owner.op.mechanism, "smooth", True)
+        for term in model.observed_RVs
+    ):
+        return []  # no such release: no graph to walk (plain pm.sample asks this of every continuous variable)
     return [
         f"{term.name} ({term.owner.op.mechanism!r})"
         for term in dependents(model, rv)
