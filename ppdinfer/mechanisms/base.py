@@ -105,6 +105,20 @@ class Mechanism:
         """C when a release of a vector of ``dim`` values is x + N(0, C) (Gaussian noise), else None."""
         return None
 
+    def release_shape(self, x_shape) -> tuple[int, ...]:
+        """The shape of a release of one x of shape ``x_shape``: x's own by default.
+
+        A mechanism whose release is not x plus noise overrides it (a noisy-measurement file
+        releases one value per query of its cells).
+
+        Examples
+        --------
+        >>> from ppdinfer.mechanisms import Laplace
+        >>> Laplace(1.0).release_shape((3, 2))
+        (3, 2)
+        """
+        return tuple(int(n) for n in x_shape)
+
     def impossible_release(self, y, z=None) -> str | None:
         """Why ``y`` has probability zero whatever x is, where y alone decides it; else None.
 

@@ -229,6 +229,19 @@ class NoisyMeasurements(Mechanism):
             raise ValueError(f"y must have shape ({self.n_queries},) (one value per query), got shape {y.shape}")
         return y
 
+    def release_shape(self, x_shape) -> tuple[int, ...]:
+        """One value per query, (n_queries,), for cells of shape (n_cells,).
+
+        Examples
+        --------
+        >>> mech = NoisyMeasurements([[1, 1, 0], [0, 1, 1]], 2.0)
+        >>> mech.release_shape((3,))
+        (2,)
+        """
+        if tuple(x_shape) != (self.n_cells,):
+            raise ValueError(f"x must have shape ({self.n_cells},) (one count per cell), got shape {tuple(x_shape)}")
+        return (self.n_queries,)
+
     def satisfies_invariants(self, x) -> np.ndarray:
         """Whether each row of x (or x) satisfies A x = a (all True without invariants)."""
         x2 = np.atleast_2d(self._check_x(x))

@@ -43,7 +43,8 @@ class _Source:
 
 
 class ReleaseRV(RandomVariable):
-    """The random variable y ~ mechanism(x, z) of one release; y is one event of x's shape."""
+    """The random variable y ~ mechanism(x, z) of one release; y is one event of shape
+    ``mechanism.release_shape(x's shape)`` (x's own for most mechanisms)."""
 
     name = "release"
     _print_name = ("Release", "\\operatorname{Release}")
@@ -63,11 +64,12 @@ class ReleaseRV(RandomVariable):
 
     def rng_fn(self, rng, x, size):
         x = np.asarray(x)
-        event = x.shape[x.ndim - self.ndim_supp :]
-        batch = x.shape[: x.ndim - self.ndim_supp] if size is None else tuple(size)
+        core = self.ndims_params[0]  # x's event dimensions (y's may differ: release_shape)
+        event = x.shape[x.ndim - core :]
+        batch = x.shape[: x.ndim - core] if size is None else tuple(size)
         rows = np.broadcast_to(x, (*batch, *event)).reshape(-1, *event)
         draws = [self.mechanism.release(row, self.z, random_seed=rng) for row in rows]
-        return np.asarray(draws, dtype=self.dtype).reshape((*batch, *event))
+        return np.asarray(draws, dtype=self.dtype).reshape((*batch, *self.mechanism.release_shape(event)))
 
 
 @_logprob.register(ReleaseRV)
@@ -91,9 +93,20 @@ def _checked_observed(mechanism, y):
     return Assert(message)(y, fine)
 
 
-def _signature(ndim: int) -> str:
+def _signature(ndim: int, release_shape: tuple | None = None) -> str:
+    """x's core dimensions -> y's: the same (x's shape) or, for a release of another shape, its fixed sizes."""
     core = ",".join(f"d{axis}" for axis in range(ndim))
-    return f"({core})->({core})"
+    if release_shape is None:
+        return f"({core})->({core})"
+    return f"({core})->({','.join(str(int(n)) for n in release_shape)})"
+
+
+def _release_shape(mechanism, x_shape) -> tuple | None:
+    """y's shape when it is not x's (x's static shape known), else None."""
+    if any(n is None for n in x_shape):
+        return None
+    shape = tuple(mechanism.release_shape(tuple(x_shape)))
+    return None if shape == tuple(x_shape) else shape
 
 
 class Release(Distribution):
@@ -114,7 +127,8 @@ class Release(Distribution):
         :mod:`ppdinfer.interop` returns (through ``mechanism.logpdf``).
     x : tensor_like
         The confidential value: a PyMC variable or expression (integer counts, continuous
-        values, a table), of y's shape.
+        values, a table), of y's shape, or of any shape whose release has y's shape
+        (``mechanism.release_shape``: e.g. the cells of a NoisyMeasurements file, y its queries).
     z : dict, optional
         Public information the mechanism reads.
     observed : array_like
@@ -155,17 +169,22 @@ class Release(Distribution):
     @classmethod
     def rv_op(cls, x, *, source, size=None, rng=None):
         dtype = "int64" if source.mechanism.discrete else "float64"
-        op = ReleaseRV(source, _signature(x.type.ndim), dtype)
+        shape = _release_shape(source.mechanism, x.type.shape)
+        op = ReleaseRV(source, _signature(x.type.ndim, shape), dtype)
         return _call_rv_op(op, x, size=size, rng=rng)[1]
 
     def support_point(rv, size, x):
+        shape = _release_shape(rv.owner.op.mechanism, x.type.shape)
+        if shape is not None:  # y is not of x's shape: zeros of y's
+            return pt.zeros((*(() if size is None else tuple(size)), *shape), dtype=rv.dtype)
         return pt.cast(x, rv.dtype) if size is None else pt.full(size, x, dtype=rv.dtype)
 
 
 def _check_release(name: str, mechanism, x, observed, z=None) -> None:
     """Refuse a y that cannot be a release of x: a non-integer y of a discrete mechanism, a y no x
     allows (``mechanism.impossible_release``), a y too large for float64 to resolve against the noise,
-    a y whose shape is not x's (when x's shape is known without running the model); and an x that
+    a y whose shape is not ``mechanism.release_shape`` of x's (when x's shape is known without running
+    the model); and an x that
     does not fit: a real-valued x of a discrete mechanism, a binomial latent with a non-integer n."""
     y = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
     if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)):
@@ -190,8 +209,19 @@ def _check_release(name: str, mechanism, x, observed, z=None) -> None:
         x_shape = tuple(int(n) for n in x.shape.eval())
     except Exception:  # a shape that depends on model variables: PyMC checks it when sampling
         return
-    if x_shape != y.shape:
-        raise ValueError(f"Release {name!r}: observed y has shape {y.shape} but x has shape {x_shape}")
+    try:
+        expected = tuple(mechanism.release_shape(x_shape))
+    except ValueError as err:
+        raise ValueError(
+            f"Release {name!r}: x has shape {x_shape}, which {mechanism!r} cannot release: {err}"
+        ) from None
+    if expected != y.shape:
+        if expected == x_shape:
+            raise ValueError(f"Release {name!r}: observed y has shape {y.shape} but x has shape {x_shape}")
+        raise ValueError(
+            f"Release {name!r}: observed y has shape {y.shape} but {mechanism!r} releases shape {expected} "
+            f"for an x of shape {x_shape}"
+        )
 
 
 def check_binomial_counts(x, who: str) -> None:
