@@ -88,6 +88,24 @@ def test_single_moves_match_enumeration_without_invariants(kernel):
     check_against(tree, tables, weights)
 
 
+def test_spread_moves_match_enumeration_with_three_categories():
+    geo = Geography(["t", "b"], [None, "t"])
+    q = census_queries(geo, TableSpec(("a", "b", "c")), {"level1": ["total", "detailed"]})
+    mech = NoisyMeasurements(q.matrix, 1.5, invariants=q.unit_invariants(["t"], [10]))
+    y = mech.release([6, 0, 4], random_seed=3)
+    tables = np.array([t for t in itertools.product(range(11), repeat=3) if sum(t) == 10]).reshape(-1, 1, 3)
+    fixed = {**FIXED, "shares": [0.6, 0.05, 0.35]}
+    prior = CellPrior(q)
+    logp = np.array([hierarchical_log_prior(t, prior, **fixed) + mech.logpdf(y, t.ravel())[0] for t in tables])
+    weights = np.exp(logp - logp.max())
+    tree = sample_cells(
+        q, mech, y, draws=6000, tune=300, random_seed=13, learn=False, hyperparameters=fixed, progressbar=False,
+        spread=0.5,
+    )  # fmt: skip
+    assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 10).all()
+    check_against(tree, tables, weights / weights.sum())
+
+
 def synthetic(seed=0):
     rng = np.random.default_rng(seed)
     units, parents = ["s", "c1", "c2"], [None, "s", "s"]

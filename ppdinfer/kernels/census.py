@@ -299,6 +299,87 @@ def _line_draw(
 
 
 @njit(cache=True, nogil=True)
+def _spread_move(
+    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, shift, stamp, touched,
+    tick, others, line, rng,
+):  # fmt: skip
+    """A Gibbs draw along n + t (m e_i - sum_{j in S} e_j), S: m other categories of i's leaf drawn at random.
+
+    Cell i moves m at a time while m cells of its leaf give one each, so the leaf's total and every
+    invariant of the leaf's class stay, and a rare cell can jump between 0 and a bump of m or more
+    people, which no pair move crosses cheaply (a pair's partner would absorb it all in its own
+    queries). t is drawn from the exact conditional on a window of 5 states holding t = 0 at a
+    uniform offset. Returns t (0: no move).
+    """
+    li = i // K
+    ki = i - li * K
+    n_others = 0
+    for k in range(K):
+        if k != ki:
+            others[n_others] = li * K + k
+            n_others += 1
+    for r in range(m):  # a uniform m-subset of the others (partial Fisher-Yates)
+        pick = r + _below(rng, n_others - r)
+        tmp = others[r]
+        others[r] = others[pick]
+        others[pick] = tmp
+    offset = _below(rng, 5)
+    for r in range(m):
+        if cell_class[others[r]] != cell_class[i]:
+            return 0, 0
+    n_touched = 0
+    for c in range(m + 1):
+        cell = i if c == 0 else others[c - 1]
+        coef = m if c == 0 else -1
+        for p in range(cq_ptr[cell], cq_ptr[cell + 1]):
+            q = cq_idx[p]
+            if stamp[q] == tick:
+                shift[q] += coef
+            else:
+                stamp[q] = tick
+                shift[q] = coef
+                touched[n_touched] = q
+                n_touched += 1
+    lo, hi = -offset, 4 - offset
+    low_i = -(cells[i] // m)  # n_i + m t >= 0
+    if low_i > lo:
+        lo = low_i
+    for c in range(m):
+        if cells[others[c]] < hi:
+            hi = cells[others[c]]
+    if hi - lo < 1:
+        return 0, n_touched
+    g = leaf_group[li]
+    best = -np.inf
+    for t in range(lo, hi + 1):
+        value = 0.0
+        for c in range(m + 1):
+            cell = i if c == 0 else others[c - 1]
+            coef = m if c == 0 else -1
+            n_new = cells[cell] + coef * t
+            value += _cell_h(n_new, beta[g, cell - li * K])
+        for u in range(n_touched):
+            q = touched[u]
+            sq = shift[q]
+            if sq != 0:
+                value += _query_ll(y[q], values[q] + t * sq, rate[q], power)
+        line[t - lo] = value
+        if value > best:
+            best = value
+    total = 0.0
+    for t in range(hi - lo + 1):
+        line[t] = math.exp(line[t] - best)
+        total += line[t]
+    pick_u = _uniform(rng) * total
+    running = 0.0
+    for t in range(hi - lo + 1):
+        running += line[t]
+        if pick_u < running:
+            return lo + t, n_touched
+    return hi, n_touched
+
+
+@njit(cache=True, nogil=True)
 def census_sweeps(
     first,
     count,
@@ -344,6 +425,8 @@ def census_sweeps(
     hyper_rounds=1,
     p_leaf=0.25,
     p_sibling=0.35,
+    p_spread=0.0,
+    spread_max=6,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
@@ -359,6 +442,7 @@ def census_sweeps(
     n_parents = log_mean.size
     tick = scratch_stamp.max() + 1
     line = np.empty(max(kmax + 1, 1024))
+    others = np.empty(K, dtype=np.int64)
     beta = np.exp(log_beta)
     beta_sum = np.empty(n_groups)
     for g in range(n_groups):
@@ -368,6 +452,21 @@ def census_sweeps(
         attempted = 0
         phi = math.exp(log_phi[0])
         for i in range(n_cells):
+            if p_spread > 0.0 and K > 2 and _uniform(rng) < p_spread:
+                m = 2 + _below(rng, min(spread_max, K - 1) - 1)
+                tick += 1
+                d, n_touched = _spread_move(
+                    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group,
+                    scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
+                )  # fmt: skip
+                if d != 0:
+                    li = i // K
+                    cells[i] += m * d
+                    for r in range(m):
+                        cells[others[r]] -= d
+                    for t in range(n_touched):
+                        q = scratch_touched[t]
+                        values[q] += d * scratch_shift[q]
             c = cell_class[i]
             j = -1
             kind = _uniform(rng)
