@@ -84,6 +84,7 @@ ppd_public_modules = [
     "ppdinfer.postprocessing",
     "ppdinfer.pymc",
     "ppdinfer.pymc.families",
+    "ppdinfer.pymc.marginal",
     "ppdinfer.testing",
     "ppdinfer.models",
     "ppdinfer.models.beta_binomial",

@@ -95,7 +95,7 @@ def test_sample_assigns_every_family_its_steps(family, monkeypatch):
         conjugate = TINY[family.name]()
     monkeypatch.setattr(pm, "sample", fake_sample)
     with model:
-        ppm.sample(draws=10, tune=0, chains=1)
+        ppm.sample(draws=10, tune=0, chains=1, method="augment")  # the steps: auto would sum x out
     augmentation = [step for step in assigned if isinstance(step, ppm.PrivacyAugmentation)]
     assert len(augmentation) == 1 and augmentation[0].vars[0].name == "x"
     assert augmentation[0].family is family and augmentation[0].kind == family.code

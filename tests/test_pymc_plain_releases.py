@@ -76,7 +76,14 @@ def test_the_compiled_sweeps_run_for_a_plain_normal_release(monkeypatch):
     monkeypatch.setattr(augmentation, "generic_sweeps", refused)
     with counts_model("normal"):
         ppm.sample(
-            draws=20, tune=10, chains=1, cores=1, random_seed=1, progressbar=False, compute_convergence_checks=False
+            draws=20,
+            tune=10,
+            chains=1,
+            cores=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+            method="augment",
         )
     assert len(calls) == 30  # one call per step (the three counts in one block)
 

@@ -38,10 +38,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
 SAMPLE = dict(tune=300, chains=2, cores=1, progressbar=False, compute_convergence_checks=False)
 
 
-def fit(model, draws=1000, seed=7):
+def fit(model, draws=1000, seed=7, method="augment"):
+    """The data-augmentation fit these tests check (``method="auto"`` would sum additive releases out)."""
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ppm.sample(draws=draws, random_seed=seed, **SAMPLE)
+        return ppm.sample(draws=draws, random_seed=seed, method=method, **SAMPLE)
 
 
 def assert_mean(idata, name, exact, k=4.0):
@@ -126,6 +127,11 @@ def test_release_of_a_binomial_count_matches_enumeration(name):
     assert_mean(idata, "p", exact["theta_mean"].values)
     assert_mean(idata, "x", exact["x_pmf"].values @ exact["x_support"].values.reshape(-1))
     assert "accept_prior" in idata["sample_stats"]  # x had the augmentation step, not Metropolis
+    if mechanism.additive_noise is not None:  # summed out (issue 34): the same posterior
+        summed = fit(model, method="marginalize")
+        assert summed["posterior"].attrs["ppdinfer_method"] == "marginalize"
+        assert_mean(summed, "p", exact["theta_mean"].values)
+        assert_mean(summed, "x", exact["x_pmf"].values @ exact["x_support"].values.reshape(-1))
 
 
 def test_congenial_release_of_counts_with_a_public_total_matches_enumeration():

@@ -17,6 +17,7 @@ from ._arguments import _check_sample_arguments
 from .augmentation import AugmentationWarning, PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
+from .marginal import record_method, sum_out_if_chosen
 from .release import ReleaseRV
 
 _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
@@ -251,8 +252,24 @@ def assign_steps(model: pm.Model, *, conjugate: bool = True, sweeps: int = 5, mo
     return steps
 
 
-def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int = 5, moves=None, **kwargs):
+def sample(
+    model: pm.Model | None = None,
+    *,
+    conjugate: bool = True,
+    sweeps: int = 5,
+    moves=None,
+    method: str = "auto",
+    tol: float = 1e-12,
+    **kwargs,
+):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
+
+    ``method`` picks how the integer latents are handled: ``"augment"`` (the data-augmentation steps below),
+    ``"marginalize"`` (each latent summed out over a window that omits at most ``tol`` per coordinate,
+    :func:`ppdinfer.pymc.marginal.marginalize`, then NUTS, any ``nuts_sampler``, on the continuous model and x
+    drawn exactly per draw), or ``"auto"`` (the default: summing out where every latent can be and the
+    predicted cost per draw is lower, :func:`ppdinfer.pymc.marginal.choose_method`). The posterior's attrs
+    ``ppdinfer_method`` and ``ppdinfer_method_reason`` say which ran and why.
 
     Every integer latent x that feeds an observed release (``privacy_latents``) gets
     :class:`PrivacyAugmentation`: sum-preserving moves where a multinomial total binds it, the
@@ -296,6 +313,9 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
     """
     _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
+    fitted, reason = sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs)
+    if fitted is not None:
+        return record_guarantees(model, fitted)
     with model:
         steps = assign_steps(model, conjugate=conjugate, sweeps=sweeps, moves=moves)
         user_steps = kwargs.pop("step", None) or []
@@ -311,7 +331,7 @@ def sample(model: pm.Model | None = None, *, conjugate: bool = True, sweeps: int
                 )
         finally:
             _IN_SAMPLE.reset(token)
-    return record_guarantees(model, idata)
+    return record_guarantees(model, record_method(idata, "augment", reason))
 
 
 def _step_values(*step_lists) -> set:

@@ -1,0 +1,727 @@
+r"""Summing integer latents out: a privacy release that pins x to a window makes the model continuous.
+
+Where an integer latent x_i is observed through additive noise with a known tail (a
+:class:`~ppdinfer.pymc.Release` of a mechanism that declares ``additive_noise``, a
+``DiscreteLaplace`` / ``DiscreteGaussian``, or a plain ``pm.Normal`` / ``pm.Laplace`` with mu = x
+and a constant scale), its likelihood given the parameters is a sum over x_i's support, and
+nearly all of the sum lies in a window around y_i:
+
+.. math::
+
+    p(y_i \mid \theta) = \sum_{k} p(x_i = k \mid \theta)\, \pi(y_i \mid k)
+    \approx \sum_{k = lo_i}^{hi_i} p(x_i = k \mid \theta)\, \pi(y_i \mid k).
+
+The noise density f(e) = exp(log_norm - rate |e|^power) decreases in |e|, so the omitted part is at
+most 2 (f(d) + \int_d^\infty f) whatever theta is (p(k | theta) <= 1), with d the half-width of the
+window; :func:`marginalize` picks the smallest whole d whose bound is below ``tol`` (1e-12 by default:
+about 7.3 noise sds for Gaussian noise) and reports it. The window is intersected with the prior's
+support (x >= 0; x <= n for a binomial with constant n).
+
+:func:`marginalize` returns a clone of the model with x (and, with ``conjugate``, a Gamma rate of a
+Poisson x or a Beta probability of a binomial x, integrated out in closed form: the negative
+binomial and beta-binomial marginals) removed and the release replaced by a ``pm.Potential`` holding
+the windowed logsumexp: every remaining variable is continuous, so any of PyMC's NUTS backends samples
+it. :meth:`MarginalModel.draw_latents` then draws x exactly from p(x | theta, y) (the normalized
+window weights) for each posterior draw, and the conjugate variable from its conditional given x, so
+the result has the same variables as the augmented one. :func:`sample_marginal` does both, and
+:func:`choose_method` is the rule :func:`ppdinfer.pymc.sample` follows with ``method="auto"``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import xarray as xr
+from pymc.model.fgraph import fgraph_from_model, model_from_fgraph, model_potential
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import (
+    BinomialRV,
+    LaplaceRV,
+    MultinomialRV,
+    NegBinomialRV,
+    NormalRV,
+    PoissonRV,
+)
+from scipy import special
+
+from ..mechanisms import discrete_gaussian_log_normalizer
+from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
+from .families import dependents, latent_family
+from .release import ReleaseRV
+
+__all__ = [
+    "AUGMENT_SECONDS_PER_SITE",
+    "AUGMENT_SECONDS_PER_STEP",
+    "MARGINAL_SECONDS_PER_CELL",
+    "MarginalModel",
+    "SummedOut",
+    "choose_method",
+    "marginalize",
+    "sample_marginal",
+    "window_half_width",
+]
+
+#: priors whose log pmf PyMC evaluates elementwise on a window (the families' latents, and NegBin)
+_SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV)
+#: noise distributions written as the release (their class, scale parameter, and what the noise is)
+_PLAIN_NOISE = (NormalRV, LaplaceRV, DiscreteLaplaceRV, DiscreteGaussianRV)
+
+
+def _tail_bound(d, log_norm, rate, power) -> np.ndarray:
+    """2 (f(d) + int_d^inf f(e) de) for f(e) = exp(log_norm - rate |e|^power): a bound on the sum of f over the
+    integers k with |k - y| > d (each term beyond the first is at most the integral over the unit before it)."""
+    d, log_norm, rate = np.broadcast_arrays(np.asarray(d, float), np.asarray(log_norm, float), np.asarray(rate, float))
+    if power == 1:
+        log_integral = log_norm - rate * d - np.log(rate)
+    else:
+        log_integral = log_norm + 0.5 * np.log(np.pi / (4 * rate)) + np.log(special.erfc(d * np.sqrt(rate)))
+    return 2 * (np.exp(log_norm - rate * d**power) + np.exp(log_integral))
+
+
+def window_half_width(log_norm, rate, power: int, tol: float = 1e-12) -> np.ndarray:
+    r"""The smallest whole d >= 1 with 2 (f(d) + \int_d^\infty f) <= tol for the noise f(e) = exp(log_norm - rate |e|^power).
+
+    Dropping every k with |k - y| > d from sum_k p(k | theta) pi(y | k) then omits at most ``tol``.
+
+    Examples
+    --------
+    >>> from ppdinfer.pymc.marginal import window_half_width
+    >>> sigma = 3.0   # Gaussian noise: about 7.3 sigma for 1e-12
+    >>> int(window_half_width(-0.5 * np.log(2 * np.pi * sigma**2), 1 / (2 * sigma**2), 2))
+    22
+    """
+    if not (isinstance(tol, float | int) and 0 < tol < 1):
+        raise ValueError(f"tol must be a number in (0, 1), got {tol!r}")
+    if power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2, got {power!r}")
+    log_norm, rate = np.broadcast_arrays(np.asarray(log_norm, float), np.asarray(rate, float))
+    d = np.maximum(np.floor((np.maximum(np.log(1 / tol) + log_norm, 1e-9) / rate) ** (1 / power)), 1.0)
+    for _ in range(10_000):
+        short = _tail_bound(d, log_norm, rate, power) > tol
+        if not short.any():
+            return d
+        d = d + short * np.maximum(1.0, np.floor(1e-3 * d))  # steps of 0.1% of d: d is at most that wide
+    raise ValueError(f"no window bounds the noise's tail below tol = {tol}")
+
+
+@dataclass(frozen=True)
+class SummedOut:
+    """One latent x summed out of a model: its window and the bound on the omitted mass.
+
+    ``lo`` is the window's first value per coordinate (x's shape), ``width`` the number of values (one
+    for every coordinate), ``half_width`` the noise distance d that sets it, ``bound`` the largest bound
+    over the coordinates on the omitted part of each coordinate's sum (below ``tol``), ``family`` the prior
+    summed (``"gamma_poisson"``: x's Gamma rate integrated out too, ``conjugate`` its name).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import marginalize
+    >>> with pm.Model() as model:
+    ...     x = pm.Poisson("x", 20.0, shape=2)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
+    >>> found = marginalize(model).latents[0]
+    >>> found.name, found.width, found.lo.tolist(), found.bound < 1e-12
+    ('x', 30, [4, 11], True)
+    """
+
+    name: str
+    release: str
+    family: str
+    conjugate: str | None
+    dims: tuple
+    lo: np.ndarray
+    width: int
+    half_width: np.ndarray
+    bound: float
+    tol: float
+    # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
+    _weights: object = field(repr=False, default=None)
+    _conjugate_draw: object = field(repr=False, default=None)
+
+    @property
+    def units(self) -> int:
+        """The number of coordinates of x."""
+        return int(self.lo.size)
+
+    @property
+    def cells(self) -> int:
+        """Window values summed per log density evaluation: ``width * units``."""
+        return self.width * self.units
+
+
+def _constant_value(graph, model, what: str) -> np.ndarray:
+    if any(var in set(model.basic_RVs) for var in ancestors([graph])):
+        raise ValueError(f"{what} depends on the model's variables: the window around y must be fixed")
+    return np.asarray(graph.eval(), dtype=float)
+
+
+def _noise(model, x_rv, release):
+    """(log pi(y | k) as a function of a grid of k, y, log_norm, rate, power) of a release of x itself with
+    additive noise of a known tail; a ValueError saying why not."""
+    op = release.owner.op
+    name = f"{release.name} (the release of {x_rv.name})"
+    _, _, centre, *params = release.owner.inputs
+    if centre is not x_rv:
+        raise ValueError(f"{name} is not centred on {x_rv.name} itself: it cannot be summed out")
+    y = np.asarray(model.rvs_to_values[release].eval(), dtype=float)
+    if isinstance(op, ReleaseRV):
+        noise = op.mechanism.additive_noise
+        if noise is None:
+            raise ValueError(
+                f"{name}: its mechanism {op.mechanism!r} declares no additive noise (mechanism.additive_noise is "
+                "None), so no window bounds the omitted mass: it cannot be summed out; use method='augment'"
+            )
+        log_norm, rate, power = float(noise.log_norm), float(noise.rate), int(noise.power)
+
+        def loglik(grid):
+            distance = np.abs(y - grid)
+            return log_norm - rate * (distance if power == 1 else distance**2)
+
+        return loglik, y, log_norm, rate, power
+    if not isinstance(op, _PLAIN_NOISE):
+        raise ValueError(
+            f"{name} is a {type(op).__name__}, not additive noise with a known tail (a ppdinfer Release of an "
+            "additive mechanism, DiscreteLaplace, DiscreteGaussian, pm.Normal or pm.Laplace): it cannot be summed out"
+        )
+    values = [_constant_value(p, model, f"{name}: its scale") for p in params]
+    if isinstance(op, NormalRV):
+        sigma = values[0]
+        log_norm, rate, power = -0.5 * np.log(2 * np.pi * sigma**2), 1 / (2 * sigma**2), 2
+    elif isinstance(op, LaplaceRV):
+        b = values[0]
+        log_norm, rate, power = -np.log(2 * b), 1 / b, 1
+    elif isinstance(op, DiscreteLaplaceRV):
+        rate = values[0] / values[1]
+        log_norm, power = np.log(np.tanh(rate / 2)), 1
+    else:  # DiscreteGaussian
+        sigma = values[0]
+        log_norm = -np.vectorize(discrete_gaussian_log_normalizer)(sigma)
+        rate, power = 1 / (2 * sigma**2), 2
+
+    def loglik(grid):
+        distance = np.abs(y - grid)
+        return log_norm - rate * (distance if power == 1 else distance**2)
+
+    return loglik, y, log_norm, rate, power
+
+
+def _shifted_gammaln(grid: np.ndarray, shape):
+    """gammaln(grid + shape) for a constant integer grid: where ``shape`` is one number for every coordinate and
+    the grid spans fewer distinct values than cells, gammaln of each distinct value once, gathered (its gradient
+    a scatter-add): the window's cells share few values (about the counts' range plus the width)."""
+    low, high = int(grid.min()), int(grid.max())
+    if all(length == 1 for length in shape.type.shape):  # one value, broadcast (PyMC's (1,) parameters)
+        shape = shape.reshape(())
+    if shape.type.ndim == 0 and high - low + 1 < grid.size // 2:
+        table = pt.gammaln(shape + np.arange(low, high + 1, dtype=float))
+        return table[pt.as_tensor_variable((grid - low).astype(np.int64))]
+    return pt.gammaln(pt.as_tensor_variable(grid.astype(float)) + shape)
+
+
+def _betaln(a, b):
+    return pt.gammaln(a) + pt.gammaln(b) - pt.gammaln(a + b)
+
+
+def _prior_logp(x_rv, found, grid, conjugate: bool):
+    """(the graph of log p(x = grid | parameters), the conjugate's draw or None, family name)."""
+    if conjugate and found is not None and found.family.name == "gamma_poisson":
+        shape, scale = (pt.cast(p, "float64") for p in found.parameters)  # float32 constants: gammaln in float32
+        exposure = found.constants["exposure"]
+        ratio = scale * exposure
+        k = pt.as_tensor_variable(grid.astype(float))
+        logp = (
+            _shifted_gammaln(grid, shape)
+            - pt.gammaln(shape)
+            - special.gammaln(grid + 1.0)
+            - shape * pt.log1p(ratio)
+            + k * (pt.log(ratio) - pt.log1p(ratio))
+        )
+
+        def draw(rng, x, shape_value, scale_value):
+            return rng.gamma(shape_value + x, 1.0 / (1.0 / scale_value + exposure))
+
+        return logp, (draw, (shape, scale)), "gamma_poisson"
+    if conjugate and found is not None and found.family.name == "beta_binomial":
+        n, a, b = (pt.cast(p, "float64") for p in found.parameters)
+        k = pt.as_tensor_variable(grid.astype(float))
+        inside = pt.ge(k, 0) & pt.le(k, n)
+        logp = (
+            pt.gammaln(n + 1)
+            - pt.gammaln(k + 1)
+            - pt.gammaln(pt.maximum(n - k, 0) + 1)
+            + _betaln(k + a, pt.maximum(n - k, 0) + b)
+            - _betaln(a, b)
+        )
+
+        def draw(rng, x, n_value, a_value, b_value):
+            return rng.beta(a_value + x, b_value + n_value - x)
+
+        return pt.switch(inside, logp, -np.inf), (draw, (n, a, b)), "beta_binomial"
+    return pm.logp(x_rv, grid.astype(x_rv.dtype)), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower()
+
+
+def _latent_window(x_rv, y, log_norm, rate, power, tol):
+    """(lo, width, half_width, bound): the window of x around y, inside x's support."""
+    d = np.broadcast_to(window_half_width(log_norm, rate, power, tol), y.shape)
+    lo = np.maximum(np.ceil(y - d), 0)
+    hi = np.floor(y + d)
+    if isinstance(x_rv.owner.op, BinomialRV):
+        try:
+            n = np.broadcast_to(np.asarray(x_rv.owner.inputs[2].eval(), dtype=float), y.shape)
+            hi, lo = np.minimum(hi, n), np.minimum(lo, n)
+        except Exception:  # n depends on the model: the prior's log pmf is -inf beyond it
+            pass
+    width = int(max(np.max(hi - lo + 1), 1))
+    bound = float(np.max(_tail_bound(d, log_norm, rate, power)))
+    return lo.astype(np.int64), width, d, bound
+
+
+def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True) -> MarginalModel:
+    r"""The model with every integer latent observed through additive noise summed out over a window.
+
+    Each latent x of :func:`ppdinfer.pymc.sampling.privacy_latents` must have a Poisson, Binomial or
+    NegativeBinomial prior (with ``conjugate``, a Gamma rate of a Poisson x or a Beta probability of a
+    binomial x, one per coordinate and read by x alone, is integrated out with it) and one child: a release of x
+    itself with additive noise of a constant scale. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
+
+    .. math::
+
+        \sum_i \log \sum_{k = lo_i}^{lo_i + W - 1} \exp\big(\log p(x_i = k \mid \theta) + \log \pi(y_i \mid k)\big),
+
+    with the window [lo_i, lo_i + W) covering |k - y_i| <= d (:func:`window_half_width`), so the omitted
+    mass is below ``tol`` per coordinate whatever theta is (``SummedOut.bound``).
+
+    Parameters
+    ----------
+    model : pm.Model, optional
+        The model (the one in context by default); it is not changed.
+    tol : float
+        The bound on each coordinate's omitted mass, in (0, 1).
+    conjugate : bool
+        Integrate a conjugate Gamma rate or Beta probability out with x (its conditional draw follows).
+
+    Returns
+    -------
+    MarginalModel
+        ``.model`` the marginal model (continuous), ``.latents`` a :class:`SummedOut` per latent.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import marginalize
+    >>> with pm.Model() as model:
+    ...     m = pm.Gamma("m", 2.0, 0.1)
+    ...     rate = pm.Gamma("rate", 2.0, 2.0 / m, shape=3)
+    ...     x = pm.Poisson("x", rate * np.array([1.0, 2.0, 3.0]))
+    ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1, 60.2])
+    >>> marginal = marginalize(model)
+    >>> [rv.name for rv in marginal.model.free_RVs], marginal.latents[0].family, marginal.latents[0].conjugate
+    (['m'], 'gamma_poisson', 'rate')
+    """
+    from .sampling import privacy_latents  # sampling imports this module
+
+    model = pm.modelcontext(model)
+    if not isinstance(conjugate, bool | np.bool_):
+        raise ValueError(f"conjugate must be True or False, got {conjugate!r}")
+    window_half_width(0.0, 1.0, 1, tol)  # checks tol
+    latents = privacy_latents(model)
+    if not latents:
+        raise ValueError("the model has no integer latent observed through a release: nothing to sum out")
+    plans = []
+    removed = set()
+    for x_rv in latents:
+        if isinstance(x_rv.owner.op, MultinomialRV) or not isinstance(x_rv.owner.op, _SUMMABLE_PRIORS):
+            raise ValueError(
+                f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial "
+                "and NegativeBinomial latents can be summed out (a multinomial's cells are coupled by its total); "
+                "use method='augment'"
+            )
+        children = dependents(model, x_rv)
+        if len(children) != 1 or children[0] not in model.observed_RVs:
+            raise ValueError(
+                f"{x_rv.name} feeds {[c.name for c in children]}: it can be summed out only where its one child is "
+                "its release; use method='augment'"
+            )
+        release = children[0]
+        loglik, y, log_norm, rate, power = _noise(model, x_rv, release)
+        if y.shape != tuple(int(n) for n in x_rv.shape.eval()):
+            raise ValueError(f"{release.name} has shape {y.shape} but {x_rv.name} has another shape")
+        found = latent_family(model, x_rv, collapse=True) if conjugate else None
+        if found is not None and not found.family.collapsed:
+            found = None
+        lo, width, d, bound = _latent_window(x_rv, y, log_norm, rate, power, tol)
+        plans.append((x_rv, release, found, loglik, y, lo, width, d, bound))
+        removed |= {x_rv, release} | ({found.conjugate} if found is not None else set())
+    for det in model.deterministics:
+        reads = removed & set(ancestors([det], blockers=set(model.basic_RVs) - removed))
+        if reads:
+            raise ValueError(
+                f"the Deterministic {det.name} reads {sorted(v.name for v in reads)}, which are summed out: "
+                "remove it or use method='augment'"
+            )
+    return _build(model, plans, tol, conjugate)
+
+
+def _build(model, plans, tol, conjugate) -> MarginalModel:
+    initvals = dict(model.rvs_to_initial_values)
+    kept_initvals = {rv.name: value for rv, value in initvals.items() if value is not None}
+    model.rvs_to_initial_values.update(dict.fromkeys(initvals))  # fgraph_from_model refuses initial values
+    try:
+        fgraph, memo = fgraph_from_model(model)
+    finally:
+        model.rvs_to_initial_values.update(initvals)
+    summed = []
+    drop = []
+    potentials = []
+    for x_rv, release, found, loglik, y, lo, width, d, bound in plans:
+        grid = lo[None] + np.arange(width).reshape((width,) + (1,) * lo.ndim)
+        noise_logp = loglik(grid)  # a constant: the noise's scale and y are fixed
+        x_fg = memo[x_rv].owner.inputs[0]
+        found_fg = found
+        if found is not None:
+            parameters = graph_replace(list(found.parameters), {rv: memo[rv] for rv in model.free_RVs}, strict=False)
+            found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
+        prior, conjugate_draw, family = _prior_logp(x_fg, found_fg, grid, conjugate)
+        weights = prior + pt.as_tensor_variable(noise_logp)
+        potential = pt.sum(pt.logsumexp(weights, axis=0))
+        potentials.append(model_potential(potential, f"{release.name}_summed"))
+        drop += [memo[x_rv], memo[release]] + ([memo[found.conjugate]] if found is not None else [])
+        summed.append(
+            (
+                SummedOut(
+                    name=x_rv.name,
+                    release=release.name,
+                    family=family,
+                    conjugate=None if found is None else found.conjugate.name,
+                    dims=tuple(model.named_vars_to_dims.get(x_rv.name, ()) or ()),
+                    lo=lo,
+                    width=width,
+                    half_width=d,
+                    bound=bound,
+                    tol=tol,
+                ),
+                weights,
+                conjugate_draw,
+                found,
+                y,
+            )
+        )
+    for var in drop:
+        fgraph.remove_output(fgraph.outputs.index(var))
+    for var in potentials:
+        fgraph.add_output(var, import_missing=True)
+    new = model_from_fgraph(fgraph, mutate_fgraph=True)
+    for name, value in kept_initvals.items():
+        if name in new.named_vars and new[name] in new.free_RVs:
+            new.set_initval(new[name], value)
+    # functions of the kept free variables (untransformed): the window's log weights and the conjugate's parameters
+    inputs = {rv.name: rv.type() for rv in new.free_RVs}
+    new_by_name = {rv.name: rv for rv in new.free_RVs}
+    latents = []
+    for record, weights, conjugate_draw, _found, _y in summed:
+        outputs = [weights] + (list(conjugate_draw[1]) if conjugate_draw is not None else [])
+        outputs = _in_new_model(outputs, fgraph, new)
+        graphs = graph_replace(outputs, {new_by_name[n]: inputs[n] for n in inputs}, strict=False)
+        used = [name for name in inputs if any(inputs[name] in ancestors([g]) for g in graphs)]
+        function = pytensor.function([inputs[n] for n in used], graphs, on_unused_input="ignore", mode="FAST_RUN")
+        latents.append(
+            _replace(
+                record, _weights=(function, used), _conjugate_draw=None if conjugate_draw is None else conjugate_draw[0]
+            )
+        )
+    return MarginalModel(new, tuple(latents), model, {rec.name: y for rec, _, _, _, y in summed})
+
+
+def _replace(record, **changes):
+    from dataclasses import replace
+
+    return replace(record, **changes)
+
+
+def _in_new_model(outputs, fgraph, new):
+    """``outputs`` (graphs over the fgraph's model variables) as graphs over ``new``'s variables."""
+    # after model_from_fgraph(mutate_fgraph=True) the fgraph's dummy model variables were replaced in place by
+    # the new model's variables, so the graphs already read them; the dummy nodes left in ``outputs`` are
+    # replaced by what they wrap
+    from pymc.model.fgraph import ModelVar
+
+    def unwrap(var):
+        while var.owner is not None and isinstance(var.owner.op, ModelVar):
+            var = var.owner.inputs[0]
+        return var
+
+    dummies = [v for v in ancestors(outputs) if v.owner is not None and isinstance(v.owner.op, ModelVar)]
+    return graph_replace(outputs, {v: unwrap(v) for v in dummies}, strict=False) if dummies else outputs
+
+
+@dataclass
+class MarginalModel:
+    """A model with integer latents summed out (:func:`marginalize`): the marginal ``model``, a
+    :class:`SummedOut` record per latent, and ``draw_latents`` to put them back into a posterior.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Laplace
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import marginalize
+    >>> with pm.Model() as model:
+    ...     mu = pm.Gamma("mu", 2.0, 0.2)
+    ...     x = pm.Poisson("x", mu, shape=2)
+    ...     y = Release("y", Laplace(1.0), x, observed=[7.5, 12.0])
+    >>> marginal = marginalize(model)
+    >>> marginal.latents[0].width, marginal.bound < 1e-12, [rv.name for rv in marginal.model.potentials]
+    (42, True, ['y_summed'])
+    """
+
+    model: pm.Model
+    latents: tuple
+    original: pm.Model
+    observed: dict
+
+    @property
+    def bound(self) -> float:
+        """The largest bound on one coordinate's omitted mass, over every latent."""
+        return max(latent.bound for latent in self.latents)
+
+    @property
+    def cells(self) -> int:
+        """Window values summed per log density evaluation, over every latent."""
+        return sum(latent.cells for latent in self.latents)
+
+    def draw_latents(self, idata, random_seed=None):
+        """``idata`` with each summed-out latent x (and its conjugate variable) drawn exactly per posterior draw.
+
+        x_i | theta, y is the window's normalized weights p(k | theta) pi(y_i | k) (an inverse-CDF draw per
+        coordinate); a collapsed Gamma rate or Beta probability is then drawn from its conditional given x.
+        x goes into the posterior group under its name with its dims, and y into ``observed_data``.
+        """
+        rng = np.random.default_rng(random_seed)
+        posterior = idata["posterior"].to_dataset()
+        n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+        new_vars = {}
+        for latent in self.latents:
+            function, used = latent._weights
+            values = {name: posterior[name].values for name in used}
+            x = np.empty((n_chain, n_draw, *latent.lo.shape), dtype=np.int64)
+            conj = None
+            for c in range(n_chain):
+                for d in range(n_draw):
+                    outputs = function(*(values[name][c, d] for name in used))
+                    weights = np.asarray(outputs[0])
+                    weights = np.exp(weights - weights.max(axis=0))
+                    cumulative = np.cumsum(weights, axis=0)
+                    u = rng.random(latent.lo.shape) * cumulative[-1]
+                    index = np.minimum((cumulative < u).sum(axis=0), latent.width - 1)
+                    x[c, d] = latent.lo + index
+                    if latent._conjugate_draw is not None:
+                        params = [np.broadcast_to(np.asarray(p, dtype=float), latent.lo.shape) for p in outputs[1:]]
+                        value = latent._conjugate_draw(rng, x[c, d].astype(float), *params)
+                        if conj is None:
+                            conj = np.empty((n_chain, n_draw, *latent.lo.shape))
+                        conj[c, d] = value
+            dims = latent.dims or tuple(f"{latent.name}_dim_{i}" for i in range(latent.lo.ndim))
+            coords = {dim: np.asarray(self.original.coords[dim]) for dim in dims if dim in (self.original.coords or {})}
+            new_vars[latent.name] = xr.DataArray(x, dims=("chain", "draw", *dims), coords=coords)
+            if conj is not None:
+                conj_dims = tuple(self.original.named_vars_to_dims.get(latent.conjugate, ()) or ()) or tuple(
+                    f"{latent.conjugate}_dim_{i}" for i in range(latent.lo.ndim)
+                )
+                conj_coords = {
+                    dim: np.asarray(self.original.coords[dim]) for dim in conj_dims if dim in self.original.coords
+                }
+                new_vars[latent.conjugate] = xr.DataArray(conj, dims=("chain", "draw", *conj_dims), coords=conj_coords)
+        posterior = posterior.assign(new_vars)
+        posterior.attrs.update(
+            {
+                "ppdinfer_method": "marginalize",
+                "ppdinfer_summed_out": ", ".join(latent.name for latent in self.latents),
+                "ppdinfer_omitted_mass_bound": self.bound,
+                "ppdinfer_window_cells": self.cells,
+            }
+        )
+        idata["posterior"] = xr.DataTree(posterior)
+        observed = idata["observed_data"].to_dataset() if "observed_data" in idata.children else xr.Dataset()
+        for latent in self.latents:
+            dims = latent.dims or tuple(f"{latent.release}_dim_{i}" for i in range(latent.lo.ndim))
+            coords = {dim: np.asarray(self.original.coords[dim]) for dim in dims if dim in (self.original.coords or {})}
+            observed[latent.release] = xr.DataArray(self.observed[latent.name], dims=dims, coords=coords)
+        idata["observed_data"] = xr.DataTree(observed)
+        return idata
+
+
+# -- the rule of method="auto" ------------------------------------------------------------------------------
+
+#: seconds per window cell per NUTS draw (log density and gradient, ~GRADIENTS_PER_DRAW evaluations), measured
+#: on the hospital model (Gaussian sigma 4.8: width 73) at 200 and 800 hospitals, 2 chains on 2 shared cores
+MARGINAL_SECONDS_PER_CELL = 4e-8
+#: augmentation seconds per coordinate per sweep (the compiled kernel) and fixed seconds per step (the Python
+#: work of PyMC's compound step and ppdinfer's steps, NUTS on the rest included), same measurement
+AUGMENT_SECONDS_PER_SITE = 1e-7
+AUGMENT_SECONDS_PER_STEP = 1.5e-3
+
+
+def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True, sweeps: int = 5):
+    r"""(``"marginalize"`` or ``"augment"``, the reason, the :class:`MarginalModel` or None): the rule of
+    ``ppdinfer.pymc.sample(method="auto")``.
+
+    Summing out is possible where every privacy latent is a coordinatewise count observed through additive
+    noise of a constant scale (:func:`marginalize`); where it is not, the data augmentation runs. Where it is,
+    the predicted seconds per draw are compared:
+
+    .. math::
+
+        t_\mathrm{marginal} = c_\mathrm{cell} \sum_x W_x n_x, \qquad
+        t_\mathrm{augment} = c_\mathrm{step} + c_\mathrm{site}\, \mathrm{sweeps} \sum_x n_x,
+
+    with W_x the window width and n_x the coordinates of latent x, and the constants
+    :data:`MARGINAL_SECONDS_PER_CELL`, :data:`AUGMENT_SECONDS_PER_STEP`, :data:`AUGMENT_SECONDS_PER_SITE`
+    measured on the hospital model (benchmarks/expert_alternatives.py). The cheaper one is chosen.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian, Tulap
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import choose_method
+    >>> with pm.Model() as model:
+    ...     x = pm.Poisson("x", 20.0, shape=2)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
+    >>> choose_method(model)[0]
+    'marginalize'
+    >>> with pm.Model() as tulap:
+    ...     x = pm.Poisson("x", 20.0, shape=2)
+    ...     y = Release("y", Tulap(1.0), x, observed=[18.3, 25.1])
+    >>> method, reason, _ = choose_method(tulap)
+    >>> method, "declares no additive noise" in reason
+    ('augment', True)
+    """
+    try:
+        marginal = marginalize(model, tol=tol, conjugate=conjugate)
+    except ValueError as err:
+        return "augment", f"cannot be summed out: {err}", None
+    cells = marginal.cells
+    units = sum(latent.units for latent in marginal.latents)
+    t_marginal = MARGINAL_SECONDS_PER_CELL * cells
+    t_augment = AUGMENT_SECONDS_PER_STEP + AUGMENT_SECONDS_PER_SITE * sweeps * units
+    reason = (
+        f"predicted {1e3 * t_marginal:.2g} ms per draw summing out ({cells} window cells) against "
+        f"{1e3 * t_augment:.2g} ms augmenting ({units} coordinates x {sweeps} sweeps)"
+    )
+    return ("marginalize" if t_marginal <= t_augment else "augment"), reason, marginal
+
+
+def sample_marginal(marginal: MarginalModel, **kwargs):
+    """``pm.sample`` (any ``nuts_sampler``) on ``marginal.model``, then the summed-out latents drawn exactly.
+
+    ``kwargs`` go to ``pm.sample``; the latents' draws are seeded from ``random_seed``. The posterior's attrs
+    record the method, the latents summed out and the bound on the omitted mass, and ``sampling_time_latents``
+    the seconds the exact draws of x took.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import marginalize, sample_marginal
+    >>> with pm.Model() as model:
+    ...     mu = pm.Gamma("mu", 2.0, 0.1)
+    ...     x = pm.Poisson("x", mu, shape=2)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
+    >>> idata = sample_marginal(marginalize(model), draws=50, tune=50, chains=1, random_seed=1,
+    ...                         progressbar=False, compute_convergence_checks=False)
+    >>> idata["posterior"]["x"].shape, idata["posterior"].attrs["ppdinfer_method"]
+    ((1, 50, 2), 'marginalize')
+    """
+    seed = kwargs.get("random_seed")
+    if kwargs.get("return_inferencedata") is False:
+        raise ValueError("return_inferencedata=False is not supported where latents are summed out")
+    if not marginal.model.free_RVs:  # nothing left to sample: the posterior of x is its window weights, exactly
+        chains, draws = int(kwargs.get("chains") or 2), int(kwargs.get("draws", 1000))
+        empty = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+        idata = xr.DataTree(children={"posterior": xr.DataTree(empty)})
+    else:
+        with marginal.model:
+            idata = pm.sample(**kwargs)
+    if not isinstance(idata, xr.DataTree):
+        raise ValueError("return_inferencedata=False is not supported where latents are summed out")
+    start = time.perf_counter()
+    latent_seed = np.random.SeedSequence([*_seed_entropy(seed), 34])
+    idata = marginal.draw_latents(idata, latent_seed)
+    idata["posterior"].attrs["sampling_time_latents"] = time.perf_counter() - start
+    return idata
+
+
+def _seed_entropy(seed) -> list[int]:
+    if seed is None:
+        return [int(np.random.SeedSequence().entropy % 2**32)]
+    if isinstance(seed, int | np.integer):
+        return [int(seed)]
+    if isinstance(seed, list | tuple):
+        return [e for entry in seed for e in _seed_entropy(entry)]
+    if isinstance(seed, np.random.SeedSequence):
+        return [int(seed.entropy % 2**32)]
+    return [int(np.random.default_rng(seed).integers(2**32))]
+
+
+def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs):
+    """(the marginal fit, its reason) where ``method`` (or, for ``"auto"``, :func:`choose_method`) sums the latents
+    out, else (None, the reason to augment): what :func:`ppdinfer.pymc.sample` runs first.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.marginal import sum_out_if_chosen
+    >>> with pm.Model() as model:
+    ...     x = pm.Poisson("x", 20.0, shape=2)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
+    >>> sum_out_if_chosen(model, "augment", 1e-12, True, 5, {})
+    (None, "method='augment'")
+    """
+    if method not in ("auto", "augment", "marginalize"):
+        raise ValueError(f"method must be 'auto', 'augment' or 'marginalize', got {method!r}")
+    if method == "augment":
+        return None, "method='augment'"
+    if method == "marginalize":
+        found, reason = marginalize(model, tol=tol, conjugate=conjugate), "method='marginalize'"
+    else:
+        chosen, reason, found = choose_method(model, tol=tol, conjugate=conjugate, sweeps=sweeps)
+        if chosen == "augment":
+            return None, reason
+    if kwargs.get("step"):
+        raise ValueError(
+            "step: the model's integer latents are summed out (method), so its variables are all continuous and "
+            "NUTS samples them; pass step only with method='augment'"
+        )
+    kwargs = {key: value for key, value in kwargs.items() if key != "step"}
+    return record_method(sample_marginal(found, **kwargs), "marginalize", reason), reason
+
+
+def record_method(idata, method: str, reason: str):
+    """``idata`` with ``ppdinfer_method`` and ``ppdinfer_method_reason`` in its posterior's attrs.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from ppdinfer.pymc.marginal import record_method
+    >>> tree = record_method(xr.DataTree(children={"posterior": xr.DataTree()}), "augment", "method='augment'")
+    >>> tree["posterior"].attrs["ppdinfer_method"]
+    'augment'
+    """
+    if isinstance(idata, xr.DataTree) and "posterior" in idata.children:
+        idata["posterior"].attrs.update({"ppdinfer_method": method, "ppdinfer_method_reason": reason})
+    return idata
