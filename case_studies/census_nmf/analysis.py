@@ -58,7 +58,7 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, chunk: int = 400):
     """Mean, 5 % and 95 % quantiles and max split R-hat of the unit-summed draws, level by level."""
     chains, draws = cells.shape[:2]
     units = geo.level(level)
-    out = {key: [] for key in ("mean", "lo", "hi", "rhat")}
+    out = {key: [] for key in ("mean", "lo", "hi", "mass", "rhat")}
     for start in range(0, units.size, chunk):
         part = units[start : start + chunk]
         lo_leaf, hi_leaf = geo.leaf_start[part[0]], geo.leaf_stop[part[-1]]
@@ -69,6 +69,7 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, chunk: int = 400):
         lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
         out["lo"].append(lo)
         out["hi"].append(hi)
+        out["mass"].append(((flat >= lo) & (flat <= hi)).mean(axis=0))  # the draws' share inside [lo, hi]
         out["rhat"].append(split_rhat(summed))
     return {key: np.concatenate(value) for key, value in out.items()}
 
@@ -100,7 +101,8 @@ def fit_release(
     Returns
     -------
     cells : DataFrame
-        One row per (level, unit, cell): truth, post_mean, post_lo, post_hi, post_rhat, gls, gls_sd,
+        One row per (level, unit, cell): truth, post_mean, post_lo, post_hi, post_mass (the share of the
+        draws inside [post_lo, post_hi]: at least 0.9, more for integer cells near 0), post_rhat, gls, gls_sd,
         gls_lo, gls_hi, topdown.
     tracts : DataFrame
         One row per tract: true Hispanic share and majority-minority indicator; the posterior's
@@ -156,6 +158,7 @@ def fit_release(
                     "post_mean": post["mean"].ravel(),
                     "post_lo": post["lo"].ravel(),
                     "post_hi": post["hi"].ravel(),
+                    "post_mass": post["mass"].ravel(),
                     "post_rhat": post["rhat"].ravel(),
                     "gls": estimate.ravel(),
                     "gls_sd": sd.ravel(),

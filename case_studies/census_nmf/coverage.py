@@ -30,7 +30,7 @@ from .synthetic import make_release
 __all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
 
 #: The per-cell quantities a replicate file keeps (the truth and the units are in every file too).
-CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "gls", "gls_lo", "gls_hi", "topdown")
+CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "post_mass", "gls", "gls_lo", "gls_hi", "topdown")
 TRACT_COLUMNS = ("post_prob", "gls_prob", "topdown_prob", "post_share_lo", "post_share_hi")
 #: One release at a time in a process. The exact discrete Gaussian sampler keeps module-level state (its
 #: interval arithmetic's precision); once, replicates redone on two threads of one process differed from
@@ -222,6 +222,8 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
                 row[f"coverage_{name}"] = p
                 row[f"se_binomial_{name}"] = float(np.sqrt(p * (1 - p) / (n * R)))
                 row[f"se_replicate_{name}"] = float(rate.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+            # the share of the draws inside the posterior's interval (absent from files of earlier versions)
+            row["mass_posterior"] = float(data["post_mass"].values[:, mask].mean()) if "post_mass" in data else np.nan
             rmse = {name: np.sqrt((error[:, mask] ** 2).mean(axis=1)) for name, error in errors.items()}
             for name, error in errors.items():
                 row[f"rmse_{name}"] = float(np.sqrt((error[:, mask] ** 2).mean()))
