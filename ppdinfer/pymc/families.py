@@ -45,11 +45,13 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.logprob.transforms import LogOddsTransform, LogTransform
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BetaRV, BinomialRV, DirichletRV, GammaRV, MultinomialRV, PoissonRV
+from scipy import special
 
 from ..kernels.augmentation import (
     BETA_BINOMIAL,
@@ -339,6 +341,18 @@ class PriorFamily:
 # -- the conjugate steps ---------------------------------------------------------------------------------
 
 
+def _numpy_forward(transform):
+    """The forward map of PyMC's log and log-odds transforms (or none) in NumPy, else None: a PyTensor function call
+    costs 15-30 us a step, the NumPy map 1-2 us (issue 34, part 2)."""
+    if transform is None:
+        return np.asarray
+    if isinstance(transform, LogTransform):
+        return np.log
+    if isinstance(transform, LogOddsTransform):
+        return special.logit
+    return None
+
+
 @dataclass_state
 class ConjugateStepState(StepMethodState):
     pass
@@ -390,8 +404,10 @@ class ConjugateStep(BlockedStep):
             graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
         )
         transform = model.rvs_to_transforms.get(rv)
-        value = pt.tensor("value", dtype="float64", shape=(None,) * rv.type.ndim)
-        self._forward = pytensor.function([value], transform.forward(value) if transform is not None else value)
+        self._forward = _numpy_forward(transform)
+        if self._forward is None:  # another transform (a simplex): its PyTensor graph
+            value = pt.tensor("value", dtype="float64", shape=(None,) * rv.type.ndim)
+            self._forward = pytensor.function([value], transform.forward(value))
         self.rng = np.random.default_rng(rng)
 
     def draw(self, x: np.ndarray, values: list[np.ndarray]) -> np.ndarray:

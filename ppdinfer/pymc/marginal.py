@@ -59,6 +59,9 @@ __all__ = [
     "AUGMENT_SECONDS_PER_SITE",
     "AUGMENT_SECONDS_PER_STEP",
     "MARGINAL_SECONDS_PER_CELL",
+    "MARGINAL_SECONDS_PER_DRAW",
+    "NUTPIE_COMPILE_SECONDS",
+    "PROCESS_START_SECONDS",
     "MarginalModel",
     "SummedOut",
     "choose_method",
@@ -232,24 +235,23 @@ def _betaln(a, b):
 
 
 def _prior_logp(x_rv, found, grid, conjugate: bool):
-    """(the graph of log p(x = grid | parameters), the conjugate's draw or None, family name)."""
+    """((cells, per_unit, constant), the conjugate's draw or None, family name): log p(x = grid | parameters) =
+    cells + per_unit + constant, ``cells`` a graph over the grid, ``per_unit`` one over x's coordinates (or 0), and
+    ``constant`` an array over the grid (or 0)."""
     if conjugate and found is not None and found.family.name == "gamma_poisson":
         shape, scale = (pt.cast(p, "float64") for p in found.parameters)  # float32 constants: gammaln in float32
         exposure = found.constants["exposure"]
         ratio = scale * exposure
         k = pt.as_tensor_variable(grid.astype(float))
-        logp = (
-            _shifted_gammaln(grid, shape)
-            - pt.gammaln(shape)
-            - special.gammaln(grid + 1.0)
-            - shape * pt.log1p(ratio)
-            + k * (pt.log(ratio) - pt.log1p(ratio))
-        )
+        # per cell: what varies with k and the parameters; per coordinate: what does not vary with k (outside the
+        # logsumexp); constant: -gammaln(k + 1), added to the noise's constant log density in NumPy
+        cells = _shifted_gammaln(grid, shape) + k * (pt.log(ratio) - pt.log1p(ratio))
+        per_unit = -pt.gammaln(shape) - shape * pt.log1p(ratio)
 
         def draw(rng, x, shape_value, scale_value):
             return rng.gamma(shape_value + x, 1.0 / (1.0 / scale_value + exposure))
 
-        return logp, (draw, (shape, scale)), "gamma_poisson"
+        return (cells, per_unit, -special.gammaln(grid + 1.0)), (draw, (shape, scale)), "gamma_poisson"
     if conjugate and found is not None and found.family.name == "beta_binomial":
         n, a, b = (pt.cast(p, "float64") for p in found.parameters)
         k = pt.as_tensor_variable(grid.astype(float))
@@ -265,8 +267,9 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
         def draw(rng, x, n_value, a_value, b_value):
             return rng.beta(a_value + x, b_value + n_value - x)
 
-        return pt.switch(inside, logp, -np.inf), (draw, (n, a, b)), "beta_binomial"
-    return pm.logp(x_rv, grid.astype(x_rv.dtype)), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower()
+        return (pt.switch(inside, logp, -np.inf), 0.0, 0.0), (draw, (n, a, b)), "beta_binomial"
+    prior = pm.logp(x_rv, grid.astype(x_rv.dtype))
+    return (prior, 0.0, 0.0), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower()
 
 
 def _latent_window(x_rv, y, log_norm, rate, power, tol):
@@ -393,9 +396,9 @@ def _build(model, plans, tol, conjugate) -> MarginalModel:
         if found is not None:
             parameters = graph_replace(list(found.parameters), {rv: memo[rv] for rv in model.free_RVs}, strict=False)
             found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
-        prior, conjugate_draw, family = _prior_logp(x_fg, found_fg, grid, conjugate)
-        weights = prior + pt.as_tensor_variable(noise_logp)
-        potential = pt.sum(pt.logsumexp(weights, axis=0))
+        (cells, per_unit, constant), conjugate_draw, family = _prior_logp(x_fg, found_fg, grid, conjugate)
+        weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
+        potential = pt.sum(pt.logsumexp(weights, axis=0)) + pt.sum(pt.broadcast_to(per_unit, lo.shape))
         potentials.append(model_potential(potential, f"{release.name}_summed"))
         drop += [memo[x_rv], memo[release]] + ([memo[found.conjugate]] if found is not None else [])
         summed.append(
@@ -501,6 +504,11 @@ class MarginalModel:
         """Window values summed per log density evaluation, over every latent."""
         return sum(latent.cells for latent in self.latents)
 
+    def seconds_per_draw(self) -> float:
+        """The predicted seconds of one NUTS draw on the marginal model (:data:`MARGINAL_SECONDS_PER_DRAW` +
+        :data:`MARGINAL_SECONDS_PER_CELL` x cells)."""
+        return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells
+
     def draw_latents(self, idata, random_seed=None):
         """``idata`` with each summed-out latent x (and its conjugate variable) drawn exactly per posterior draw.
 
@@ -564,13 +572,20 @@ class MarginalModel:
 
 # -- the rule of method="auto" ------------------------------------------------------------------------------
 
-#: seconds per window cell per NUTS draw (log density and gradient, ~GRADIENTS_PER_DRAW evaluations), measured
-#: on the hospital model (Gaussian sigma 4.8: width 73) at 200 and 800 hospitals, 2 chains on 2 shared cores
-MARGINAL_SECONDS_PER_CELL = 4e-8
-#: augmentation seconds per coordinate per sweep (the compiled kernel) and fixed seconds per step (the Python
-#: work of PyMC's compound step and ppdinfer's steps, NUTS on the rest included), same measurement
-AUGMENT_SECONDS_PER_SITE = 1e-7
-AUGMENT_SECONDS_PER_STEP = 1.5e-3
+#: Seconds per draw of NUTS on a marginal model: a fixed part (PyMC's Python work per NUTS step) and a part per window
+#: cell (the log density and its gradient, about 4 evaluations a draw). Measured on the hospital model (Gaussian
+#: sigma 4.22: width 62) at 50, 200 and 800 hospitals, PyMC's NUTS, one chain at a time, 2 cores under load ~7.
+MARGINAL_SECONDS_PER_DRAW = 1.5e-3
+MARGINAL_SECONDS_PER_CELL = 5e-8
+#: Seconds per draw of the augmentation path: fixed per step (PyMC's compound step, the conjugate draw, NUTS on the
+#: hyperparameters) and per coordinate per sweep (the compiled kernel); same models and machine: 3.5, 5.1 and 7.4 ms
+#: per draw at 50, 200 and 800 hospitals.
+AUGMENT_SECONDS_PER_STEP = 3e-3
+AUGMENT_SECONDS_PER_SITE = 1e-6
+#: Seconds to compile a model for nutpie (numba) and to start PyMC's worker processes, same machine: below these, the
+#: marginal path runs PyMC's own NUTS (where no ``nuts_sampler`` is given) and its chains one after the other.
+NUTPIE_COMPILE_SECONDS = 8.0
+PROCESS_START_SECONDS = 4.0
 
 
 def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True, sweeps: int = 5):
@@ -583,11 +598,12 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
 
     .. math::
 
-        t_\mathrm{marginal} = c_\mathrm{cell} \sum_x W_x n_x, \qquad
+        t_\mathrm{marginal} = c_\mathrm{draw} + c_\mathrm{cell} \sum_x W_x n_x, \qquad
         t_\mathrm{augment} = c_\mathrm{step} + c_\mathrm{site}\, \mathrm{sweeps} \sum_x n_x,
 
     with W_x the window width and n_x the coordinates of latent x, and the constants
-    :data:`MARGINAL_SECONDS_PER_CELL`, :data:`AUGMENT_SECONDS_PER_STEP`, :data:`AUGMENT_SECONDS_PER_SITE`
+    :data:`MARGINAL_SECONDS_PER_DRAW`, :data:`MARGINAL_SECONDS_PER_CELL`, :data:`AUGMENT_SECONDS_PER_STEP`,
+    :data:`AUGMENT_SECONDS_PER_SITE`
     measured on the hospital model (benchmarks/expert_alternatives.py). The cheaper one is chosen.
 
     Examples
@@ -614,7 +630,7 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
         return "augment", f"cannot be summed out: {err}", None
     cells = marginal.cells
     units = sum(latent.units for latent in marginal.latents)
-    t_marginal = MARGINAL_SECONDS_PER_CELL * cells
+    t_marginal = marginal.seconds_per_draw()
     t_augment = AUGMENT_SECONDS_PER_STEP + AUGMENT_SECONDS_PER_SITE * sweeps * units
     reason = (
         f"predicted {1e3 * t_marginal:.2g} ms per draw summing out ({cells} window cells) against "
@@ -626,7 +642,10 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
 def sample_marginal(marginal: MarginalModel, **kwargs):
     """``pm.sample`` (any ``nuts_sampler``) on ``marginal.model``, then the summed-out latents drawn exactly.
 
-    ``kwargs`` go to ``pm.sample``; the latents' draws are seeded from ``random_seed``. The posterior's attrs
+    ``kwargs`` go to ``pm.sample``; the latents' draws are seeded from ``random_seed``. A short run (predicted from
+    :meth:`MarginalModel.seconds_per_draw`) uses PyMC's own NUTS unless ``nuts_sampler`` is given, and runs its
+    chains in one process (same draws). Where nothing is left to sample (every parameter integrated out), the
+    draws of x are independent and exact. The posterior's attrs
     record the method, the latents summed out and the bound on the omitted mass, and ``sampling_time_latents``
     the seconds the exact draws of x took.
 
@@ -654,7 +673,7 @@ def sample_marginal(marginal: MarginalModel, **kwargs):
         idata = xr.DataTree(children={"posterior": xr.DataTree(empty)})
     else:
         with marginal.model:
-            idata = pm.sample(**kwargs)
+            idata = pm.sample(**_backend(marginal, kwargs))
     if not isinstance(idata, xr.DataTree):
         raise ValueError("return_inferencedata=False is not supported where latents are summed out")
     start = time.perf_counter()
@@ -662,6 +681,22 @@ def sample_marginal(marginal: MarginalModel, **kwargs):
     idata = marginal.draw_latents(idata, latent_seed)
     idata["posterior"].attrs["sampling_time_latents"] = time.perf_counter() - start
     return idata
+
+
+def _backend(marginal: MarginalModel, kwargs: dict) -> dict:
+    """``kwargs`` with the NUTS backend and the chains' processes chosen for a short run: where a chain is predicted
+    to take less than :data:`PROCESS_START_SECONDS`, PyMC's own NUTS runs the chains one after the other (the same
+    draws as in parallel: each chain has its own seed), and where no ``nuts_sampler`` is given and the whole run is
+    predicted below :data:`NUTPIE_COMPILE_SECONDS`, PyMC's own NUTS is used rather than PyMC's default (nutpie,
+    where installed, whose compilation would dominate)."""
+    kwargs = dict(kwargs)
+    chains = int(kwargs.get("chains") or 2)
+    per_chain = (int(kwargs.get("tune", 1000)) + int(kwargs.get("draws", 1000))) * marginal.seconds_per_draw()
+    if kwargs.get("nuts_sampler") is None and per_chain * chains < NUTPIE_COMPILE_SECONDS:
+        kwargs["nuts_sampler"] = "pymc"
+    if kwargs.get("nuts_sampler") == "pymc" and per_chain < PROCESS_START_SECONDS:
+        kwargs["cores"] = 1
+    return kwargs
 
 
 def _seed_entropy(seed) -> list[int]:
