@@ -14,7 +14,7 @@ from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, cell_frame, error_table
 
 __all__ = ["calibration_table", "claims", "write_report"]
 
-#: The issue's targets, as measured here.
+#: The targets of issue 33 (what the claims table measures against).
 COVERAGE_TARGET = (0.88, 0.92)
 SMALL_RATIO_TARGET = 0.8
 SIZE_BINS = [0, 1, 5, 10, 50, 100, 500, 1000, np.inf]
@@ -110,7 +110,7 @@ def _figures(cells: pd.DataFrame, tracts: pd.DataFrame, summary: pd.DataFrame, f
 
 
 def claims(state_errors: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """The claims table: each target of the issue beside what was measured, and whether it holds.
+    """The claims table: each target (issue 33) beside what was measured, and whether it holds.
 
     Coverage claims read the coverage study (binomial and replicate standard errors); RMSE claims
     read the state fit and the coverage study, and hold only if both do.
@@ -267,7 +267,7 @@ def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
         markdown_table(["claim", "measured", "verdict"], claim_table.to_numpy().tolist()),
         "",
         "Coverage is over every (replicate, cell) pair of the coverage study, with the binomial standard error "
-        "the issue asks for and the replicate standard error (sd of the per-release coverage / sqrt(R)), which "
+        "issue 33 asks for and the replicate standard error (sd of the per-release coverage / sqrt(R)), which "
         "allows for the cells of one release being correlated. A claim not met is a result, not a failure of "
         "the run: nothing was tuned toward the targets.",
         "",
