@@ -147,3 +147,30 @@ def test_draws_write_in_place_and_do_not_depend_on_chunks(monkeypatch):
     out = np.full(5, 7, dtype=np.int64)
     result = exact.discrete_laplace(Fraction(2), 5, exact.RandomBits(np.random.default_rng(3)), out)
     assert result is out and np.array_equal(out, first[:5])
+
+
+def test_each_thread_encloses_at_its_own_precision():
+    """A thread raising the interval precision for an undecided trial leaves other threads' enclosures
+    alone, so a seed's releases do not depend on the threads running beside them."""
+    import threading
+
+    from ppdinfer.mechanisms import DiscreteGaussian, _exact_integer
+
+    _exact_integer._iv().prec = 128
+    seen = []
+    other = threading.Thread(target=lambda: (setattr(_exact_integer._iv(), "prec", 640), seen.append(1)))
+    other.start()
+    other.join()
+    assert seen and _exact_integer._iv().prec == 128
+    sequential = [DiscreteGaussian(2.5).release(np.zeros(2000, dtype=int), random_seed=s) for s in range(4)]
+    threaded = [None] * 4
+
+    def release(s):
+        threaded[s] = DiscreteGaussian(2.5).release(np.zeros(2000, dtype=int), random_seed=s)
+
+    workers = [threading.Thread(target=release, args=(s,)) for s in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert all(np.array_equal(a, b) for a, b in zip(sequential, threaded))

@@ -108,7 +108,7 @@ def test_unsure_words_are_decided_exactly():
     bits = exact.RandomBits(np.random.default_rng(4))
 
     def enclosure():
-        return exact._IV.exp(-exact._exact(Fraction(1, 3)))
+        return exact._iv().exp(-exact._exact(Fraction(1, 3)))
 
     hits = sum(exact.decide(enclosure, word, bits) for _ in range(10_000))
     assert abs(hits / 10_000 - fraction) < 4.5 * math.sqrt(fraction * (1 - fraction) / 10_000)

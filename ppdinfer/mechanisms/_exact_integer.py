@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import math
 import secrets
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -67,8 +68,24 @@ _CHUNK = 1 << 16
 _U64_MAX = np.uint64(2**64 - 1)
 #: Bit generators whose raw output is one uniform 64-bit word (the words Generator.integers would give).
 _RAW_64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.SFC64, np.random.Philox)
-#: A private interval context, so that its precision does not disturb mpmath.iv.
-_IV = MPIntervalContext()
+
+
+class _IntervalContexts(threading.local):
+    """One private interval context per thread: its precision does not disturb mpmath.iv, and a thread
+    raising it for a rare undecided trial does not change the precision another thread's enclosures get
+    (which would change how many random words that thread's trial reads, so a seed's releases would
+    depend on the threads running beside it)."""
+
+    def __init__(self):
+        self.ctx = MPIntervalContext()
+
+
+_CONTEXTS = _IntervalContexts()
+
+
+def _iv() -> MPIntervalContext:
+    """This thread's interval context."""
+    return _CONTEXTS.ctx
 
 
 class RandomBits:
@@ -91,7 +108,7 @@ class RandomBits:
 
 def _exact(value: Fraction):
     """An interval enclosing the rational ``value`` at the current precision."""
-    return _IV.mpf(value.numerator) / value.denominator
+    return _iv().mpf(value.numerator) / value.denominator
 
 
 def _floor_scaled(end: tuple, digits: int) -> int:
@@ -103,7 +120,7 @@ def _floor_scaled(end: tuple, digits: int) -> int:
 def decide(probability, word: int, bits: RandomBits) -> bool:
     """Exactly whether V < p, for V uniform in [0, 1) whose first 64 binary digits are ``word``.
 
-    ``probability()`` returns an interval enclosing p at ``_IV``'s current precision (see :func:`resolve`).
+    ``probability()`` returns an interval enclosing p at this thread's interval context's (``_iv()``) current precision (see :func:`resolve`).
     """
     return resolve([probability], word, 64, bits)[0]
 
@@ -112,7 +129,7 @@ def resolve(probabilities, prefix: int, digits: int, bits: RandomBits) -> list[b
     """Exactly whether V < p for each p, for one V uniform in [0, 1) whose first ``digits`` binary digits
     are ``prefix``.
 
-    ``probabilities[i]()`` returns an interval enclosing p_i at ``_IV``'s current precision. Each round
+    ``probabilities[i]()`` returns an interval enclosing p_i at this thread's interval context's (``_iv()``) current precision. Each round
     appends 64 random digits to V and encloses every open p_i 64 digits beyond them, until V's digits lie
     entirely below or above each enclosure (each round closes a trial with probability about 1 - 2^-64).
     """
@@ -120,7 +137,7 @@ def resolve(probabilities, prefix: int, digits: int, bits: RandomBits) -> list[b
     while len(below) < len(probabilities):
         prefix = (prefix << 64) | int(bits(1)[0])
         digits += 64
-        _IV.prec = digits + 64
+        _iv().prec = digits + 64
         for i, probability in enumerate(probabilities):
             if i not in below:
                 low, high = (_floor_scaled(end, digits) for end in probability()._mpi_)
@@ -153,7 +170,7 @@ def _geometric_table(rate: Fraction):
             f"the noise scale {float(1 / rate):.4g} is too large: draws could leave the int64 range "
             f"(the largest scale is {2**_MAX_DIGITS / _TAIL:.4g})"
         )
-    _IV.prec = 128
+    _iv().prec = 128
     bounds = np.array(
         [[_floor_scaled(end, 64) for end in _digit_enclosure(rate, m, (i,))._mpi_] for i in range(m + 1)],
         dtype=np.uint64,
@@ -166,8 +183,8 @@ def _digit_enclosure(rate: Fraction, m: int, index: tuple):
     for i < m, G >= 2^m (exp(-2^m rate)) for i = m."""
     i = index[-1]
     if i == m:
-        return _IV.exp(-_exact(rate * 2**m))
-    return 1 / (1 + _IV.exp(_exact(rate * 2**i)))
+        return _iv().exp(-_exact(rate * 2**m))
+    return 1 / (1 + _iv().exp(_exact(rate * 2**i)))
 
 
 def geometric(rate: Fraction, count: int, bits: RandomBits) -> np.ndarray:
@@ -210,16 +227,16 @@ def _table_threshold(rate: Fraction, width: int, bounded: int, group: int, j: in
     rest H = G >> (w (k + 1)), an untruncated geometric with ratio Q = q^(2^(w (k + 1))).
     """
     if group == bounded + 1:
-        return 1 - _IV.exp(-_exact(rate * 2 ** (width * group) * (j + 1)))
+        return 1 - _iv().exp(-_exact(rate * 2 ** (width * group) * (j + 1)))
     start = width * group
     values = 2**width
 
     def truncated(c):  # P(L_g <= c) for the truncated geometric with ratio q^(2^start) on 0 .. 2^w - 1
-        return (1 - _IV.exp(-_exact(rate * 2**start * (c + 1)))) / (1 - _IV.exp(-_exact(rate * 2**start * values)))
+        return (1 - _iv().exp(-_exact(rate * 2**start * (c + 1)))) / (1 - _iv().exp(-_exact(rate * 2**start * values)))
 
     if group > 0:
         return truncated(j)
-    q = _IV.exp(-_exact(rate))
+    q = _iv().exp(-_exact(rate))
     zero = (1 - q) / (1 + q)
     return zero if j == 0 else zero + (1 - zero) * truncated(j - 1)
 
@@ -249,7 +266,7 @@ def _laplace_tables(rate: Fraction) -> _LaplaceTables:
     lengths = np.array([2**width] + [2**width - 1] * bounded + [tail], dtype=np.int64)
     low = np.zeros((bounded + 2, lengths.max()), dtype=np.uint64)
     high = np.zeros_like(low)
-    _IV.prec = 128
+    _iv().prec = 128
     for group, length in enumerate(lengths):
         digits = 63 if group == 0 else 64  # group 0's word keeps one bit for the sign
         for j in range(length):
@@ -345,7 +362,7 @@ def acceptance_bounds(candidates: np.ndarray, c: float, h: float):
 def _acceptance_enclosure(candidates: np.ndarray, centre: Fraction, sigma_squared: Fraction, index: tuple):
     """The acceptance probability exp(-(|K| - centre)^2 / (2 sigma^2)) of candidate K = candidates[index]."""
     k = abs(int(candidates[index]))
-    return _IV.exp(-((k - _exact(centre)) ** 2) / (2 * _exact(sigma_squared)))
+    return _iv().exp(-((k - _exact(centre)) ** 2) / (2 * _exact(sigma_squared)))
 
 
 def discrete_gaussian(
@@ -405,7 +422,7 @@ def trial(probability, bits: RandomBits, prefix: int = 0, digits: int = 0) -> bo
     inside it is decided by :func:`decide`.
     """
     word = (prefix << (64 - digits)) | (int(bits(1)[0]) >> digits)
-    _IV.prec = 128
+    _iv().prec = 128
     low, high = (_floor_scaled(end, 64) for end in probability()._mpi_)
     return word < low or (word <= high and decide(probability, word, bits))
 
@@ -413,8 +430,8 @@ def trial(probability, bits: RandomBits, prefix: int = 0, digits: int = 0) -> bo
 def root_plus_linear(root_rate, q: int, linear_rate, s: int):
     """An interval enclosing gamma = root_rate sqrt(q) + linear_rate s, known to be >= 0, at the current
     precision; the rates (floats or Fractions) are converted exactly."""
-    value = _exact(Fraction(root_rate)) * _IV.sqrt(q) + _exact(Fraction(linear_rate)) * s
-    return value if value.a >= 0 else _IV.mpf([0, value.b])  # rounding may reach below 0 when gamma ~ 0
+    value = _exact(Fraction(root_rate)) * _iv().sqrt(q) + _exact(Fraction(linear_rate)) * s
+    return value if value.a >= 0 else _iv().mpf([0, value.b])  # rounding may reach below 0 when gamma ~ 0
 
 
 def _quotient(enclosure, divisor: int):
