@@ -125,3 +125,42 @@ def test_largest_remainder_keeps_the_sum():
         assert np.abs(out - values * total / values.sum()).max() < 1 + 1e-9
     with pytest.raises(ValueError, match="total must be >= 0"):
         largest_remainder([1.0], -1)
+
+
+def _dense_children_solution(q, y, sigmas, fixed_parent, kids):
+    """The children's tables by one dense bounded least squares, the equalities as heavy penalty rows (a
+    reference for the fast solver on small problems)."""
+    from scipy.optimize import lsq_linear
+
+    K, m = q.table.n_cells, len(kids)
+    rows, targets = [], []
+    for j, c in enumerate(kids):
+        for k in np.flatnonzero(q.unit == c):
+            h = np.zeros(m * K)
+            h[j * K + np.array(list(q.table.groups(str(q.kind[k]))[int(q.part[k])]))] = 1.0 / sigmas[k]
+            rows.append(h)
+            targets.append(y[k] / sigmas[k])
+    equality = np.hstack([np.eye(K)] * m)
+    A = np.vstack([np.array(rows), 1e4 * equality])
+    t = np.concatenate([np.array(targets), 1e4 * fixed_parent])
+    return lsq_linear(A, t, bounds=(0, np.inf), method="bvls").x.reshape(m, K)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_simplex_solver_finds_the_dense_solvers_optimum(seed):
+    from ppdinfer.census.baselines import _normal_equations, _observations, _simplex_least_squares
+
+    rng = np.random.default_rng(seed)
+    geo = random_tree(rng, depth=2, max_children=5)
+    q = census_queries(geo, TableSpec(("a", "b", "c")), {name: ["total", "detailed"] for name in geo.level_names})
+    sigmas = rng.uniform(0.5, 3.0, size=q.n_queries)
+    y = q.matrix @ rng.integers(0, 8, size=q.n_cells) + rng.normal(0, sigmas)
+    kids = geo.children[geo.child_ptr[0] : geo.child_ptr[1]]
+    parent = np.array([12.0, 3.0, 0.0])  # includes an empty category: the bound x >= 0 is active
+    G, b = _normal_equations(_observations(q, y, sigmas, {}), kids, 3)
+    start = np.repeat(parent[None, :] / kids.size, kids.size, axis=0)
+    fast = _simplex_least_squares(G, b, parent, start, True, 1e-10, 100_000)
+    dense = _dense_children_solution(q, y, sigmas, parent, kids)
+    np.testing.assert_allclose(fast.sum(axis=0), parent, atol=1e-9)
+    assert fast.min() >= 0
+    np.testing.assert_allclose(fast, dense, atol=1e-3)

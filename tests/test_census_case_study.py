@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ppdinfer.case_studies.census_nmf import make_release, synthetic_pennsylvania, topdown_cells
+from ppdinfer.case_studies.census_nmf import synthetic_pennsylvania
 from ppdinfer.case_studies.census_nmf.coverage import LocalPool, load_replicates, run_coverage
 from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
-from ppdinfer.census import topdown_estimate
 from ppdinfer.reproduce import case_studies
 
 TINY = {"counties": ["Cameron"], "draws": 30, "tune": 30}
@@ -53,17 +52,6 @@ def test_coverage_is_the_same_on_one_and_two_workers_and_resumes(tmp_path):
     # another configuration is refused, unless fresh
     with pytest.raises(ResultsError, match="another configuration"):
         run_coverage(tmp_path / "two", replicates=1, executor=None, progressbar=False, **{**TINY, "draws": 31})
-
-
-def test_fast_topdown_solves_the_librarys_problem():
-    setup = make_release(["Fulton", "Potter"], seed=3)
-    y = setup.mechanism.release(setup.truth.ravel(), random_seed=4)
-    fast = topdown_cells(setup.census, y, setup.sigmas, int(setup.truth.sum()))
-    slow = topdown_estimate(setup.census, y, setup.sigmas, setup.invariants)
-    assert fast.sum() == slow.sum() == setup.truth.sum() and fast.min() >= 0
-    assert np.abs(fast - slow).max() <= 1 and (fast != slow).mean() < 0.1  # rounding ties of two solvers
-    rmse = [np.sqrt(np.mean((e - setup.truth) ** 2)) for e in (fast, slow)]
-    assert abs(rmse[0] - rmse[1]) < 0.02 * rmse[1]
 
 
 def test_synthetic_state_is_seeded_and_sized_like_pennsylvania():

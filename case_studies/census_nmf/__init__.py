@@ -16,7 +16,6 @@ __getattr__, __dir__ = lazy_exports(
     {
         "reproduce": ".pipeline",
         **dict.fromkeys(["make_release", "synthetic_pennsylvania"], ".synthetic"),
-        "topdown_cells": ".topdown",
         "fit_release": ".analysis",
         **dict.fromkeys(["coverage_summary", "load_replicates", "run_coverage"], ".coverage"),
     },
@@ -40,5 +39,4 @@ __all__ = [
     "reproduce",
     "run_coverage",
     "synthetic_pennsylvania",
-    "topdown_cells",
 ]

@@ -7,7 +7,7 @@ For each geographic level (County, Tract, Block_Group) every unit's 14 cells are
   unit's summed cells);
 - **GLS** (:func:`ppdinfer.census.gls_estimate`): the estimate and its normal 90 % interval
   (estimate +- 1.645 sd, the sd from the estimator's covariance);
-- the **TopDown-like** estimate (:func:`.topdown.topdown_cells`), which has no interval.
+- the **TopDown-like** estimate (:func:`ppdinfer.census.topdown_estimate`), which has no interval.
 
 The tract estimand: each tract's Hispanic share (Hispanic cells / total) and whether it is
 majority-minority (non-Hispanic white below half of the total): the posterior probability of it, the
@@ -21,9 +21,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from ...census import gls_estimate, sample_cells
+from ...census import gls_estimate, sample_cells, topdown_estimate
 from .synthetic import CensusRelease, aggregate
-from .topdown import topdown_cells
 
 __all__ = ["ESTIMATORS", "SIZE_CLASSES", "Z90", "cell_frame", "error_table", "fit_release", "split_rhat"]
 
@@ -127,7 +126,7 @@ def fit_release(
     gls = gls_estimate(census, y, setup.sigmas, setup.invariants)
     info["gls_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    td = topdown_cells(census, y, setup.sigmas, int(setup.invariants[1][0]))
+    td = topdown_estimate(census, y, setup.sigmas, setup.invariants)
     info["topdown_s"] = time.perf_counter() - start
     start = time.perf_counter()
     tree = sample_cells(

@@ -6,7 +6,7 @@ the production allocation (:mod:`.production`), the (eps, delta) conversion (:mo
 compiled posterior sampler for the latent cells (:mod:`.sampler`).
 """
 
-from .baselines import GLSResult, gls_estimate, largest_remainder, topdown_estimate
+from .baselines import GLSResult, gls_estimate, largest_remainder, project_columns, topdown_estimate
 from .geography import CensusQueries, Geography, TableSpec, census_queries
 from .privacy import epsilon_delta
 from .production import (
@@ -37,6 +37,7 @@ __all__ = [
     "pa_county_populations",
     "production_allocation",
     "production_sigmas",
+    "project_columns",
     "sample_cells",
     "synthetic_state",
     "topdown_estimate",

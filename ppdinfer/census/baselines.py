@@ -20,8 +20,9 @@ K-cell table per node (Cumings-Menon et al. describe the same structure for the 
 
 **TopDown.** Level by level from the root: the root's table by non-negative weighted least squares
 (the invariant total kept), then for each unit the children's tables by non-negative weighted least
-squares given the unit's fixed table (the children's cells of each category sum to the parent's),
-each followed by largest-remainder controlled rounding that keeps the parent's sums. This follows
+squares given the unit's fixed table (the children's cells of each category sum to the parent's:
+a product of simplices, solved by FISTA with the exact simplex projection), each followed by
+largest-remainder controlled rounding that keeps the parent's sums. This follows
 the structure of the Bureau's TopDown algorithm (Abowd et al. 2022), not its production optimizer
 (multi-pass, query ordering, Gurobi).
 
@@ -257,15 +258,96 @@ def largest_remainder(values, total: int) -> np.ndarray:
     return floor
 
 
-def topdown_estimate(census: CensusQueries, y, sigmas, invariants=None) -> np.ndarray:
-    """TopDown-like non-negative integer cells: weighted NNLS level by level, then controlled rounding.
+def project_columns(values, sums) -> np.ndarray:
+    """The Euclidean projection of each column j of ``values`` onto {x >= 0, sum(x) = sums[j]}.
+
+    The sort-based projection onto a scaled simplex (Duchi et al. 2008), O(m log m) per column.
+
+    Examples
+    --------
+    >>> project_columns(np.array([[2.0, 0.5], [0.0, 0.5], [-1.0, 3.0]]), np.array([1.0, 2.0])).tolist()
+    [[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]]
+    >>> project_columns(np.array([[-1.0], [-2.0]]), np.array([0.0])).tolist()    # a sum of 0: all zero
+    [[0.0], [0.0]]
+    """
+    values = np.asarray(values, dtype=float)
+    sums = np.asarray(sums, dtype=float)
+    if values.ndim != 2 or sums.shape != (values.shape[1],) or np.any(sums < 0):
+        raise ValueError(f"values must be (m, g) and sums g non-negative numbers, got {values.shape}, {sums.shape}")
+    m = values.shape[0]
+    ordered = -np.sort(-values, axis=0)
+    cumulative = np.cumsum(ordered, axis=0) - sums[None, :]
+    index = np.arange(1, m + 1)[:, None]
+    positive = ordered - cumulative / index > 0
+    # the last position where it holds (1-based); none does only for a sum of 0, whose projection is 0
+    last = np.where(positive.any(axis=0), m - np.argmax(positive[::-1], axis=0), 1)
+    theta = cumulative[last - 1, np.arange(values.shape[1])] / last
+    return np.maximum(values - theta[None, :], 0.0)
+
+
+def _normal_equations(obs: dict, units, K: int):
+    """Per unit: G = H^T R^-1 H and b = H^T R^-1 y of its measurements (zeros for a unit that has none)."""
+    G = np.zeros((len(units), K, K))
+    b = np.zeros((len(units), K))
+    for j, u in enumerate(units):
+        if int(u) in obs:
+            H, values, var = obs[int(u)]
+            G[j] = H.T @ (H / var[:, None])
+            b[j] = H.T @ (values / var)
+    return G, b
+
+
+def _simplex_least_squares(G, b, sums, start, columns: bool, tol: float, limit: int) -> np.ndarray:
+    """min over x (m x K) of sum_c (x_c^T G_c x_c / 2 - b_c . x_c) with x >= 0 and each column summing to
+    ``sums`` (``columns``) or the one row summing to ``sums[0]``: FISTA with adaptive restart and the exact
+    simplex projection."""
+    if columns:
+        curvature = float(np.linalg.eigvalsh(G)[:, -1].max())
+    else:  # the row sums to its total: the curvature that counts is on the plane sum(x) = total
+        K = G.shape[-1]
+        plane = np.eye(K) - 1.0 / K
+        curvature = float(np.linalg.eigvalsh(plane @ G[0] @ plane)[-1])
+    curvature = max(curvature, 1e-12)
+
+    def project(v):
+        return project_columns(v, sums) if columns else project_columns(v.T, sums).T
+
+    x = project(start)
+    z, t = x.copy(), 1.0
+    for _ in range(limit):
+        new = project(z - (np.einsum("mkl,ml->mk", G, z) - b) / curvature)
+        if np.sum((z - new) * (new - x)) > 0:  # adaptive restart (O'Donoghue & Candes 2015)
+            t, z = 1.0, x
+            continue
+        t_next = (1 + np.sqrt(1 + 4 * t * t)) / 2
+        z = new + ((t - 1) / t_next) * (new - x)
+        change = np.abs(new - x).max()
+        x, t = new, t_next
+        if change < tol:
+            break
+    return x
+
+
+def topdown_estimate(
+    census: CensusQueries, y, sigmas, invariants=None, *, tol: float = 1e-6, limit: int = 20_000
+) -> np.ndarray:
+    r"""TopDown-like non-negative integer cells: weighted NNLS level by level, then controlled rounding.
 
     The root's table: non-negative weighted least squares on the root's measurements, its total fixed
-    to the invariant when one is given, rounded by :func:`largest_remainder`. Then for each unit, its
-    children's tables (m x K): non-negative weighted least squares on the children's measurements with
-    the children of each category summing to the unit's (fixed, integer) count, and each category's
-    column rounded by largest remainder to that count. The result is non-negative integers whose every
-    unit sums to its parent's fixed table and whose grand total is the invariant.
+    to the invariant when one is given, rounded by :func:`largest_remainder`. Then for each unit with
+    fixed integer table F, its m children's tables X (m x K) minimise
+
+    .. math::
+
+        \sum_{c} \sum_{q \in c} \frac{(h_q \cdot X_c - y_q)^2}{\sigma_q^2}
+        \quad \text{subject to} \quad X \ge 0, \ \textstyle\sum_c X_{c,k} = F_k \ (k = 1..K),
+
+    and each category's column is rounded by largest remainder to F_k. The result is non-negative
+    integers whose every unit sums to its parent's fixed table and whose grand total is the invariant.
+    The constraint set is a product of scaled simplices (one per category column), so each problem is
+    solved by accelerated projected gradient (FISTA with adaptive restart) and the exact simplex
+    projection, the equalities exact: a whole state's 10,000 block groups in seconds (a dense bounded
+    least squares costs (m K)^3 per unit: minutes for a county of 300 tracts).
 
     Parameters
     ----------
@@ -276,11 +358,18 @@ def topdown_estimate(census: CensusQueries, y, sigmas, invariants=None) -> np.nd
         The noise standard deviations (inverse-variance weights).
     invariants : tuple (A, a), optional
         Only the root's total is supported (the state total of the 2020 release).
+    tol, limit : float, int
+        Each solve stops when no cell moves by more than ``tol`` in an iteration, or after ``limit``
+        iterations.
 
     Returns
     -------
     numpy.ndarray
         int64 cells, shape (leaves, K).
+
+    See Also
+    --------
+    ppdinfer.census.gls_estimate : Unbiased, with standard deviations, but neither integer nor non-negative.
 
     Examples
     --------
@@ -293,6 +382,10 @@ def topdown_estimate(census: CensusQueries, y, sigmas, invariants=None) -> np.nd
     References
     ----------
     Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm. HDSR.
+    Beck, A. & Teboulle, M. (2009). A fast iterative shrinkage-thresholding algorithm for linear inverse
+    problems. SIAM J. Imaging Sciences 2(1).
+    O'Donoghue, B. & Candes, E. (2015). Adaptive restart for accelerated gradient schemes. FoCM 15.
+    Duchi, J. et al. (2008). Efficient projections onto the l1-ball for learning in high dimensions. ICML.
     """
     y, sigmas = _checked(census, y, sigmas)
     geo, K = census.geography, census.table.n_cells
@@ -301,45 +394,24 @@ def topdown_estimate(census: CensusQueries, y, sigmas, invariants=None) -> np.nd
         raise ValueError("topdown_estimate: only an invariant total of the root unit is supported")
     obs = _observations(census, y, sigmas, {})
     fixed = np.zeros((geo.n_units, K), dtype=np.int64)
-    # the root
-    H, values, var = obs.get(0, (np.zeros((0, K)), np.zeros(0), np.zeros(0)))
-    weights = 1.0 / np.sqrt(var) if var.size else np.zeros(0)
-    big = 1e4 * (weights.max() if weights.size else 1.0)
-    rows, targets = [H * weights[:, None]], [values * weights]
+    G, b = _normal_equations(obs, [0], K)
     if 0 in totals:
-        rows.append(big * np.ones((1, K)))
-        targets.append(np.array([big * totals[0]]))
-    rows.append(1e-6 * np.eye(K))  # a tiny ridge: a root that measures only its total is still solvable
-    targets.append(np.zeros(K))
-    solution = lsq_linear(np.vstack(rows), np.concatenate(targets), bounds=(0, np.inf), method="bvls").x
-    root_total = int(totals[0]) if 0 in totals else int(round(solution.sum()))
-    fixed[0] = largest_remainder(solution, max(root_total, 0))
+        root = _simplex_least_squares(G, b, np.array([totals[0]]), np.full((1, K), totals[0] / K), False, tol, limit)[0]
+        root_total = int(totals[0])
+    else:  # no invariant: the root's non-negative least squares (a tiny ridge keeps a total-only root solvable)
+        H, values, var = obs.get(0, (np.zeros((0, K)), np.zeros(0), np.ones(0)))
+        rows = np.vstack([H / np.sqrt(var)[:, None], 1e-6 * np.eye(K)])
+        targets = np.concatenate([values / np.sqrt(var), np.zeros(K)])
+        root = lsq_linear(rows, targets, bounds=(0, np.inf), method="bvls").x
+        root_total = int(round(root.sum()))
+    fixed[0] = largest_remainder(root, max(root_total, 0))
     for u in range(geo.n_units):
         kids = geo.children[geo.child_ptr[u] : geo.child_ptr[u + 1]]
         if kids.size == 0:
             continue
-        m = kids.size
-        rows, targets = [], []
-        scale = 1.0
-        for j, c in enumerate(kids):
-            H, values, var = obs.get(int(c), (np.zeros((0, K)), np.zeros(0), np.zeros(0)))
-            if not H.shape[0]:
-                continue
-            w = 1.0 / np.sqrt(var)
-            scale = max(scale, w.max())
-            block = np.zeros((H.shape[0], m * K))
-            block[:, j * K : (j + 1) * K] = H * w[:, None]
-            rows.append(block)
-            targets.append(values * w)
-        equality = np.zeros((K, m * K))
-        for j in range(m):
-            equality[:, j * K : (j + 1) * K] = np.eye(K)
-        rows.append(1e4 * scale * equality)
-        targets.append(1e4 * scale * fixed[u].astype(float))
-        rows.append(1e-6 * np.eye(m * K))
-        targets.append(np.zeros(m * K))
-        solution = lsq_linear(np.vstack(rows), np.concatenate(targets), bounds=(0, np.inf), method="bvls").x
-        table = solution.reshape(m, K)
+        G, b = _normal_equations(obs, kids, K)
+        start = np.repeat(fixed[u][None, :] / kids.size, kids.size, axis=0)
+        table = _simplex_least_squares(G, b, fixed[u].astype(float), start, True, tol, limit)
         for k in range(K):
             fixed[kids, k] = largest_remainder(table[:, k], fixed[u, k])
     return fixed[geo.leaves]
