@@ -364,7 +364,7 @@ def test_a_pymc_builder_is_calibrated_and_quiet(capfd, caplog):
             _beta_binomial_pymc,
             fit,
             observed=[10, 12],
-            simulations=12,
+            simulations=10,
             draws=19,
             include_x=True,
             random_seed=4,
