@@ -30,6 +30,7 @@ from ppdinfer import mechanisms
 from ppdinfer.mechanisms.canonical import CanonicalNoise
 from ppdinfer.mechanisms.semidp import NormBallMechanism
 from ppdinfer.pymc import AugmentationWarning, MechanismLogLikelihood
+from ppdinfer.pymc._slice import SeparableSlice
 from ppdinfer.pymc.sampling import gradient_free_steps, nonsmooth_latents
 
 QUIET = dict(progressbar=False, compute_convergence_checks=False)
@@ -72,11 +73,36 @@ def test_sample_gives_a_tulap_released_x_the_slice_step_and_says_so(caplog):
     assert [rv.name for rv in nonsmooth_latents(model)] == ["x"]
     with caplog.at_level(logging.INFO, logger="pymc"), model:
         idata = ppm.sample(draws=30, tune=30, chains=1, random_seed=1, **QUIET)
-    assert "Slice (gradient-free): [x], observed through y (Tulap(" in caplog.text
-    assert "NUTS: [mu]" in caplog.text and "Slice: [x]" in caplog.text
-    assert {"nstep_out", "step_size"} <= set(idata["sample_stats"].data_vars)  # slice's and NUTS's statistics
+    assert "SeparableSlice (gradient-free): [x], observed through y (Tulap(" in caplog.text
+    assert "NUTS: [mu]" in caplog.text and "SeparableSlice: [x]" in caplog.text
+    assert {"slice_evaluations", "step_size"} <= set(idata["sample_stats"].data_vars)  # slice's and NUTS's stats
     with model:  # a user's own step on x stays: no second step on it
         assert gradient_free_steps(model, taken=pm.Metropolis([model["x"]]).vars) == []
+
+
+def test_a_release_of_an_expression_of_x_gets_pymc_slice_and_the_same_posterior():
+    """x + 0 is not x itself: no SeparableSlice, PyMC's Slice (one coordinate at a time), and the posterior of
+    the slice-per-coordinate step agrees with SeparableSlice's and quadrature's."""
+    y = mechanisms.Tulap(1.0).release(np.random.default_rng(5).normal(1.0, 1.0, 4), random_seed=6)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        x = pm.Normal("x", mu, 1.0, shape=len(y))
+        ppm.Release("y", mechanisms.Tulap(1.0), x + 0.0, observed=y)
+    with model:
+        assert [type(step).__name__ for step in gradient_free_steps(model)] == ["Slice"]
+        idata = ppm.sample(draws=600, tune=300, chains=2, cores=1, random_seed=4, **QUIET)
+    mean, _ = exact_mu(y)
+    mcse = float(az.mcse(idata["posterior"], var_names=["mu"])["mu"])
+    assert abs(float(idata["posterior"]["mu"].mean()) - mean) <= 4 * mcse
+
+
+def test_separable_slice_refuses_what_it_cannot_update():
+    with pm.Model() as model:
+        x = pm.MvNormal("x", np.zeros(2), np.eye(2))
+        ppm.Release("y", mechanisms.Tulap(1.0), x, observed=[0.3, 1.2])
+        with pytest.raises(ValueError, match="not conditionally independent"):
+            SeparableSlice([x])
+    assert [type(step).__name__ for step in gradient_free_steps(model)] == ["Slice"]
 
 
 def test_smooth_generic_release_keeps_nuts():

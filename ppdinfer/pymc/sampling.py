@@ -14,6 +14,7 @@ from pymc.step_methods.compound import BlockedStep, Competence
 from pytensor.tensor.random.basic import DirichletRV
 
 from ._arguments import _check_sample_arguments
+from ._slice import SeparableSlice, separable_release
 from .augmentation import AugmentationWarning, PrivacyAugmentation
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
@@ -134,8 +135,11 @@ def nonsmooth_latents(model: pm.Model) -> list:
 
 
 def gradient_free_steps(model: pm.Model, taken=()) -> list:
-    """A ``pm.Slice`` step on each of :func:`nonsmooth_latents` not in ``taken`` (value variables another
-    step already updates), each reported on PyMC's logger with the release that called for it.
+    """A gradient-free step on each of :func:`nonsmooth_latents` not in ``taken`` (value variables another step
+    already updates), each reported on PyMC's logger with the release that called for it: ``SeparableSlice``
+    (every coordinate's slice update at once) where x's coordinates are conditionally independent (an
+    elementwise prior, one separable release of x itself), else PyMC's ``Slice`` (one coordinate at a time,
+    the whole model's log density each time).
 
     Examples
     --------
@@ -146,8 +150,10 @@ def gradient_free_steps(model: pm.Model, taken=()) -> list:
     >>> with pm.Model() as model:
     ...     x = pm.Normal("x", 0.0, 3.0, shape=2)
     ...     y = Release("y", Tulap(1.0), x, observed=[0.3, 1.2])
+    ...     w = pm.Normal("w", 0.0, 3.0)
+    ...     v = Release("v", Tulap(1.0), w + 1.0, observed=0.4)
     >>> [(type(step).__name__, [var.name for var in step.vars]) for step in gradient_free_steps(model)]
-    [('Slice', ['x'])]
+    [('SeparableSlice', ['x']), ('Slice', ['w'])]
     """
     taken = set(taken)
     steps = []
@@ -156,9 +162,10 @@ def gradient_free_steps(model: pm.Model, taken=()) -> list:
             value = model.rvs_to_values[rv]
             if value in taken:
                 continue
-            steps.append(pm.Slice([rv]))
+            step = SeparableSlice([rv]) if separable_release(model, rv) is not None else pm.Slice([rv])
+            steps.append(step)
             _log.info(
-                f"Slice (gradient-free): [{rv.name}], observed through "
+                f"{type(step).__name__} (gradient-free): [{rv.name}], observed through "
                 f"{', '.join(_nonsmooth_releases(model, rv))}, whose log density has no useful gradient"
             )
     return steps
@@ -279,9 +286,11 @@ def sample(
     :data:`ppdinfer.pymc.families.FAMILIES` it matches, and each collapsed family's conjugate step
     follows, in the table's order. Every continuous variable that feeds a release whose mechanism
     has no useful gradient (``mechanism.smooth`` False: Tulap, CanonicalNoise, a post-processed
-    release; ``ppdinfer.pymc.sampling.nonsmooth_latents``) gets PyMC's ``Slice`` instead of NUTS, and
-    PyMC's logger says so ("Slice (gradient-free): [x], observed through ...", beside PyMC's own
-    "Slice: [x]" / "NUTS: [mu]"). With ``conjugate=True`` a Dirichlet that feeds only a
+    release; ``ppdinfer.pymc.sampling.nonsmooth_latents``) gets a slice sampler instead of NUTS:
+    ``SeparableSlice`` (all coordinates at once) where its coordinates are conditionally independent
+    (an elementwise prior, one separable release of x itself), else PyMC's ``Slice``; PyMC's logger
+    says which ("SeparableSlice (gradient-free): [x], observed through ...", beside PyMC's own
+    "SeparableSlice: [x]" / "NUTS: [mu]"). With ``conjugate=True`` a Dirichlet that feeds only a
     multinomial latent x, a Gamma rate per coordinate of a Poisson latent x ~ Poisson(rate *
     exposure), or a Beta probability per coordinate of a binomial latent x, is integrated out of x's
     update (``collapse=True``) and then drawn exactly by :class:`~ppdinfer.pymc.ConjugateDirichlet`,
