@@ -9,8 +9,9 @@ mechanism. Synthetic data from ``--seed`` (2023): e_i ~ Uniform(20, 200), lambda
 Fits, in one run, each 2 chains on 2 cores (``--tune`` 1000, ``--draws`` 1000):
 
 - ppdinfer: ``ppdinfer.pymc.Release("y", Gaussian(sigma), x)`` and ``ppdinfer.pymc.sample``
-  (the data-augmentation step on x with lambda integrated out, lambda | x drawn exactly by
-  ConjugateGamma, NUTS on a and m);
+  (``method="auto"``, issue 34: x and lambda summed out over a window around y, NUTS on a and m, then x and
+  lambda drawn exactly per draw; ``--method augment`` gives the data-augmentation step on x with lambda
+  integrated out, lambda | x drawn exactly by ConjugateGamma, NUTS on a and m);
 - plain PyMC: ``pm.Normal("y", mu=x, sigma=sigma)`` and ``pm.sample`` (PyMC's default: its
   Metropolis on the integer x, NUTS on the rest).
 
@@ -28,6 +29,7 @@ comparisons about one |z| exceeds 3 by chance). Run: ``.venv/bin/python benchmar
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 import warnings
 
@@ -111,7 +113,9 @@ def main() -> None:
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--exact-draws", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=2023)
+    parser.add_argument("--method", default="auto", choices=["auto", "augment", "marginalize"])
     args = parser.parse_args()
+    ppd_sample = functools.partial(ppm.sample, method=args.method)
     exposure, x, y, sigma = synthetic_hospitals(args.hospitals, args.seed)
     print(
         f"{args.hospitals} hospitals (seed {args.seed}), Gaussian release sigma = {sigma:.3f} "
@@ -120,7 +124,7 @@ def main() -> None:
 
     rows = {}
     for label, plain, sampler in (
-        ("ppdinfer (Release + sample)", False, ppm.sample),
+        ("ppdinfer (Release + sample)", False, ppd_sample),
         ("plain PyMC (pm.Normal + pm.sample)", True, pm.sample),
     ):
         _, seconds, min_ess, max_rhat = fit(
@@ -141,7 +145,7 @@ def main() -> None:
     )
 
     idata, seconds, min_ess, max_rhat = fit(
-        hierarchical_model(exposure, y, sigma, plain=False, fixed=2.0), ppm.sample, args.draws, args.tune, args.seed + 1
+        hierarchical_model(exposure, y, sigma, plain=False, fixed=2.0), ppd_sample, args.draws, args.tune, args.seed + 1
     )
     start = time.perf_counter()
     exact_mean, exact_sd = exact_per_unit(exposure, y, sigma, args.exact_draws, args.seed)

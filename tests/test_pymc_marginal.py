@@ -14,6 +14,7 @@ import pytest
 from scipy import special, stats
 
 import ppdinfer.pymc as ppm
+import ppdinfer.pymc.marginal as marginal_module
 from ppdinfer.mechanisms import Gaussian, Laplace, Tulap
 from ppdinfer.pymc.marginal import choose_method, marginalize, window_half_width
 
@@ -170,7 +171,9 @@ def test_marginalized_posterior_matches_enumeration():
     assert "y" in idata["observed_data"] and idata["observed_data"]["y"].dims == ("unit",)
 
 
-def test_collapsed_latents_and_rates_have_their_dims():
+@pytest.mark.parametrize("collapse_min_units", [1, 100])
+def test_collapsed_latents_and_rates_have_their_dims(collapse_min_units, monkeypatch):
+    monkeypatch.setattr(marginal_module, "COLLAPSE_MIN_UNITS", collapse_min_units)
     exposure = np.array([20.0, 50.0, 80.0, 120.0])
     with pm.Model(coords={"hospital": np.arange(4)}):
         a = pm.Gamma("a", 2.0, 1.0)
@@ -183,6 +186,8 @@ def test_collapsed_latents_and_rates_have_their_dims():
         )
     post = idata["posterior"]
     assert set(post.data_vars) >= {"a", "m", "rate", "x"}
+    # 4 coordinates: the rates stay NUTS's below COLLAPSE_MIN_UNITS, else they are integrated out and drawn exactly
+    assert ("rate kept for NUTS" in post.attrs["ppdinfer_method_reason"]) == (collapse_min_units > 4)
     assert post["rate"].dims == ("chain", "draw", "hospital") and post["x"].dims == ("chain", "draw", "hospital")
     assert float(post["rate"].min()) > 0
     # rate | x, a, m ~ Gamma(a + x, a / m + e): its mean is near x / e for these large exposures
