@@ -312,11 +312,11 @@ def sample_cells(
         The probabilities that a paired move's partner is another category of the same leaf, or
         the same category of a sibling leaf; the rest: any cell of the same invariant class.
     spread : float
-        The probability, per cell and sweep, of an extra *spread* move before its paired move: a
-        Gibbs draw along n + t (m e_i - sum of m other categories of its leaf), m uniform in 2..6, so
-        a rare cell can jump between 0 and m people while m cells each give one (exact, window of 5
-        states at a uniform offset). Off by default: on the synthetic 3-county state it raised the
-        cost per sweep 1.3-1.7x without a clear gain in the smallest ESS.
+        The probability, per sweep, of an extra *spread* move of each cell of a spike-prone category
+        (beta_{g,k} < 1) before its paired move: a Gibbs draw along n + t (m e_i - sum_{j in S} e_j),
+        S the m (uniform in 2..6) other categories of its leaf of largest beta_{g,k}, so a rare cell
+        can jump between 0 and m people while m large cells each give one (exact, a window of 5
+        states at a uniform offset; the choice of cells and partners reads the hyperparameters only).
 
     Returns
     -------
@@ -433,6 +433,7 @@ def sample_cells(
     seeds = root_seed(random_seed).spawn(chains)
     n_sweeps = tune + draws * thin
     outputs, states = [], []
+    all_cells = np.zeros((chains, draws, n_cells), dtype=np.int32)  # each chain fills its own slice
     for c in range(chains):
         stream = np.random.default_rng(seeds[c])
         rng_state = seeds[c].generate_state(4, np.uint64)
@@ -458,7 +459,7 @@ def sample_cells(
         )
         outputs.append(
             dict(
-                cells=np.zeros((draws, n_cells), dtype=np.int32),
+                cells=all_cells[c],
                 phi=np.zeros(draws),
                 mean=np.zeros((draws, prior.n_parents)),
                 beta=np.zeros((draws, prior.n_groups, K)),
@@ -503,16 +504,16 @@ def sample_cells(
     bar.close()
     seconds = time.perf_counter() - started
     kept = min(max(0, d - tune) // thin for d in done)
-    return _tree(census, mechanism, y, prior, outputs, kept, seconds, interrupted, tune, thin, step, learn)
+    return _tree(census, mechanism, y, prior, outputs, all_cells, kept, seconds, interrupted, tune, thin, step, learn)
 
 
-def _tree(census, mechanism, y, prior, outputs, kept, seconds, interrupted, tune, thin, step, learn):
+def _tree(census, mechanism, y, prior, outputs, all_cells, kept, seconds, interrupted, tune, thin, step, learn):
     K = prior.K
     leaf_ids, labels = census.cell_coords()
     leaf_ids = np.array([str(v) for v in leaf_ids])
     n_leaves = leaf_ids.size
     stack = lambda key: np.stack([o[key][:kept] for o in outputs])  # noqa: E731
-    cells = stack("cells").reshape(len(outputs), kept, n_leaves, K)
+    cells = all_cells[:, :kept].reshape(len(outputs), kept, n_leaves, K)  # a view: no copy of the draws
     beta = np.exp(stack("beta"))
     alpha = beta.sum(axis=-1)
     chain, draw = np.arange(len(outputs)), np.arange(kept)

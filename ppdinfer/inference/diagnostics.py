@@ -115,7 +115,7 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     >>> ess.shape, bool((ess > 1000).all()), bool((rhat < 1.01).all())
     ((3,), True, True)
     """
-    draws = np.asarray(draws, dtype=float)
+    draws = np.asarray(draws)  # converted to float one block at a time (integer draws stay small)
     if draws.ndim < 2 or draws.shape[1] < 4:
         raise ValueError(f"draws must have shape (chains, draws >= 4, ...), got {draws.shape}")
     block = max(int(block), 1)
@@ -126,7 +126,7 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     rhat = np.empty(flat.shape[2])
     half = n // 2
     for start in range(0, flat.shape[2], block):
-        part = flat[:, :, start : start + block]
+        part = flat[:, :, start : start + block].astype(float)
         split = np.concatenate([part[:, :half], part[:, n - half :]], axis=0).transpose(2, 0, 1)
         constant = np.ptp(split.reshape(split.shape[0], -1), axis=1) == 0
         z = _scores(split)

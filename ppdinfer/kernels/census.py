@@ -308,21 +308,25 @@ def _spread_move(
     Cell i moves m at a time while m cells of its leaf give one each, so the leaf's total and every
     invariant of the leaf's class stay, and a rare cell can jump between 0 and a bump of m or more
     people, which no pair move crosses cheaply (a pair's partner would absorb it all in its own
-    queries). t is drawn from the exact conditional on a window of 5 states holding t = 0 at a
+    queries). S: the m categories other than i's of largest beta_{g,k} (the largest shares, rarely
+    empty cells), a choice fixed by the hyperparameters, not by the cells. t is drawn from the exact conditional on a window of 5 states holding t = 0 at a
     uniform offset. Returns t (0: no move).
     """
     li = i // K
     ki = i - li * K
-    n_others = 0
-    for k in range(K):
-        if k != ki:
-            others[n_others] = li * K + k
-            n_others += 1
-    for r in range(m):  # a uniform m-subset of the others (partial Fisher-Yates)
-        pick = r + _below(rng, n_others - r)
-        tmp = others[r]
-        others[r] = others[pick]
-        others[pick] = tmp
+    g = leaf_group[li]
+    for r in range(m):  # the m other categories of largest beta_{g,k} (fixed during the sweep): rarely empty
+        top = -1
+        for k in range(K):
+            if k == ki:
+                continue
+            taken = False
+            for u in range(r):
+                if others[u] == li * K + k:
+                    taken = True
+            if not taken and (top < 0 or beta[g, k] > beta[g, top]):
+                top = k
+        others[r] = li * K + top
     offset = _below(rng, 5)
     for r in range(m):
         if cell_class[others[r]] != cell_class[i]:
@@ -349,7 +353,6 @@ def _spread_move(
             hi = cells[others[c]]
     if hi - lo < 1:
         return 0, n_touched
-    g = leaf_group[li]
     best = -np.inf
     for t in range(lo, hi + 1):
         value = 0.0
@@ -452,7 +455,7 @@ def census_sweeps(
         attempted = 0
         phi = math.exp(log_phi[0])
         for i in range(n_cells):
-            if p_spread > 0.0 and K > 2 and _uniform(rng) < p_spread:
+            if p_spread > 0.0 and K > 2 and beta[leaf_group[i // K], i % K] < 1.0 and _uniform(rng) < p_spread:
                 m = 2 + _below(rng, min(spread_max, K - 1) - 1)
                 tick += 1
                 d, n_touched = _spread_move(
