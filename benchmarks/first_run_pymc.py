@@ -6,8 +6,10 @@ Python process, one after the other:
 
 1. cold: the first ``ppdinfer.pymc.sample`` of the 50-hospital model (``benchmarks/hospitals_pymc.py``: Poisson
    counts, Gamma rates, Gaussian release at (1, 1e-6); 2 chains x (1000 + 1000), ``--cores`` (1), seed 2023),
-   its time split into numba compilation of ppdinfer's kernels (numba's compile events, outermost only), the
-   rest of ``pm.sample``'s sampling and the set-up before it;
+   its time split into numba compilation of ppdinfer's kernels (numba's compile events, outermost only, in
+   this process: with ``--cores 2`` the chains' processes compile, and this reads 0), the rest of
+   ``pm.sample``'s sampling and the set-up before it; ``--method`` is passed to ``ppdinfer.pymc.sample``
+   (``augment``: the data-augmentation kernels; by default ``auto`` sums the 50 counts out instead);
 2. ``ppdinfer warmup`` on the emptied caches (the warm-up's own cost, process wall time included);
 3. the same first fit as 1 in a new process after the warm-up.
 
