@@ -43,7 +43,6 @@ from rejection_throughput import EPSILON, N_RECORDS, Y_OBSERVED, make_setup, rng
 from scipy import special
 
 import ppdinfer as pp
-from ppdinfer._random import block_generator, root_seed
 from ppdinfer.inference import importance
 from ppdinfer.inference.model import draw_theta
 from ppdinfer.inference.parallel import BlockPool
@@ -51,6 +50,7 @@ from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.inference.results import assemble, posterior_dataset
 from ppdinfer.kernels import sorted_search
 from ppdinfer.models import beta_binomial
+from ppdinfer.rng import block_generator, root_seed
 
 DRAWS = 1_000_000
 TARGET = 1.7

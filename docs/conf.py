@@ -86,6 +86,8 @@ ppd_public_modules = [
     "ppdinfer.pymc.families",
     "ppdinfer.pymc.marginal",
     "ppdinfer.testing",
+    "ppdinfer.validation",
+    "ppdinfer.rng",
     "ppdinfer.models",
     "ppdinfer.models.beta_binomial",
     "ppdinfer.models.congenial_counts",

@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import nonnegative_counts, positive_finite, positive_int
 from ..generators import MultinomialTotal
 from ..inference import PPDModel
 from ..invariants import LinearInvariants
 from ..mechanisms import Congenial, DiscreteLaplace
 from ..priors import Dirichlet
+from ..validation import nonnegative_counts, positive_finite, positive_int
 
 
 class CongenialCountsModel(PPDModel):

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import as_generator
-from .._validation import nonnegative_counts
 from ..generators import MultinomialTotal
 from ..inference import PPDModel
 from ..mechanisms import DiscreteLaplace
 from ..priors import Dirichlet
+from ..rng import as_generator
+from ..validation import nonnegative_counts
 
 
 class CountyCountsModel(PPDModel):

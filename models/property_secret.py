@@ -33,12 +33,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .._validation import finite_array
 from ..generators import DataModel
 from ..inference import PPDModel
 from ..mechanisms import Mechanism
 from ..mechanisms.distribution import CorrelatedGaussian
 from ..priors import Categorical
+from ..validation import finite_array
 
 
 class GaussianQuery(DataModel):

@@ -42,13 +42,13 @@ import itertools
 
 import numpy as np
 
-from .._validation import finite_array, positive_finite, probability, probability_vector
 from ..generators import DataModel, draw_from_support
 from ..inference import PPDModel
 from ..mechanisms import Laplace, Mechanism
 from ..priors import Categorical
 from ..privacy import w_inf
 from ..privacy.attacker import secret_posterior
+from ..validation import finite_array, positive_finite, probability, probability_vector
 
 #: Default tie tolerance of the W_inf sensitivity: well above double rounding, far below any real mass.
 TIE_TOLERANCE = 1e-12

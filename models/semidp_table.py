@@ -42,13 +42,13 @@ import numpy as np
 import xarray as xr
 from scipy import special, stats
 
-from .._random import SeedLike, as_generator, block_generator, root_seed
-from .._validation import positive_finite, positive_int
 from ..generators import AssociationTable, draw_from_support
 from ..inference import PPDModel
-from ..inference.results import _dims
+from ..inference.results import dimension_names
 from ..mechanisms import SemiDPGaussian
 from ..privacy import contingency_sensitivity_space
+from ..rng import SeedLike, as_generator, block_generator, root_seed
+from ..validation import positive_finite, positive_int
 
 
 class SemiDPTableModel(PPDModel):
@@ -169,7 +169,7 @@ class SemiDPTableModel(PPDModel):
         for start in range(0, flat.size, chunk):
             log_p = log_base + flat[start : start + chunk, None] * scores + log_release
             drawn[start : start + chunk] = draw_from_support(tables, log_p, rng)
-        dims = _dims(self.x_name, 2, self.dims)
+        dims = dimension_names(self.x_name, 2, self.dims)
         result = idata.copy()
         posterior = result["posterior"].to_dataset()
         posterior[self.x_name] = (("chain", "draw", *dims), drawn.reshape(*theta.shape, *self.shape))

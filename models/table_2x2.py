@@ -36,10 +36,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from .._validation import positive_finite
 from ..generators import FisherTable2x2
 from ..inference import PPDModel
 from ..mechanisms import DiscreteLaplace, Mechanism, Tulap
+from ..validation import positive_finite
 
 #: The named noises of ``model(noise=...)``, each built from ``epsilon``.
 NOISES = {"discrete_laplace": DiscreteLaplace, "tulap": Tulap}

@@ -267,7 +267,7 @@ def fetch_adult(
     >>> ADULT_URL + "adult.test", ADULT_FILES["adult.test"][1]     # what fetch_adult("adult.test") downloads
     ('https://archive.ics.uci.edu/ml/machine-learning-databases/adult/adult.test', 2003153)
     """
-    from ._validation import positive_finite
+    from .validation import positive_finite
 
     name = _adult_name(name)
     timeout = positive_finite(timeout, "timeout")

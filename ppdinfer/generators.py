@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ._validation import nonnegative_counts, positive_finite, positive_int, summarize, unit_parameter
+from .validation import nonnegative_counts, positive_finite, positive_int, summarize, unit_parameter
 
 
 class DataModel:

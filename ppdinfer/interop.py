@@ -42,7 +42,6 @@ import math
 
 import numpy as np
 
-from ._validation import nonnegative_counts, positive_finite
 from .mechanisms import (
     AdditiveNoiseMechanism,
     DiscreteGaussian,
@@ -53,6 +52,7 @@ from .mechanisms import (
     Mechanism,
     PostProcessedRelease,
 )
+from .validation import nonnegative_counts, positive_finite
 
 #: OpenDP constructors of plain additive noise, all taking ``scale``.
 _NOISE_CONSTRUCTORS = ("make_laplace", "make_geometric", "make_gaussian", "make_noise")

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from ._validation import integer_valued, positive_int
+from .validation import integer_valued, positive_int
 
 #: Largest number of tables :meth:`LinearInvariants.enumerate` returns by default.
 ENUMERATION_LIMIT = 200_000

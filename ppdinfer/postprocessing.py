@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import integer_valued, nonnegative_counts
+from .validation import integer_valued, nonnegative_counts
 
 __all__ = ["PostProcessed", "postprocess"]
 

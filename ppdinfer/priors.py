@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
-from ._random import as_generator
-from ._validation import positive_finite, positive_int, probability_vector, summarize, unit_parameter
+from .rng import as_generator
+from .validation import positive_finite, positive_int, probability_vector, summarize, unit_parameter
 
 
 class Prior:

@@ -31,11 +31,11 @@ import math
 import numpy as np
 from scipy import optimize
 
-from ._random import SeedLike, as_generator
-from ._validation import MAX_INTEGER, finite_array, nonnegative_counts, positive_finite, probability
 from .invariants import InfeasibleInvariants, LinearInvariants
 from .mechanisms.base import Mechanism, as_batch
 from .mechanisms.guarantee import Guarantee
+from .rng import SeedLike, as_generator
+from .validation import MAX_INTEGER, finite_array, nonnegative_counts, positive_finite, probability
 
 __all__ = ["L1ConvexCombination", "project_l1_integer", "project_l2"]
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from ppdinfer.mechanisms import DiscreteLaplace
-from ppdinfer.mechanisms import _exact_integer as exact
+from ppdinfer.mechanisms import exact_integer as exact
 
 # Groupings: [8, 12] (w = 3, two words), [8, 7, 8] (a bounded group between), [16, 15, 15, 11], [2, 5] (w = 1);
 # [1, 1] (w = 0: K != 0 has probability 4e-22, so only its thresholds are checked).
@@ -154,14 +154,14 @@ def test_each_thread_encloses_at_its_own_precision():
     alone, so a seed's releases do not depend on the threads running beside them."""
     import threading
 
-    from ppdinfer.mechanisms import DiscreteGaussian, _exact_integer
+    from ppdinfer.mechanisms import DiscreteGaussian, exact_integer
 
-    _exact_integer._iv().prec = 128
+    exact_integer._iv().prec = 128
     seen = []
-    other = threading.Thread(target=lambda: (setattr(_exact_integer._iv(), "prec", 640), seen.append(1)))
+    other = threading.Thread(target=lambda: (setattr(exact_integer._iv(), "prec", 640), seen.append(1)))
     other.start()
     other.join()
-    assert seen and _exact_integer._iv().prec == 128
+    assert seen and exact_integer._iv().prec == 128
     sequential = [DiscreteGaussian(2.5).release(np.zeros(2000, dtype=int), random_seed=s) for s in range(4)]
     threaded = [None] * 4
 

@@ -16,11 +16,11 @@ from scipy import stats
 import ppdinfer as pp
 import ppdinfer.pymc as ppm
 from ppdinfer import generators, mechanisms, priors
-from ppdinfer._random import as_generator
 from ppdinfer.frequentist import binomial_test
 from ppdinfer.privacy import kantorovich_plan, smallest_laplace_scale
 from ppdinfer.projection import L1ConvexCombination
 from ppdinfer.pymc import Release
+from ppdinfer.rng import as_generator
 
 # --- hangs --------------------------------------------------------------------------------------------
 

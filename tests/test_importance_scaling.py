@@ -10,7 +10,6 @@ from arviz_stats.base import array_stats
 from scipy import special, stats
 
 import ppdinfer as pp
-from ppdinfer._random import block_generator, root_seed
 from ppdinfer.inference.importance import (
     _Normalizer,
     _Proposals,
@@ -23,6 +22,7 @@ from ppdinfer.inference.rejection import BLOCK_SIZE
 from ppdinfer.kernels import sorted_search
 from ppdinfer.kernels.resampling import running_sums
 from ppdinfer.models import beta_binomial
+from ppdinfer.rng import block_generator, root_seed
 
 MODEL = beta_binomial.model(n=50, epsilon=1.0, a=2, b=2)
 PROPOSAL = stats.beta(1, 3)  # not the prior: weights that vary continuously with theta

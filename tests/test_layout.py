@@ -252,11 +252,11 @@ def test_imported_modules_resolves_relative_imports(tmp_path, monkeypatch):
 
 def test_mechanisms_never_import_privacy_and_geometry_imports_neither():
     # privacy/ sits above mechanisms/ (accounting and the Kantorovich calibrations use the mechanisms);
-    # what both need (sensitivity spaces, W_inf, the array checks) sits below both (issue 24, part 6).
+    # what both need (sensitivity spaces, W_inf, the argument and array checks of validation.py) sits below both (issue 24, part 6).
     assert imports_of("ppdinfer/mechanisms", ("ppdinfer.privacy",)) == {}
     below = ("ppdinfer.privacy", "ppdinfer.mechanisms")
     assert imports_of("ppdinfer/geometry", below) == {}
-    assert not {m for m in imported_modules(ROOT / "ppdinfer" / "_array_checks.py") if m.startswith(below)}
+    assert not {m for m in imported_modules(ROOT / "ppdinfer" / "validation.py") if m.startswith(below)}
 
 
 def test_ppdinfer_imports_whichever_mechanisms_module_comes_first(tmp_path):
@@ -325,3 +325,46 @@ def test_only_mechanisms_test_for_a_mechanism_class():
                         f"{path.relative_to(ROOT)}:{node.lineno} isinstance(..., {sorted(named & classes)})"
                     )
     assert not offenders, "read the mechanism's declarations instead: " + "; ".join(offenders)
+
+
+def _package_of(path: Path) -> list[str]:
+    """The installed package a source file belongs to, as components (``ppdinfer.models`` for models/)."""
+    parts = path.relative_to(ROOT).parts[:-1]
+    top = {"ppdinfer": ["ppdinfer"], "models": ["ppdinfer", "models"], "case_studies": ["ppdinfer", "case_studies"]}
+    return top[parts[0]] + list(parts[1:])
+
+
+def _is_module(components: list[str]) -> bool:
+    """Whether ppdinfer.<...> names a module or package of the source tree (else a name inside a module)."""
+    roots = {"models": ROOT / "models", "case_studies": ROOT / "case_studies"}
+    rest = components[1:]
+    base = roots.get(rest[0], None) if rest else None
+    path = (base.joinpath(*rest[1:]) if base else (ROOT / "ppdinfer").joinpath(*rest)) if rest else ROOT / "ppdinfer"
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def test_no_private_name_crosses_a_folder():
+    """A name (or module) with a leading underscore is used only inside its own folder: what another
+    folder, the gallery or a case study needs is public and documented (ppdinfer.validation, ppdinfer.rng)."""
+    crossings = []
+    for folder in ("ppdinfer", "models", "case_studies"):
+        for path in (ROOT / folder).rglob("*.py"):
+            package = _package_of(path)
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ImportFrom) or node.module == "__future__":
+                    continue
+                base = package[: len(package) - node.level + 1] if node.level else []
+                target = base + (node.module.split(".") if node.module else [])
+                if node.level == 0 and (not target or target[0] != "ppdinfer"):
+                    continue  # another library's names are its own business
+                for alias in node.names:
+                    full = target + [alias.name]
+                    private = [p for p in full if p.startswith("_") and not p.startswith("__")]
+                    if not private:
+                        continue
+                    index = full.index(private[0])
+                    # a private module belongs to the package above it; a private name to its module's package
+                    owner = full[:index] if _is_module(full[: index + 1]) else full[: index - 1]
+                    if owner != package:
+                        crossings.append(f"{path.relative_to(ROOT)}: {'.'.join(full)}")
+    assert not crossings, "make these public (documented) or keep them in their folder: " + "; ".join(crossings)

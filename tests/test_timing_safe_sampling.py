@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from ppdinfer.mechanisms import DiscreteGaussian, DiscreteLaplace
-from ppdinfer.mechanisms import _exact_integer as exact
+from ppdinfer.mechanisms import exact_integer as exact
 
 
 def _pmf_chi_square(draws, mechanism):

@@ -16,7 +16,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from ppdinfer.mechanisms import _exact_integer, wem
+from ppdinfer.mechanisms import exact_integer, wem
 from ppdinfer.mechanisms.wem import EXACT_PROPOSAL_LIMIT, MIN_SWEEPS, ChainLengthWarning, WassersteinExponential
 
 AUDIT_RELEASES = 100_000
@@ -39,10 +39,10 @@ def privacy_loss(draws, other, min_count=500):
 # -- exact Bernoulli trials ------------------------------------------------------------------
 # The kernels decide each trial U < gamma / d of a Bernoulli(exp(-gamma)) acceptance on the 53 random
 # digits u of U when double precision leaves a margin; wem._accepted finishes the rest with the exact
-# trials of _exact_integer, gamma = root_rate sqrt(q) + linear_rate s enclosed at rising precision.
+# trials of exact_integer, gamma = root_rate sqrt(q) + linear_rate s enclosed at rising precision.
 
 
-class RecordedBits(_exact_integer.RandomBits):
+class RecordedBits(exact_integer.RandomBits):
     """Random words from a seeded Generator, each one kept in ``words``."""
 
     def __init__(self, seed):
@@ -58,7 +58,7 @@ class RecordedBits(_exact_integer.RandomBits):
 def enclosure(root_rate, q, linear_rate, s, d=1):
     """The trial probability gamma / d as the exact engine encloses it."""
     return functools.partial(
-        _exact_integer._quotient, functools.partial(_exact_integer.root_plus_linear, root_rate, q, linear_rate, s), d
+        exact_integer._quotient, functools.partial(exact_integer.root_plus_linear, root_rate, q, linear_rate, s), d
     )
 
 
@@ -68,7 +68,7 @@ def reference(root_rate, q, linear_rate, s, d=1):
         return (mpmath.mpf(root_rate) * mpmath.sqrt(q) + mpmath.mpf(linear_rate) * s) / d
 
 
-#: L2 envelope rate of two coordinates at rate 1/4 (as wem._lattice_l2_plan computes it): close to 1/4 / sqrt(2)
+#: L2 envelope rate of two coordinates at rate 1/4 (as wem.lattice_l2_plan computes it): close to 1/4 / sqrt(2)
 ENVELOPE = math.isqrt(2**59) / 2**32
 #: (root_rate, q, linear_rate, s, d): the kernels' gammas near where double precision cannot decide
 BOUNDARY_CASES = [
@@ -86,13 +86,13 @@ def test_exact_trials_draw_more_bits_only_when_needed():
     for spec in [(1.0, 4, 0.0, 0, 4), (1.0, 9, -0.5, 2, 4)]:
         for prefix, expected in ((2**52 - 1, True), (2**52, False)):
             bits = RecordedBits(0)
-            assert _exact_integer.trial(enclosure(*spec), bits, prefix, 53) is expected
+            assert exact_integer.trial(enclosure(*spec), bits, prefix, 53) is expected
             assert len(bits.words) == 1
     # gamma = 0 exactly, however the rates round: never below, and the enclosure does not dip under 0
-    zero = _exact_integer.root_plus_linear(Fraction(1, 3), 9, -1, 1)
+    zero = exact_integer.root_plus_linear(Fraction(1, 3), 9, -1, 1)
     assert zero.a == 0 and zero.b >= 0
-    assert not _exact_integer.trial(
-        functools.partial(_exact_integer.root_plus_linear, Fraction(1, 3), 9, -1, 1), RecordedBits(1)
+    assert not exact_integer.trial(
+        functools.partial(exact_integer.root_plus_linear, Fraction(1, 3), 9, -1, 1), RecordedBits(1)
     )
 
 
@@ -107,12 +107,12 @@ def test_exact_trials_agree_with_mpmath_near_the_boundary(spec, known):
         frac = float(p * 2**known - prefix)
     assert prefix > 0 and 1e-6 < frac < 1 - 1e-6
     # the neighbouring prefixes are decided whatever the further digits
-    assert _exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix - 1, known)
-    assert not _exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix + 1, known)
+    assert exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix - 1, known)
+    assert not exact_integer.trial(enclosure(*spec), RecordedBits(0), prefix + 1, known)
     hits, n = 0, 400
     for seed in range(n):
         bits = RecordedBits(seed)
-        decided = _exact_integer.trial(enclosure(*spec), bits, prefix, known)
+        decided = exact_integer.trial(enclosure(*spec), bits, prefix, known)
         # V's digits as drawn: the prefix, the rest of the first word, then decide()'s whole words
         digits = 64 * len(bits.words)
         assert digits <= 192  # within the reference's 199 bits (another round has probability 2^-64)

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._random import SeedLike, as_generator
-from ..._validation import positive_int
 from ...mechanisms import DiscreteLaplace
 from ...projection import project_l2
+from ...rng import SeedLike, as_generator
+from ...validation import positive_int
 from .table1 import congenial_mechanism, mis_release
 
 __all__ = ["METHODS", "distances", "method_distances"]

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ..._random import SeedLike, as_generator
-from ..._validation import integer_valued, positive_int
 from ...invariants import LinearInvariants
+from ...rng import SeedLike, as_generator
+from ...validation import integer_valued, positive_int
 
 __all__ = [
     "AGE_GROUPS",

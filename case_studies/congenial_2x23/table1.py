@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._random import SeedLike, as_generator
-from ..._validation import positive_int
 from ...mechanisms import Congenial, DiscreteLaplace
+from ...rng import SeedLike, as_generator
+from ...validation import positive_int
 from .data import SHAPE, free_cells, invariants_for
 
 __all__ = [

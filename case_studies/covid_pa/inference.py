@@ -35,10 +35,10 @@ import xarray as xr
 from scipy import stats
 
 from ... import __version__
-from ..._validation import positive_finite, positive_int, probability
 from ...mechanisms import DiscreteLaplace
 from ...models import county_counts
 from ...postprocessing import postprocess
+from ...validation import positive_finite, positive_int, probability
 from . import results_dir as rundir
 from .synthesis import DELTA_Z, run_tasks, write_result
 from .table import CovidTable

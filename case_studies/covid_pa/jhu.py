@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..._validation import positive_finite
+from ...validation import positive_finite
 from .data import DataError, integers, net_negative, no_duplicates, read_csv
 from .table import CovidTable, month_labels, previous_month
 

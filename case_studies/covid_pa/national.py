@@ -29,9 +29,9 @@ from scipy import special
 from scipy.fft import next_fast_len
 
 from ... import __version__
-from ..._validation import positive_finite, positive_int
 from ...mechanisms import DiscreteLaplace
 from ...models import county_counts
+from ...validation import positive_finite, positive_int
 from . import results_dir as rundir
 from .inference import _quiet_pymc
 from .synthesis import DELTA_Z, run_tasks, write_result

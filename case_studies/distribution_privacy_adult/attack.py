@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..._random import SeedLike, as_generator
-from ..._validation import positive_int
 from ...mechanisms.distribution import CorrelatedGaussian, DistributionFamily
+from ...rng import SeedLike, as_generator
+from ...validation import positive_int
 from .data import IncomePools, subset_queries
 from .experiments import build_mechanisms, noise_covariance
 

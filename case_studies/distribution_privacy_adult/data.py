@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..._random import SeedLike, as_generator
-from ..._validation import positive_int, probability
+from ...rng import SeedLike, as_generator
+from ...validation import positive_int, probability
 
 __all__ = [
     "QUERY_NAMES",

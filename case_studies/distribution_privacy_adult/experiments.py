@@ -30,8 +30,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..._random import SeedLike, as_generator
-from ..._validation import positive_finite, positive_int, probability
 from ...mechanisms import Gaussian
 from ...mechanisms.distribution import (
     CorrelatedGaussian,
@@ -44,6 +42,8 @@ from ...mechanisms.distribution import (
     mahalanobis_limit,
     release_delta,
 )
+from ...rng import SeedLike, as_generator
+from ...validation import positive_finite, positive_int, probability
 from .data import SUBSET_SIZE, IncomePools, subset_queries
 
 __all__ = [

@@ -376,8 +376,9 @@ def topdown_estimate(
     >>> from ppdinfer.census import Geography, TableSpec, census_queries
     >>> geo = Geography(["t", "b1", "b2"], [None, "t", "t"])
     >>> q = census_queries(geo, TableSpec(("a", "b")), {"level0": ["total", "detailed"], "level1": ["detailed"]})
-    >>> topdown_estimate(q, [9, 8, 1, 3, -1, 5, 2], 1.0, invariants=q.unit_invariants(["t"], [10])).tolist()
-    [[3, 0], [6, 1]]
+    >>> y = [9, 8, 2, 2, 0, 4, 2]       # t: total, a, b; b1: a, b; b2: a, b
+    >>> topdown_estimate(q, y, 1.0, invariants=q.unit_invariants(["t"], [10])).tolist()
+    [[3, 0], [5, 2]]
 
     References
     ----------

@@ -78,10 +78,10 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._random import SeedLike, root_seed
-from .._validation import integer_valued, positive_int
 from ..kernels.census import census_sweeps
 from ..mechanisms.noisy_measurements import NoisyMeasurements
+from ..rng import SeedLike, root_seed
+from ..validation import integer_valued, positive_int
 from .baselines import gls_estimate, largest_remainder
 from .geography import CensusQueries
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._random import SeedLike, as_generator
 from ..datasets import COVID_PA_DATA
+from ..rng import SeedLike, as_generator
 from .geography import Geography
 
 __all__ = ["STATE_SHARES", "pa_county_populations", "synthetic_state"]

@@ -48,8 +48,8 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import elementwise
 
-from .._validation import finite_array, positive_finite, positive_int, probability
 from ..mechanisms.canonical import CanonicalNoise
+from ..validation import finite_array, positive_finite, positive_int, probability
 
 __all__ = ["binomial_interval", "binomial_test"]
 

@@ -45,8 +45,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from .._validation import finite_array, nonnegative_counts, probability
 from ..generators import FisherTable2x2
+from ..validation import finite_array, nonnegative_counts, probability
 
 __all__ = ["odds_ratio_power", "odds_ratio_test"]
 

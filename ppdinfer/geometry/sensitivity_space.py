@@ -30,7 +30,7 @@ import functools
 import numpy as np
 from scipy import optimize, spatial
 
-from .._validation import finite_array
+from ..validation import finite_array
 
 __all__ = ["SensitivitySpace"]
 

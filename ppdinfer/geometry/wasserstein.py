@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _array_checks as _checks
+from .. import validation as _checks
 
 _LOG_2 = math.log(2.0)
 

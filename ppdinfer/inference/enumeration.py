@@ -12,12 +12,12 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from .._random import SeedLike, as_generator
-from .._validation import positive_int
+from ..rng import SeedLike, as_generator
+from ..validation import positive_int
 from ._guards import check_box, check_possible, check_z_keys
 from .conjugate import BetaMixture, conjugate_pair
 from .model import PPDModel, theta_logpdf
-from .results import _dims, assemble, posterior_dataset
+from .results import assemble, dimension_names, posterior_dataset
 
 _MAX_CELLS = 50_000_000
 
@@ -142,7 +142,10 @@ def exact_posterior(
     else:
         exact, theta, x = _gridded(model, generator, support, loglik, z, grid, draws, rng)
     check_box(model, x, z, "exact_posterior")
-    exact["x_support"] = (["support", *_dims(model.x_name, len(x_shape), model.dims)], support.reshape(-1, *x_shape))
+    exact["x_support"] = (
+        ["support", *dimension_names(model.x_name, len(x_shape), model.dims)],
+        support.reshape(-1, *x_shape),
+    )
     posterior = posterior_dataset(model, theta, x, theta_shape, x_shape)
     return assemble(model, y, z, posterior, attrs={"sampler": "exact"}, labels=labels, exact=exact)
 

@@ -23,8 +23,8 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._random import SeedLike, as_generator
-from .._validation import positive_int
+from ..rng import SeedLike, as_generator
+from ..validation import positive_int
 from .conjugate import conjugate_pair
 from .model import PPDModel
 from .results import assemble, posterior_dataset

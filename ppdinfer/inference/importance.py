@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from .._random import SeedLike, block_generator, root_seed
-from .._validation import positive_int
 from ..kernels.resampling import resample_block, running_sums, stratum_search
+from ..rng import SeedLike, block_generator, root_seed
+from ..validation import positive_int
 from ._guards import check_box, check_possible, check_proposal, check_z_keys
 from .model import PPDModel, check_distribution, draw_theta, theta_logpdf
 from .parallel import BlockPool, empty_for_threads

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats
 
-from .._validation import resolvable_release, summarize
 from ..mechanisms.base import Mechanism
 from ..priors import Prior
+from ..validation import resolvable_release, summarize
 
 #: The memory estimate counts each draw's theta, x and two scalars this many times (measured peaks:
 #: importance_sample 3.3 times for a scalar theta and x, 2.1 for five county counts; rejection_sample 3.0).

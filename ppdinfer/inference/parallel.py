@@ -1,7 +1,7 @@
 """Chunks of blocks of proposals on several cores, results in block order.
 
 The exact samplers draw their proposals in fixed-size blocks, each from its own random stream
-(``ppdinfer._random.block_generator``), and the work on one block (propose, weigh, test)
+(``ppdinfer.rng.block_generator``), and the work on one block (propose, weigh, test)
 depends on nothing else. So blocks can run on any number of threads and, collected in block
 order, give the same draws as one core. Threads suffice where the work releases the GIL:
 NumPy's generators fill their arrays without it and ppdinfer's numba kernels are compiled
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import positive_int
+from ..validation import positive_int
 
 
 def available_cores() -> int:

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._random import SeedLike, as_generator
-from .._validation import positive_int, probability
 from ..mechanisms.base import Mechanism
+from ..rng import SeedLike, as_generator
+from ..validation import positive_int, probability
 from .model import PPDModel
 
 GROUP = "posterior_predictive"

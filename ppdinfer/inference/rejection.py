@@ -18,13 +18,13 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._random import SeedLike, block_generator, root_seed
-from .._validation import positive_finite, positive_int
 from ..kernels import select_accepted
+from ..rng import SeedLike, block_generator, root_seed
+from ..validation import positive_finite, positive_int
 from ._guards import check_box, check_possible, check_z_keys
 from .model import PPDModel
 from .parallel import LOOKAHEAD_PER_WORKER, BlockPool
-from .results import _dims, assemble, posterior_dataset
+from .results import assemble, dimension_names, posterior_dataset
 
 #: Proposals per random stream. A task is a whole number of blocks, which makes the draws
 #: of a seed independent of the batch size and of the cores.
@@ -233,7 +233,7 @@ def rejection_sample(
 
         theta, x = stack(lambda run: run.theta[:, 0]), stack(lambda run: run.x[:, 0])
         stop_reason = runs[-1].stop_reason
-        unit_dim = _dims(model.unit_name, 1, model.dims)
+        unit_dim = dimension_names(model.unit_name, 1, model.dims)
         proposals = np.array([run.n_proposals for run in runs] + [0] * missing)
         accepted = np.array([run.theta.shape[0] for run in runs] + [0] * missing)
         stats = xr.Dataset(

@@ -15,8 +15,14 @@ import xarray as xr
 from .model import PPDModel
 
 
-def _dims(name: str, ndim: int, dims: dict | None = None) -> list[str]:
-    """Dimension names of a variable: ``dims[name]`` (a model's ``dims``) if given, else ``{name}_dim_{i}``."""
+def dimension_names(name: str, ndim: int, dims: dict | None = None) -> list[str]:
+    """Dimension names of a variable: ``dims[name]`` (a model's ``dims``) if given, else ``{name}_dim_{i}``.
+
+    Examples
+    --------
+    >>> dimension_names("cases", 2), dimension_names("cases", 1, {"cases": ["county"]})
+    (['cases_dim_0', 'cases_dim_1'], ['county'])
+    """
     if dims and name in dims:
         return list(dims[name])
     return [f"{name}_dim_{i}" for i in range(ndim)]
@@ -33,31 +39,31 @@ def posterior_dataset(
         for name, shape in model.blocks.items():
             stop = start + int(np.prod(shape))
             data[name] = (
-                ["chain", "draw", *_dims(name, len(shape), model.dims)],
+                ["chain", "draw", *dimension_names(name, len(shape), model.dims)],
                 theta[:, start:stop].reshape(chains, n, *shape),
             )
             start = stop
     elif len(model.names) == 1:
         name = model.names[0]
         values = theta.reshape(chains, n, *theta_shape)
-        data[name] = (["chain", "draw", *_dims(name, len(theta_shape), model.dims)], values)
+        data[name] = (["chain", "draw", *dimension_names(name, len(theta_shape), model.dims)], values)
     else:
         for i, name in enumerate(model.names):
             data[name] = (["chain", "draw"], theta[:, i].reshape(chains, n))
-    x_dims = _dims(model.x_name, len(x_shape), model.dims)
+    x_dims = dimension_names(model.x_name, len(x_shape), model.dims)
     data[model.x_name] = (["chain", "draw", *x_dims], x.reshape(chains, n, *x_shape))
     return xr.Dataset(data, coords={"chain": np.arange(chains), "draw": pd.RangeIndex(n)})  # a range, not n integers
 
 
 def observed_dataset(model: PPDModel, y: np.ndarray) -> xr.Dataset:
-    return xr.Dataset({"y": (_dims(model.x_name, y.ndim, model.dims), y)})
+    return xr.Dataset({"y": (dimension_names(model.x_name, y.ndim, model.dims), y)})
 
 
 def constant_dataset(model: PPDModel, z) -> xr.Dataset:
     data = {}
     for key, value in (z or {}).items():
         value = np.asarray(value)
-        data[key] = (_dims(key, value.ndim), value)
+        data[key] = (dimension_names(key, value.ndim), value)
     for key, value in model.mechanism.parameters().items():
         data[f"mechanism_{key}"] = ((), value)
     guarantee = model.mechanism.guarantee()
@@ -91,7 +97,7 @@ def assemble(
         default: label
         for name, names in dims.items()
         if name not in model.dims
-        for default, label in zip(_dims(name, len(names)), names, strict=True)
+        for default, label in zip(dimension_names(name, len(names)), names, strict=True)
         if default != label
     }
     for key, dataset in groups.items():

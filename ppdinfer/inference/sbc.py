@@ -34,8 +34,8 @@ import xarray as xr
 from scipy import stats
 from tqdm import tqdm
 
-from .._random import SeedLike, block_generator, root_seed
-from .._validation import positive_int, probability
+from ..rng import SeedLike, block_generator, root_seed
+from ..validation import positive_int, probability
 from .enumeration import exact_posterior
 from .importance import importance_sample
 from .model import PPDModel, _natural

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._validation import probability
+from ..validation import probability
 
 
 def _flatten(da: xr.DataArray) -> tuple[np.ndarray, list[str]]:

@@ -11,9 +11,9 @@ import copy
 
 import numpy as np
 
-from .._random import SeedLike, as_generator
-from .._validation import finite_array, integer_valued, nonnegative_counts, positive_int
 from ..kernels import additive_noise_loglik
+from ..rng import SeedLike, as_generator
+from ..validation import finite_array, integer_valued, nonnegative_counts, positive_int
 from .guarantee import AdditiveNoise, Guarantee
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize, special
 
-from .._random import SeedLike, as_generator
-from .._validation import finite_array, positive_finite, positive_int
+from ..rng import SeedLike, as_generator
+from ..validation import finite_array, positive_finite, positive_int
 from .base import Mechanism, as_batch
 from .guarantee import Guarantee
 

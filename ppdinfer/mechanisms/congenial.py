@@ -23,13 +23,13 @@ import math
 import numpy as np
 from scipy.special import logsumexp
 
-from .._random import SeedLike, as_generator
-from .._validation import integer_valued, positive_finite, positive_int
 from ..invariants import LinearInvariants
 from ..kernels import independence_block
 from ..kernels.integer_tables import conforming
-from ._exact_integer import RandomBits
+from ..rng import SeedLike, as_generator
+from ..validation import integer_valued, positive_finite, positive_int
 from .base import Mechanism
+from .exact_integer import RandomBits
 from .gaussian import DiscreteGaussian
 from .guarantee import Guarantee
 from .laplace import DiscreteLaplace

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import optimize, special
 
-from .._validation import positive_finite, probability
-from . import _exact_integer
+from ..validation import positive_finite, probability
+from . import exact_integer
 from .base import AdditiveNoiseMechanism
 from .guarantee import Guarantee
 
@@ -288,4 +288,4 @@ class DiscreteGaussian(AdditiveNoiseMechanism):
 
     def _noise(self, shape, rng, secure):
         sigma_squared = Fraction(self.sigma) ** 2
-        return _exact_integer.sample_array(_exact_integer.discrete_gaussian, sigma_squared, shape, rng, secure)
+        return exact_integer.sample_array(exact_integer.discrete_gaussian, sigma_squared, shape, rng, secure)

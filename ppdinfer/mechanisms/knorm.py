@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from .._random import SeedLike, as_generator
-from .._validation import finite_array, positive_finite, positive_int
+from ..rng import SeedLike, as_generator
+from ..validation import finite_array, positive_finite, positive_int
 from .base import Mechanism
 from .guarantee import Guarantee
 

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import numpy as np  # noqa: F401  (the examples use np)
 
-from .._validation import positive_finite
-from . import _exact_integer
+from ..validation import positive_finite
+from . import exact_integer
 from .base import AdditiveNoiseMechanism
 from .guarantee import Guarantee
 
@@ -65,7 +65,7 @@ class DiscreteLaplace(_LaplaceFamily):
     """y = x + K on the integers with pmf P(K = k) = (1 - a) / (1 + a) a^|k|, a = exp(-epsilon / sensitivity).
 
     epsilon-DP for integer-valued queries of L1 sensitivity ``sensitivity``. Releases are drawn
-    exactly, in a time that does not depend on the noise (see ``_exact_integer``).
+    exactly, in a time that does not depend on the noise (see ``exact_integer``).
 
     See Also
     --------
@@ -104,4 +104,4 @@ class DiscreteLaplace(_LaplaceFamily):
 
     def _noise(self, shape, rng, secure):
         scale = Fraction(self.sensitivity) / Fraction(self.epsilon)
-        return _exact_integer.sample_array(_exact_integer.discrete_laplace, scale, shape, rng, secure)
+        return exact_integer.sample_array(exact_integer.discrete_laplace, scale, shape, rng, secure)

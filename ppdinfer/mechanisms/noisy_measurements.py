@@ -40,8 +40,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._random import SeedLike, as_generator
-from .._validation import integer_valued, nonnegative_counts
+from ..rng import SeedLike, as_generator
+from ..validation import integer_valued, nonnegative_counts
 from .base import Mechanism
 from .gaussian import DiscreteGaussian, discrete_gaussian_log_normalizer
 from .guarantee import Guarantee

@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._random import SeedLike
-from .._validation import integer_valued
+from ..rng import SeedLike
+from ..validation import integer_valued
 from .base import Mechanism
 from .guarantee import Guarantee
 

@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 
-from .._random import SeedLike, as_generator
-from .._validation import finite_array, positive_finite, positive_int
 from ..geometry import SensitivitySpace
+from ..rng import SeedLike, as_generator
+from ..validation import finite_array, positive_finite, positive_int
 from .base import Mechanism
 from .gaussian import Gaussian
 from .guarantee import Guarantee

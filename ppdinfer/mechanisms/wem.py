@@ -48,8 +48,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._random import SeedLike, as_generator
-from .._validation import integer_valued, nonnegative_counts, positive_finite, positive_int
 from ..generators import compositions
 from ..kernels.wem import (
     CONGENIAL,
@@ -63,7 +61,9 @@ from ..kernels.wem import (
     min_log_normalizer,
     wem_advance,
 )
-from . import _exact_integer
+from ..rng import SeedLike, as_generator
+from ..validation import integer_valued, nonnegative_counts, positive_finite, positive_int
+from . import exact_integer
 from .base import Mechanism
 from .guarantee import Guarantee
 from .laplace import DiscreteLaplace
@@ -315,7 +315,7 @@ class WassersteinExponential(Mechanism):
     integers with gamma / k, in double precision where IEEE 754's correctly rounded sqrt, +, *
     and / leave a margin that decides it, and otherwise on more random bits from the numpy
     Generator, against interval enclosures of gamma / k at rising precision (the trials of the
-    exact integer samplers, ``_exact_integer``); the discrete Laplace proposals are drawn in
+    exact integer samplers, ``exact_integer``); the discrete Laplace proposals are drawn in
     integer arithmetic. The uniforms come from numba's Mersenne Twister, seeded from the numpy
     Generator for each batch, as the chain's do. The one float approximation left is the
     prior-congenial weight nu(y) / max nu, a log-gamma expression decided by a double-precision
@@ -481,7 +481,7 @@ class WassersteinExponential(Mechanism):
                 return 1.0, lambda flat, count, rng: laplace.release(
                     np.broadcast_to(flat, (count, flat.size)), random_seed=rng
                 )
-            return _lattice_l2_plan(self.rate, 2 * n_counties)
+            return lattice_l2_plan(self.rate, 2 * n_counties)
         if self.base_measure.support_size(z, n_counties) > ENUMERATION_LIMIT:
             return math.inf, None
         support, log_weight = self._enumerate(z, n_counties)
@@ -652,7 +652,7 @@ def _first_accepted(count: int, proposals: float, batch) -> np.ndarray:
 _ENVELOPE_DENOMINATOR = 2**32
 
 
-def _lattice_l2_plan(rate: float, dim: int):
+def lattice_l2_plan(rate: float, dim: int):
     """Expected proposals and sampler of the naive L2 release: rejection from a discrete Laplace product.
 
     The expected number of proposals is the continuous approximation sum exp(-a ||v||_1) /
@@ -707,11 +707,11 @@ def _accepted(status, state, rng, gamma_of) -> np.ndarray:
     first ``_KERNEL_DIGITS`` binary digits of the trial too close to call.
     """
     accepted = status == 1
-    bits = _exact_integer.RandomBits(rng)
+    bits = exact_integer.RandomBits(rng)
     for i in np.flatnonzero(status == -1):
         k, left, u, pieces = (int(value) for value in state[i])
-        gamma = functools.partial(_exact_integer.root_plus_linear, *gamma_of(i))
-        accepted[i] = _exact_integer.bernoulli_exp_minus(
+        gamma = functools.partial(exact_integer.root_plus_linear, *gamma_of(i))
+        accepted[i] = exact_integer.bernoulli_exp_minus(
             gamma, pieces, bits, counter=k, left=left, prefix=u, digits=_KERNEL_DIGITS
         )
     return accepted

@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, special
 
-from .._validation import finite_array, positive_finite, positive_int, probability
 from ..mechanisms.gaussian import gaussian_delta, gaussian_delta_precise, raise_until
+from ..validation import finite_array, positive_finite, positive_int, probability
 
 
 def sequential_composition(epsilons: Iterable[float]) -> float:

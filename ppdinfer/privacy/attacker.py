@@ -31,10 +31,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from .._random import SeedLike, as_generator
-from .._validation import finite_array, positive_finite, positive_int, probability_vector
 from ..mechanisms.base import Mechanism
 from ..priors import Categorical
+from ..rng import SeedLike, as_generator
+from ..validation import finite_array, positive_finite, positive_int, probability_vector
 
 __all__ = [
     "MonteCarloSecretPosterior",

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from .._validation import integer_valued, positive_finite, positive_int
 from ..invariants import LinearInvariants
+from ..validation import integer_valued, positive_finite, positive_int
 
 __all__ = ["conforming_probability", "congenial_gamma", "congenial_privacy_loss", "double_geometric_pmf"]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import _array_checks as _checks
-from .._validation import positive_int
+from .. import validation as _checks
+from ..validation import positive_int
 from .sensitivity import delta_correlated_counts
 
 

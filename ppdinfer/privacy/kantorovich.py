@@ -35,12 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, special
 
-from .. import _array_checks as _checks
-from .._validation import finite_array, integer_valued, positive_finite, probability
+from .. import validation as _checks
 from ..geometry.wasserstein import quantile_coupling
 from ..kernels.mixture import laplace_mixture_logpdf
 from ..mechanisms import DiscreteLaplace, Gaussian, Guarantee, Laplace, classical_gaussian_sigma
 from ..mechanisms.gaussian import raise_until
+from ..validation import finite_array, integer_valued, positive_finite, probability
 
 __all__ = [
     "ABSENT",

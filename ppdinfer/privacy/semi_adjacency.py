@@ -67,8 +67,8 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from .._validation import nonnegative_counts, positive_int
 from ..geometry import SensitivitySpace
+from ..validation import nonnegative_counts, positive_int
 
 __all__ = [
     "contingency_sensitivities",

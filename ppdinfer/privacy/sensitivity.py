@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from .. import _array_checks as _checks
-from .._validation import finite_array, nonnegative_counts, positive_finite, positive_int, probability
+from .. import validation as _checks
 from ..geometry.wasserstein import coupling_from_logpmf
+from ..validation import finite_array, nonnegative_counts, positive_finite, positive_int, probability
 
 CLOSENESS_ATOL = 1e-12
 """Slack in |s / n - t_star| <= t, so that a count on the boundary (0.4 - 0.3 vs 0.1) is t-close."""

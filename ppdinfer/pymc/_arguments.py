@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from pymc.step_methods.compound import BlockedStep, CompoundStep
 
-from .._validation import positive_int
+from ..validation import positive_int
 
 
 def _check_sample_arguments(conjugate, kwargs: dict) -> None:

@@ -18,8 +18,8 @@ from pytensor.graph.basic import Constant
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from .._validation import positive_finite
-from ..mechanisms import _exact_integer
+from ..mechanisms import exact_integer
+from ..validation import positive_finite
 
 _DIRECT_TERMS = np.arange(1, 41, dtype="float64")  # enough for sigma < 1: exp(-40^2 / 2) underflows
 _DUAL_TERMS = np.arange(1, 4, dtype="float64")
@@ -37,7 +37,7 @@ def _broadcast_draws(draw, noise_parameter, mu, parameters, size, rng):
     noise = np.empty(mu.size, dtype=np.int64)
     for group, values in enumerate(groups):
         members = inverse.reshape(-1) == group
-        noise[members] = _exact_integer.sample_array(draw, noise_parameter(*values), (int(members.sum()),), rng)
+        noise[members] = exact_integer.sample_array(draw, noise_parameter(*values), (int(members.sum()),), rng)
     return (np.round(mu).astype(np.int64) + noise).reshape(shape)
 
 
@@ -122,7 +122,7 @@ class DiscreteLaplaceRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, mu, epsilon, sensitivity, size):
-        return _broadcast_draws(_exact_integer.discrete_laplace, _laplace_scale, mu, (epsilon, sensitivity), size, rng)
+        return _broadcast_draws(exact_integer.discrete_laplace, _laplace_scale, mu, (epsilon, sensitivity), size, rng)
 
 
 class DiscreteGaussianRV(RandomVariable):
@@ -133,7 +133,7 @@ class DiscreteGaussianRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, mu, sigma, size):
-        return _broadcast_draws(_exact_integer.discrete_gaussian, _gaussian_variance, mu, (sigma,), size, rng)
+        return _broadcast_draws(exact_integer.discrete_gaussian, _gaussian_variance, mu, (sigma,), size, rng)
 
 
 class LatticeL2RV(RandomVariable):
@@ -153,13 +153,13 @@ def lattice_l2_draws(mu, epsilon, sigma, size, rng) -> np.ndarray:
     a discrete Laplace envelope) where that costs at most ``EXACT_PROPOSAL_LIMIT`` expected
     proposals (up to about 36 coordinates), else by its MCMC chain of WEM_SWEEPS sweeps."""
     from ..kernels.wem import NAIVE, wem_chains
-    from ..mechanisms.wem import EXACT_PROPOSAL_LIMIT, _lattice_l2_plan
+    from ..mechanisms.wem import EXACT_PROPOSAL_LIMIT, lattice_l2_plan
 
     mu = np.asarray(mu)
     shape = mu.shape if size is None else (*tuple(np.atleast_1d(size)), mu.shape[-1])
     centres = np.broadcast_to(np.round(mu), shape).reshape(-1, shape[-1]).astype(np.int64)
     rate = float(epsilon) / (2 * float(sigma))
-    proposals, exact = _lattice_l2_plan(rate, shape[-1])
+    proposals, exact = lattice_l2_plan(rate, shape[-1])
     if proposals <= EXACT_PROPOSAL_LIMIT:
         return np.stack([exact(centre, 1, rng)[0] for centre in centres]).reshape(shape)
     max_step = max(1, int(np.ceil(2 * np.sqrt(shape[-1]) / rate)))

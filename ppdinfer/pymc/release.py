@@ -25,8 +25,8 @@ from pytensor.scalar.basic import Cast
 from pytensor.tensor.random.basic import BinomialRV
 from pytensor.tensor.random.op import RandomVariable
 
-from .._validation import resolvable_release
 from ..mechanisms.base import Mechanism
+from ..validation import resolvable_release
 from .distributions import integer_centre, known_value
 from .likelihood import release_log_density
 

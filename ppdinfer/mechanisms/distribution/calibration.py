@@ -41,8 +41,8 @@ import warnings
 import numpy as np
 from scipy import integrate, linalg, optimize
 
-from ..._validation import finite_array, positive_finite, probability
 from ...geometry import SensitivitySpace
+from ...validation import finite_array, positive_finite, probability
 from ..gaussian import Gaussian, analytic_gaussian_sigma, gaussian_delta
 from ..guarantee import Guarantee
 from ..laplace import Laplace

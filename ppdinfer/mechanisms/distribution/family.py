@@ -19,8 +19,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ... import _array_checks as _checks
-from ..._validation import finite_array, probability
+from ... import validation as _checks
+from ...validation import finite_array, probability
 
 __all__ = ["DiscreteLaw", "DistributionFamily", "GaussianLaw"]
 

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from ..._random import SeedLike, as_generator
-from ..._validation import finite_array
+from ...rng import SeedLike, as_generator
+from ...validation import finite_array
 from ..base import Mechanism
 from .family import covariance_matrix
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, sparse
 
-from ..._validation import probability
 from ...geometry import w_inf
+from ...validation import probability
 from .family import DiscreteLaw
 
 __all__ = ["closeness_radius", "transportable_mass", "wasserstein_inf"]

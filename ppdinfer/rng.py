@@ -1,4 +1,4 @@
-"""Random-number plumbing: seeds in, numpy Generators out, and per-block streams.
+"""Seeds in, numpy Generators out, and per-block streams: the random-number plumbing of every sampler.
 
 Samplers draw proposals in fixed-size *blocks*, each with its own stream derived from the
 user's seed and the block index. A batch is a run of whole blocks, so the draws a seed
