@@ -50,7 +50,7 @@ from ppdinfer.case_studies.congenial_2x23.table1 import (
     congenial_mechanism,
     mis_release,
 )
-from ppdinfer.mechanisms._exact_integer import RandomBits, _exact_laplace_value, _laplace_tables
+from ppdinfer.mechanisms.exact_integer import RandomBits, _exact_laplace_value, _laplace_tables
 
 NUMPY_BLOCK = 100_000
 #: The exact sampler in NumPy broadcasts a (values, thresholds) comparison: smaller blocks bound its memory.

@@ -5,7 +5,7 @@ What is measured
 Two implementations of the same exact distributions, run through the same
 ``AdditiveNoiseMechanism.release`` (so argument checks cost both the same):
 
-1. ``new``: ppdinfer's samplers (:mod:`ppdinfer.mechanisms._exact_integer`): the discrete Laplace by
+1. ``new``: ppdinfer's samplers (:mod:`ppdinfer.mechanisms.exact_integer`): the discrete Laplace by
    one 64-bit word per group of a geometric's binary digits (two groups for rates above about 0.12),
    each compared with every threshold of its group's table in compiled code, and the discrete
    Gaussian by rejection in fixed-size batches of discrete Laplace candidates.
