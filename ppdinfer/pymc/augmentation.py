@@ -370,6 +370,18 @@ class PrivacyAugmentation(BlockedStep):
         ``("prior", "local")`` is the step before the release move (issue 26), whose sweeps moved J
         random pairs, twice the disjoint pairs of a sweep now.
 
+    See Also
+    --------
+    ppdinfer.pymc.sample : Assigns this step to every integer latent a release reads.
+    ppdinfer.pymc.ConjugateDirichlet : The exact draw of a Dirichlet integrated out of x's update.
+
+    References
+    ----------
+    .. [1] M. A. Tanner and W. H. Wong, "The calculation of posterior distributions by data augmentation,"
+        1987.
+    .. [2] J. Seeman, M. Reimherr and A. Slavkovic, "Formal privacy for partially private data,"
+        arXiv:2204.01102, 2022 (the privatized counts as latent data).
+
     Examples
     --------
     >>> import numpy as np
