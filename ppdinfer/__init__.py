@@ -10,7 +10,6 @@ from .inference import (
     BudgetWarning,
     ImportanceWarning,
     PPDModel,
-    SBCResult,
     exact_posterior,
     exchange_sample,
     importance_sample,
@@ -21,7 +20,6 @@ from .inference import (
     rejection_sample,
     resample,
     save,
-    sbc,
     summary,
     weighted_mean,
 )
@@ -32,6 +30,7 @@ from .privacy import (
     secret_posterior,
     secret_posterior_mc,
 )
+from .simulation_based_calibration import SBCResult, sbc
 
 __version__ = "0.1.0"
 

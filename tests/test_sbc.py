@@ -15,7 +15,7 @@ from scipy import stats
 
 import ppdinfer as pp
 from ppdinfer.inference.results import assemble, posterior_dataset
-from ppdinfer.inference.sbc import rank_bin_edges, rank_uniformity
+from ppdinfer.simulation_based_calibration import rank_bin_edges, rank_uniformity
 
 BETA_BINOMIAL = pp.PPDModel(
     pp.priors.Beta(2, 3), pp.generators.Binomial(30), pp.mechanisms.DiscreteLaplace(0.25), names="p"

@@ -6,7 +6,6 @@ from .importance import ImportanceWarning, importance_sample, resample, weighted
 from .model import PPDModel
 from .predictive import plot_posterior_predictive, posterior_predictive, posterior_predictive_pvalue
 from .rejection import BudgetWarning, rejection_sample
-from .sbc import SBCResult, sbc
 from .storage import load, save
 from .summary import summary
 
@@ -14,7 +13,6 @@ __all__ = [
     "BudgetWarning",
     "ImportanceWarning",
     "PPDModel",
-    "SBCResult",
     "exact_posterior",
     "exchange_sample",
     "importance_sample",
@@ -24,7 +22,6 @@ __all__ = [
     "posterior_predictive_pvalue",
     "rejection_sample",
     "resample",
-    "sbc",
     "save",
     "summary",
     "weighted_mean",

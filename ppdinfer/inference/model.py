@@ -154,7 +154,7 @@ class PPDModel:
 
     def simulate_x(self, theta: np.ndarray, z, rng: np.random.Generator) -> np.ndarray:
         """x draws as a 2-D array (B, d) for theta of shape (B, k)."""
-        x = np.asarray(self.simulate(_natural(self.unit_parameters(theta)), z, rng))
+        x = np.asarray(self.simulate(theta_as_given(self.unit_parameters(theta)), z, rng))
         if x.shape[0] != theta.shape[0]:
             raise ValueError(f"simulate returned {x.shape[0]} rows of x for {theta.shape[0]} values of theta")
         return x.reshape(theta.shape[0], -1)
@@ -179,7 +179,7 @@ class PPDModel:
         try:
             raw_theta = _raw_draws(self.prior, 2, rng, z)  # not 1: scipy squeezes a single draw
             theta = raw_theta.reshape(2, -1)
-            x = np.asarray(self.simulate(_natural(self.unit_parameters(theta)), z, rng))
+            x = np.asarray(self.simulate(theta_as_given(self.unit_parameters(theta)), z, rng))
         except KeyError as err:
             key = err.args[0] if err.args else None
             if key is None or key in (z or {}):
@@ -348,7 +348,7 @@ def theta_logpdf(distribution, theta: np.ndarray, z) -> np.ndarray:
     """log density of a prior-like ``distribution`` at theta of shape (B, k)."""
     if isinstance(distribution, _DIRICHLET_FROZEN):
         return _scipy_dirichlet_logpdf(distribution, theta)
-    arg = _natural(theta)
+    arg = theta_as_given(theta)
     out = distribution.logpdf(arg, z=z) if isinstance(distribution, Prior) else distribution.logpdf(arg)
     return np.asarray(out, dtype=float).reshape(theta.shape[0])
 
@@ -363,8 +363,14 @@ def _scipy_dirichlet_logpdf(distribution, theta: np.ndarray) -> np.ndarray:
     return out
 
 
-def _natural(theta: np.ndarray) -> np.ndarray:
-    """theta as user code expects it: (B,) for a scalar parameter, (B, k) otherwise."""
+def theta_as_given(theta: np.ndarray) -> np.ndarray:
+    """theta as user code expects it: (B,) for a scalar parameter, (B, k) otherwise.
+
+    Examples
+    --------
+    >>> theta_as_given(np.zeros((4, 1))).shape, theta_as_given(np.zeros((4, 2))).shape
+    ((4,), (4, 2))
+    """
     return theta[:, 0] if theta.shape[1] == 1 else theta
 
 

@@ -47,6 +47,7 @@ from ..kernels.augmentation import (
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import (  # noqa: F401  (the conjugate steps and graph helpers, where they were)
     FAMILIES,
+    LATENT_OPS,
     ConjugateBeta,
     ConjugateDirichlet,
     ConjugateGamma,
@@ -93,7 +94,7 @@ class AugmentationWarning(UserWarning):
     >>> import pymc as pm
     >>> from ppdinfer.mechanisms import Laplace
     >>> from ppdinfer.pymc import AugmentationWarning, Release
-    >>> from ppdinfer.pymc.sampling import privacy_latents
+    >>> from ppdinfer.pymc.augmentation import privacy_latents
     >>> with pm.Model() as model:
     ...     x = pm.NegativeBinomial("x", mu=3.0, alpha=2.0)
     ...     y = Release("y", Laplace(1.0), x, observed=2.5)
@@ -104,6 +105,56 @@ class AugmentationWarning(UserWarning):
     >>> caught[0].category is AugmentationWarning
     True
     """
+
+
+#: The observed releases a latent may feed.
+_RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
+
+
+def privacy_latents(model: pm.Model) -> list:
+    """Free integer variables that feed an observed release: a :class:`ppdinfer.pymc.Release`, a
+    ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
+    distribution (a ``pm.Normal`` written as the release).
+
+    Those with a Multinomial, Binomial or Poisson prior are returned (they get
+    :class:`PrivacyAugmentation`); for any other, an :class:`AugmentationWarning` names the variable,
+    since PyMC's generic Metropolis then updates it.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.augmentation import privacy_latents
+    >>> with pm.Model() as model:
+    ...     rate = pm.Gamma("rate", 2.0, 1.0, shape=3)
+    ...     x = pm.Poisson("x", rate * 10.0)
+    ...     y = Release("y", Gaussian(2.0), x, observed=[12.1, 30.4, 8.8])
+    >>> [rv.name for rv in privacy_latents(model)]
+    ['x']
+    """
+    latents = []
+    for rv in model.free_RVs:
+        if rv.type.dtype.startswith("float"):
+            continue
+        observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
+        if not observed:
+            continue
+        if isinstance(rv.owner.op, LATENT_OPS):
+            latents.append(rv)
+            continue
+        releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [
+            t.name for t in observed
+        ]
+        warnings.warn(
+            f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
+            f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
+            "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
+            "Poisson, Binomial or Multinomial prior",
+            AugmentationWarning,
+            stacklevel=3,
+        )
+    return latents
 
 
 def _plain_noise(op, release, x_rv, centre, params):

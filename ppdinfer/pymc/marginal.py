@@ -51,6 +51,7 @@ from pytensor.tensor.random.basic import (
 from scipy import special
 
 from ..mechanisms import discrete_gaussian_log_normalizer
+from .augmentation import privacy_latents
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family
 from .release import ReleaseRV
@@ -292,7 +293,7 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
 def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True) -> MarginalModel:
     r"""The model with every integer latent observed through additive noise summed out over a window.
 
-    Each latent x of :func:`ppdinfer.pymc.sampling.privacy_latents` must have a Poisson, Binomial or
+    Each latent x of :func:`ppdinfer.pymc.augmentation.privacy_latents` must have a Poisson, Binomial or
     NegativeBinomial prior (with ``conjugate``, a Gamma rate of a Poisson x or a Beta probability of a
     binomial x, one per coordinate and read by x alone, is integrated out with it) and one child: a release of x
     itself with additive noise of a constant scale. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
@@ -334,7 +335,6 @@ def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate:
     >>> [rv.name for rv in marginal.model.free_RVs], marginal.latents[0].family, marginal.latents[0].conjugate
     (['m'], 'gamma_poisson', 'rate')
     """
-    from .sampling import privacy_latents  # sampling imports this module
 
     model = pm.modelcontext(model)
     if not isinstance(conjugate, bool | np.bool_):

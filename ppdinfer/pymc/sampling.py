@@ -15,13 +15,11 @@ from pytensor.tensor.random.basic import DirichletRV
 
 from ._arguments import _check_sample_arguments
 from ._slice import SeparableSlice, separable_release
-from .augmentation import AugmentationWarning, PrivacyAugmentation
-from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
-from .families import FAMILIES, LATENT_OPS, dependents, latent_family, multinomial_child
+from .augmentation import _RELEASES, AugmentationWarning, PrivacyAugmentation, privacy_latents
+from .families import FAMILIES, dependents, latent_family, multinomial_child
 from .marginal import record_method, sum_out_if_chosen
 from .release import ReleaseRV
 
-_RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 #: True while :func:`sample` runs pm.sample (its steps are ppdinfer's; nothing to warn about)
 _IN_SAMPLE: ContextVar[bool] = ContextVar("ppdinfer_pymc_sample", default=False)
 #: PyMC's logger: the steps :func:`sample` assigns are reported beside PyMC's own "NUTS: [...]" lines
@@ -173,52 +171,6 @@ def gradient_free_steps(model: pm.Model, taken=()) -> list:
 
 if _PlainSampleCheck not in STEP_METHODS:
     STEP_METHODS.append(_PlainSampleCheck)
-
-
-def privacy_latents(model: pm.Model) -> list:
-    """Free integer variables that feed an observed release: a :class:`ppdinfer.pymc.Release`, a
-    ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
-    distribution (a ``pm.Normal`` written as the release).
-
-    Those with a Multinomial, Binomial or Poisson prior are returned (they get
-    :class:`PrivacyAugmentation`); for any other, an :class:`AugmentationWarning` names the variable,
-    since PyMC's generic Metropolis then updates it.
-
-    Examples
-    --------
-    >>> import pymc as pm
-    >>> from ppdinfer.mechanisms import Gaussian
-    >>> from ppdinfer.pymc import Release
-    >>> from ppdinfer.pymc.sampling import privacy_latents
-    >>> with pm.Model() as model:
-    ...     rate = pm.Gamma("rate", 2.0, 1.0, shape=3)
-    ...     x = pm.Poisson("x", rate * 10.0)
-    ...     y = Release("y", Gaussian(2.0), x, observed=[12.1, 30.4, 8.8])
-    >>> [rv.name for rv in privacy_latents(model)]
-    ['x']
-    """
-    latents = []
-    for rv in model.free_RVs:
-        if rv.type.dtype.startswith("float"):
-            continue
-        observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
-        if not observed:
-            continue
-        if isinstance(rv.owner.op, LATENT_OPS):
-            latents.append(rv)
-            continue
-        releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [
-            t.name for t in observed
-        ]
-        warnings.warn(
-            f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
-            f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
-            "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
-            "Poisson, Binomial or Multinomial prior",
-            AugmentationWarning,
-            stacklevel=3,
-        )
-    return latents
 
 
 def conjugate_dirichlets(model: pm.Model) -> list:

@@ -34,14 +34,14 @@ import xarray as xr
 from scipy import stats
 from tqdm import tqdm
 
-from ..rng import SeedLike, block_generator, root_seed
-from ..validation import positive_int, probability
-from .enumeration import exact_posterior
-from .importance import importance_sample
-from .model import PPDModel, _natural
-from .parallel import BlockPool
-from .rejection import BudgetWarning, rejection_sample
-from .results import assemble, posterior_dataset
+from .inference.enumeration import exact_posterior
+from .inference.importance import importance_sample
+from .inference.model import PPDModel, theta_as_given
+from .inference.parallel import BlockPool
+from .inference.rejection import BudgetWarning, rejection_sample
+from .inference.results import assemble, posterior_dataset
+from .rng import SeedLike, block_generator, root_seed
+from .validation import positive_int, probability
 
 #: Posterior draws L that the named samplers give each simulation unless ``draws`` says otherwise
 #: (L + 1 = 100 ranks split evenly into 5, 10 or 20 bins).
@@ -479,7 +479,7 @@ def _sbc_pymc(
     """:func:`sbc` of a function that builds a PyMC model from a release (see there)."""
     import pymc as pm
 
-    from ..pymc.sampling import privacy_latents
+    from .pymc.augmentation import privacy_latents
 
     if z is not None:
         raise ValueError("z is for a PPDModel; a PyMC builder holds its public information itself")
@@ -493,7 +493,7 @@ def _sbc_pymc(
     if isinstance(sampler, str):
         raise ValueError(f"sampler for a PyMC builder must be a callable like ppdinfer.pymc.sample, got {sampler!r}")
     if sampler is None:
-        from ..pymc import sample
+        from .pymc import sample
 
         sampler = functools.partial(
             sample, **PYMC_DEFAULTS, cores=1, progressbar=False, compute_convergence_checks=False
@@ -595,7 +595,7 @@ def rank_bin_edges(draws: int, bins: int) -> np.ndarray:
 
     Examples
     --------
-    >>> from ppdinfer.inference.sbc import rank_bin_edges
+    >>> from ppdinfer.simulation_based_calibration import rank_bin_edges
     >>> rank_bin_edges(99, 4)             # ranks 0..99: 25 in each bin
     array([  0,  25,  50,  75, 100])
     >>> rank_bin_edges(9, 3)              # ranks 0..9: 3, 3 and 4
@@ -639,7 +639,7 @@ def rank_uniformity(ranks, draws: int, bins: int) -> tuple[np.ndarray, np.ndarra
     Examples
     --------
     >>> import numpy as np
-    >>> from ppdinfer.inference.sbc import rank_uniformity
+    >>> from ppdinfer.simulation_based_calibration import rank_uniformity
     >>> statistic, p = rank_uniformity(np.arange(100), draws=99, bins=10)    # every rank once: flat
     >>> float(statistic), float(p)
     (0.0, 1.0)
@@ -696,7 +696,7 @@ def _shapes(model: PPDModel, z):
     checked by ``model.prepare``."""
     rng = np.random.default_rng(0)
     theta = model.unit_parameters(model.sample_prior(2, rng, z))  # what the data model sees
-    x = np.asarray(model.simulate(_natural(theta), z, rng))
+    x = np.asarray(model.simulate(theta_as_given(theta), z, rng))
     y, z, theta_shape, x_shape = model.prepare(model.mechanism.release(x[0], z, random_seed=rng), z)
     return z, theta_shape, x_shape, y
 
