@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from ppdinfer.case_studies.census_nmf import synthetic_pennsylvania
 from ppdinfer.case_studies.census_nmf.coverage import LocalPool, load_replicates, run_coverage
 from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
+from ppdinfer.census import synthetic_state
 from ppdinfer.reproduce import case_studies
 
 TINY = {"counties": ["Cameron"], "draws": 30, "tune": 30}
@@ -55,8 +55,8 @@ def test_coverage_is_the_same_on_one_and_two_workers_and_resumes(tmp_path):
 
 
 def test_synthetic_state_is_seeded_and_sized_like_pennsylvania():
-    geo, cells = synthetic_pennsylvania(["Fulton", "Potter"], random_seed=5)
-    again = synthetic_pennsylvania(["Fulton", "Potter"], random_seed=5)[1]
+    geo, cells = synthetic_state(["Fulton", "Potter"], random_seed=5)
+    again = synthetic_state(["Fulton", "Potter"], random_seed=5)[1]
     assert np.array_equal(cells, again) and cells.sum() == 14556 + 16396
     with pytest.raises(ValueError, match="counties"):
-        synthetic_pennsylvania(["Atlantis"])
+        synthetic_state(["Atlantis"])

@@ -15,7 +15,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "reproduce": ".pipeline",
-        **dict.fromkeys(["make_release", "synthetic_pennsylvania"], ".synthetic"),
+        "make_release": ".synthetic",
         "fit_release": ".analysis",
         **dict.fromkeys(["coverage_summary", "load_replicates", "run_coverage"], ".coverage"),
     },
@@ -38,5 +38,4 @@ __all__ = [
     "make_release",
     "reproduce",
     "run_coverage",
-    "synthetic_pennsylvania",
 ]
