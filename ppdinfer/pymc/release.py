@@ -186,22 +186,24 @@ def _check_release(name: str, mechanism, x, observed, z=None) -> None:
     a y whose shape is not ``mechanism.release_shape`` of x's (when x's shape is known without running
     the model); and an x that
     does not fit: a real-valued x of a discrete mechanism, a binomial latent with a non-integer n."""
+    if not isinstance(mechanism, Mechanism):
+        raise ValueError(f"mechanism must be a ppdinfer.mechanisms.Mechanism, got {mechanism!r}")
     y = np.asarray(observed.get_value() if hasattr(observed, "get_value") else observed)
     if not np.issubdtype(y.dtype, np.number) or not np.all(np.isfinite(y)):
         raise ValueError(f"Release {name!r}: observed must be finite numbers, got {y!r}")
-    if getattr(mechanism, "discrete", False) and np.any(y != np.round(y)):
+    if mechanism.discrete and np.any(y != np.round(y)):
         raise ValueError(
             f"Release {name!r}: the discrete mechanism {mechanism!r} releases integers, "
             f"but observed holds non-integer values (e.g. {y[y != np.round(y)].flat[0]!r})"
         )
-    reason = mechanism.impossible_release(y, z) if isinstance(mechanism, Mechanism) else None
+    reason = mechanism.impossible_release(y, z)
     if reason is not None:
         raise ValueError(f"Release {name!r}: y cannot be released whatever x is: {reason}")
     try:
-        resolvable_release(y, getattr(mechanism, "additive_noise", None))
+        resolvable_release(y, mechanism.additive_noise)
     except ValueError as err:
         raise ValueError(f"Release {name!r}: {err}") from None
-    if getattr(mechanism, "discrete", False):
+    if mechanism.discrete:
         integer_centre(x, f"Release {name!r} through the discrete mechanism {mechanism!r}")
     check_binomial_counts(x, f"Release {name!r}")
     x = pt.as_tensor_variable(x)
