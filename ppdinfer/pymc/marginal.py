@@ -293,7 +293,7 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
 def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True) -> MarginalModel:
     r"""The model with every integer latent observed through additive noise summed out over a window.
 
-    Each latent x of :func:`ppdinfer.pymc.augmentation.privacy_latents` must have a Poisson, Binomial or
+    Each latent x of ``ppdinfer.pymc.augmentation.privacy_latents`` must have a Poisson, Binomial or
     NegativeBinomial prior (with ``conjugate``, a Gamma rate of a Poisson x or a Beta probability of a
     binomial x, one per coordinate and read by x alone, is integrated out with it) and one child: a release of x
     itself with additive noise of a constant scale. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
@@ -506,8 +506,8 @@ class MarginalModel:
         return sum(latent.cells for latent in self.latents)
 
     def seconds_per_draw(self) -> float:
-        """The predicted seconds of one NUTS draw on the marginal model (:data:`MARGINAL_SECONDS_PER_DRAW` +
-        :data:`MARGINAL_SECONDS_PER_CELL` x cells)."""
+        """The predicted seconds of one NUTS draw on the marginal model (``MARGINAL_SECONDS_PER_DRAW`` +
+        ``MARGINAL_SECONDS_PER_CELL`` x cells)."""
         return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells
 
     def draw_latents(self, idata, random_seed=None):
@@ -608,8 +608,8 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
         t_\mathrm{augment} = c_\mathrm{step} + c_\mathrm{site}\, \mathrm{sweeps} \sum_x n_x,
 
     with W_x the window width and n_x the coordinates of latent x, and the constants
-    :data:`MARGINAL_SECONDS_PER_DRAW`, :data:`MARGINAL_SECONDS_PER_CELL`, :data:`AUGMENT_SECONDS_PER_STEP`,
-    :data:`AUGMENT_SECONDS_PER_SITE`
+    ``MARGINAL_SECONDS_PER_DRAW``, ``MARGINAL_SECONDS_PER_CELL``, ``AUGMENT_SECONDS_PER_STEP``,
+    ``AUGMENT_SECONDS_PER_SITE``
     measured on the hospital model (benchmarks/expert_alternatives.py). The cheaper one is chosen.
 
     Examples
@@ -691,9 +691,9 @@ def sample_marginal(marginal: MarginalModel, **kwargs):
 
 def _backend(marginal: MarginalModel, kwargs: dict) -> dict:
     """``kwargs`` with the NUTS backend and the chains' processes chosen for a short run: where a chain is predicted
-    to take less than :data:`PROCESS_START_SECONDS`, PyMC's own NUTS runs the chains one after the other (the same
+    to take less than ``PROCESS_START_SECONDS``, PyMC's own NUTS runs the chains one after the other (the same
     draws as in parallel: each chain has its own seed), and where no ``nuts_sampler`` is given and the whole run is
-    predicted below :data:`NUTPIE_COMPILE_SECONDS`, PyMC's own NUTS is used rather than PyMC's default (nutpie,
+    predicted below ``NUTPIE_COMPILE_SECONDS``, PyMC's own NUTS is used rather than PyMC's default (nutpie,
     where installed, whose compilation would dominate)."""
     kwargs = dict(kwargs)
     chains = int(kwargs.get("chains") or 2)
