@@ -10,6 +10,7 @@ from ppdinfer.case_studies.covid_pa import national
 from ppdinfer.case_studies.covid_pa.national import fit_months, synthetic_panel, z_scores
 from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
 from ppdinfer.case_studies.covid_pa.synthesis import LocalPool
+from ppdinfer.inference.diagnostics import ess_rhat
 
 pytestmark = pytest.mark.filterwarnings("ignore:Numba will use object mode")
 
@@ -134,7 +135,7 @@ def test_the_vectorized_diagnostics_are_arviz_s(chains, draws):
     x[..., 1] = np.round(x[..., 1] * 0.3)  # integer draws with many ties
     x[..., 2] = np.tile([1.0, -1.0], draws)[:draws]  # antithetic
     x[..., 3] += np.arange(chains)[:, None]  # chains apart
-    ess, rhat = national._diagnostics(x)
+    ess, rhat = ess_rhat(x)
     expected = arviz_stats.ess(x.transpose(2, 0, 1), method="bulk")
     np.testing.assert_allclose(ess, expected, rtol=1e-10)
     if chains > 1:

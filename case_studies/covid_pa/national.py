@@ -25,10 +25,9 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
-from scipy import special
-from scipy.fft import next_fast_len
 
 from ... import __version__
+from ...inference.diagnostics import ess_rhat
 from ...mechanisms import DiscreteLaplace
 from ...models import county_counts
 from ...validation import positive_finite, positive_int
@@ -256,7 +255,7 @@ def fit_month(panel: NationalPanel, t: int, config: dict) -> xr.Dataset:
         )
     posterior = idata["posterior"]
     draws = {name: posterior[name].values for name in ("share", "cases")}  # (chains, draws, J) each
-    ess, rhat = _diagnostics(np.concatenate([draws["share"], draws["cases"]], axis=2))
+    ess, rhat = ess_rhat(np.concatenate([draws["share"], draws["cases"]], axis=2))
     data = {}
     for index, (name, values) in enumerate(draws.items()):
         flat = values.reshape(-1, panel.n_counties)
@@ -271,80 +270,6 @@ def fit_month(panel: NationalPanel, t: int, config: dict) -> xr.Dataset:
         coords={"month": np.array([t], dtype=np.int32), "county": np.arange(panel.n_counties, dtype=np.int32)},
     )
     return rundir.stamp(dataset, config)
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """The ranks (1 to S, ties given their average) within each row of ``values`` (K, S), vectorized
-    over the rows: ``scipy.stats.rankdata(values, axis=1)``, several times faster on integer draws."""
-    order = np.argsort(values, axis=1)
-    ordered = np.take_along_axis(values, order, axis=1)
-    first = np.ones(values.shape, dtype=bool)  # the first of each run of ties in its sorted row
-    first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    starts = np.flatnonzero(first)
-    sizes = np.diff(starts, append=first.size)
-    ranks = np.empty(values.shape)
-    average = np.repeat(starts % values.shape[1] + (sizes + 1) / 2, sizes).reshape(values.shape)
-    np.put_along_axis(ranks, order, average, axis=1)
-    return ranks
-
-
-def _normal_scores(split: np.ndarray) -> np.ndarray:
-    """Rank normalization per variable of split chains (K, chains, n): Blom's scores Phi^-1((r - 3/8) /
-    (S + 1/4)) of the pooled ranks r of the S draws."""
-    pooled = split.reshape(split.shape[0], -1)
-    return special.ndtri((_average_ranks(pooled) - 0.375) / (pooled.shape[1] + 0.25)).reshape(split.shape)
-
-
-def _diagnostics(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(bulk ESS, rank-normalized split R-hat) of every variable of draws (chains, n, K) as ``arviz.ess``
-    and ``arviz.rhat`` compute them (Vehtari et al. 2021), vectorized over the variables (which ArviZ
-    loops over in Python: 20 s for the 6,000 variables of a national month). R-hat is NaN for one chain."""
-    half = draws.shape[1] // 2
-    split = np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half :]], axis=0).transpose(2, 0, 1)
-    z = _normal_scores(split)
-    if draws.shape[0] > 1:
-        median = np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None]
-        rhat = np.fmax(_rhat(z), _rhat(_normal_scores(np.abs(split - median))))  # bulk and tail
-    else:
-        rhat = np.full(split.shape[0], np.nan)
-    return _ess(z, constant=np.ptp(draws, axis=(0, 1)) < np.finfo(float).resolution), rhat
-
-
-def _rhat(z: np.ndarray) -> np.ndarray:
-    n = z.shape[2]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        between_over_within = n * z.mean(axis=2).var(axis=1, ddof=1) / z.var(axis=2, ddof=1).mean(axis=1)
-    return np.sqrt((between_over_within + n - 1) / n)
-
-
-def _ess(z: np.ndarray, constant: np.ndarray) -> np.ndarray:
-    """ESS of each variable of z (K, chains, n): autocorrelations pooled over the chains, summed in
-    pairs up to the first non-positive pair (Geyer's initial positive sequence) and made monotone."""
-    n_vars, chains, n = z.shape
-    means = z.mean(axis=2)
-    centred = z - means[..., None]
-    spectrum = np.fft.rfft(centred, n=next_fast_len(2 * n), axis=2)
-    acov = np.fft.irfft(spectrum * np.conjugate(spectrum), axis=2)[..., :n] / n
-    mean_var = acov[..., 0].mean(axis=1) * n / (n - 1)
-    var_plus = mean_var * (n - 1) / n + (means.var(axis=1, ddof=1) if chains > 1 else 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = 1 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
-    rho[:, 0] = 1.0
-    last_pair = max((n - 3) // 2, 0)  # the pairs (rho_2k, rho_2k+1) examined: k = 0, ..., last_pair
-    pairs = rho[:, : 2 * last_pair + 2].reshape(n_vars, -1, 2)
-    sums = pairs.sum(axis=2)
-    stop = np.where((sums <= 0).any(axis=1), np.argmax(sums <= 0, axis=1), last_pair)
-    kept = np.arange(sums.shape[1]) < stop[:, None]
-    monotone = np.minimum.accumulate(np.where(kept, sums, np.inf), axis=1)
-    rows = np.arange(n_vars)
-    even = pairs[rows, stop, 0]
-    tail = np.where(stop == 0, 1.0, np.where((sums[rows, stop] >= 0) | (even > 0), even, 0.0))
-    tau = -1 + 2 * np.where(kept, monotone, 0.0).sum(axis=1) + tail
-    size = chains * n
-    ess = size / np.maximum(tau, 1 / np.log10(size))
-    ess[np.isnan(rho).any(axis=1)] = np.nan
-    ess[constant] = size
-    return ess
 
 
 def _run_month(panel: NationalPanel, t: int, config: dict, folder: Path) -> int:

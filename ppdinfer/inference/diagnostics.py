@@ -93,8 +93,8 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     """Bulk ESS and rank-normalized split R-hat of every variable of ``draws`` (chain, draw, ...).
 
     The same numbers as ``arviz.ess(..., method="bulk")`` and ``arviz.rhat(..., method="rank")``,
-    vectorized over the variables (``block`` variables at a time). A constant variable gets ESS =
-    chains x draws and R-hat NaN, as in ArviZ; R-hat is NaN for one chain.
+    vectorized over the variables (``block`` variables at a time). A constant variable gets the ESS
+    of all the split draws (chains x 2 floor(draws / 2)), as in ArviZ; R-hat is NaN for one chain.
 
     Parameters
     ----------
@@ -128,15 +128,14 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     for start in range(0, flat.shape[2], block):
         part = flat[:, :, start : start + block].astype(float)
         split = np.concatenate([part[:, :half], part[:, n - half :]], axis=0).transpose(2, 0, 1)
-        constant = np.ptp(split.reshape(split.shape[0], -1), axis=1) == 0
+        constant = np.ptp(split.reshape(split.shape[0], -1), axis=1) < np.finfo(float).resolution
         z = _scores(split)
         e = _ess(z)
-        e[constant] = chains * n
+        e[constant] = 2 * chains * half  # the split draws, as ArviZ counts them
         ess[start : start + block] = e
         if chains > 1:
             median = np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None]
             r = np.fmax(_split_rhat(z), _split_rhat(_scores(np.abs(split - median))))
-            r[constant] = np.nan
         else:
             r = np.full(split.shape[0], np.nan)
         rhat[start : start + block] = r
