@@ -42,6 +42,28 @@ def _uniform(state):
 
 
 @njit(cache=True, nogil=True)
+def _exp_relative(line, count, best):
+    """line[:count] = exp(line[:count] - best) in place; returns their sum."""
+    total = 0.0
+    for t in range(count):
+        line[t] = math.exp(line[t] - best)
+        total += line[t]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _pick(line, count, total, rng):
+    """An index t < count drawn with probability line[t] / total (one uniform)."""
+    pick = _uniform(rng) * total
+    running = 0.0
+    for t in range(count):
+        running += line[t]
+        if pick < running:
+            return t
+    return count - 1
+
+
+@njit(cache=True, nogil=True)
 def _below(state, n):
     out = int(_uniform(state) * n)
     return n - 1 if out >= n else out
@@ -285,17 +307,8 @@ def _line_draw(
             line[t + 1 - lo] = value
             if value > best:
                 best = value
-        total = 0.0
-        for t in range(hi - lo + 1):
-            line[t] = math.exp(line[t] - best)
-            total += line[t]
-    pick = _uniform(rng) * total
-    running = 0.0
-    for t in range(hi - lo + 1):
-        running += line[t]
-        if pick < running:
-            return lo + t
-    return hi
+        total = _exp_relative(line, hi - lo + 1, best)
+    return lo + _pick(line, hi - lo + 1, total, rng)
 
 
 @njit(cache=True, nogil=True)
@@ -369,17 +382,8 @@ def _spread_move(
         line[t - lo] = value
         if value > best:
             best = value
-    total = 0.0
-    for t in range(hi - lo + 1):
-        line[t] = math.exp(line[t] - best)
-        total += line[t]
-    pick_u = _uniform(rng) * total
-    running = 0.0
-    for t in range(hi - lo + 1):
-        running += line[t]
-        if pick_u < running:
-            return lo + t, n_touched
-    return hi, n_touched
+    total = _exp_relative(line, hi - lo + 1, best)
+    return lo + _pick(line, hi - lo + 1, total, rng), n_touched
 
 
 @njit(cache=True, nogil=True)
