@@ -106,6 +106,26 @@ def test_spread_moves_match_enumeration_with_three_categories():
     check_against(tree, tables, weights / weights.sum())
 
 
+def test_share_weighted_and_nearby_partners_match_enumeration_over_three_leaves():
+    # uneven shares make the partner weights uneven; three leaves under one invariant make the
+    # class partners of other leaves (nearby or anywhere) move mass between leaves; spread moves on
+    geo = Geography(["t", "b0", "b1", "b2"], [None, "t", "t", "t"])
+    q = census_queries(geo, TableSpec(("a", "b", "c")), {"level1": ["total", "detailed"]})
+    mech = NoisyMeasurements(q.matrix, 1.5, invariants=q.unit_invariants(["t"], [6]))
+    y = mech.release([2, 0, 1, 1, 0, 0, 1, 1, 0], random_seed=8)
+    tables = np.array([t for t in itertools.product(range(7), repeat=9) if sum(t) == 6]).reshape(-1, 3, 3)
+    fixed = {**FIXED, "shares": [0.7, 0.05, 0.25]}
+    prior = CellPrior(q)
+    logp = np.array([hierarchical_log_prior(t, prior, **fixed) + mech.logpdf(y, t.ravel())[0] for t in tables])
+    weights = np.exp(logp - logp.max())
+    tree = sample_cells(
+        q, mech, y, draws=6000, tune=300, random_seed=14, learn=False, hyperparameters=fixed, progressbar=False,
+        partners=(0.3, 0.2),
+    )  # fmt: skip
+    assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 6).all()
+    check_against(tree, tables, weights / weights.sum())
+
+
 def synthetic(seed=0):
     rng = np.random.default_rng(seed)
     units, parents = ["s", "c1", "c2"], [None, "s", "s"]

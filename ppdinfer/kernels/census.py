@@ -64,6 +64,24 @@ def _pick(line, count, total, rng):
 
 
 @njit(cache=True, nogil=True)
+def _weighted_other(weights, skip, rng):
+    """A category k != skip drawn with probability proportional to weights[k] (skip < 0: any category)."""
+    total = 0.0
+    for k in range(weights.size):
+        if k != skip:
+            total += weights[k]
+    pick = _uniform(rng) * total
+    last = -1
+    for k in range(weights.size):
+        if k != skip:
+            last = k
+            pick -= weights[k]
+            if pick < 0.0:
+                return k
+    return last
+
+
+@njit(cache=True, nogil=True)
 def _below(state, n):
     out = int(_uniform(state) * n)
     return n - 1 if out >= n else out
@@ -313,33 +331,29 @@ def _line_draw(
 
 @njit(cache=True, nogil=True)
 def _spread_move(
-    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, shift, stamp, touched,
-    tick, others, line, rng,
+    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, order, shift, stamp,
+    touched, tick, others, line, rng,
 ):  # fmt: skip
-    """A Gibbs draw along n + t (m e_i - sum_{j in S} e_j), S: m other categories of i's leaf drawn at random.
+    """A Gibbs draw along n + t (m e_i - sum_{j in S} e_j), S: the m other categories of i's leaf of largest beta.
 
     Cell i moves m at a time while m cells of its leaf give one each, so the leaf's total and every
     invariant of the leaf's class stay, and a rare cell can jump between 0 and a bump of m or more
     people, which no pair move crosses cheaply (a pair's partner would absorb it all in its own
-    queries). S: the m categories other than i's of largest beta_{g,k} (the largest shares, rarely
-    empty cells), a choice fixed by the hyperparameters, not by the cells. t is drawn from the exact conditional on a window of 5 states holding t = 0 at a
-    uniform offset. Returns t (0: no move).
+    queries). S is read from ``order`` (the group's categories by decreasing beta, fixed during the
+    sweep), never from the cells. t is drawn from the exact conditional on a window of 5 states
+    holding t = 0 at a uniform offset: the prior by ratios of neighbouring states, the likelihood
+    as a quadratic in t for Gaussian noise. Returns (t, the number of touched queries); t = 0: no move.
     """
     li = i // K
     ki = i - li * K
     g = leaf_group[li]
-    for r in range(m):  # the m other categories of largest beta_{g,k} (fixed during the sweep): rarely empty
-        top = -1
-        for k in range(K):
-            if k == ki:
-                continue
-            taken = False
-            for u in range(r):
-                if others[u] == li * K + k:
-                    taken = True
-            if not taken and (top < 0 or beta[g, k] > beta[g, top]):
-                top = k
-        others[r] = li * K + top
+    r = 0
+    for u in range(K):
+        if r == m:
+            break
+        if order[g, u] != ki:
+            others[r] = li * K + order[g, u]
+            r += 1
     offset = _below(rng, 5)
     for r in range(m):
         if cell_class[others[r]] != cell_class[i]:
@@ -357,8 +371,9 @@ def _spread_move(
                 shift[q] = coef
                 touched[n_touched] = q
                 n_touched += 1
+    ni = cells[i]
     lo, hi = -offset, 4 - offset
-    low_i = -(cells[i] // m)  # n_i + m t >= 0
+    low_i = -(ni // m)  # n_i + m t >= 0
     if low_i > lo:
         lo = low_i
     for c in range(m):
@@ -366,20 +381,39 @@ def _spread_move(
             hi = cells[others[c]]
     if hi - lo < 1:
         return 0, n_touched
-    best = -np.inf
-    for t in range(lo, hi + 1):
-        value = 0.0
-        for c in range(m + 1):
-            cell = i if c == 0 else others[c - 1]
-            coef = m if c == 0 else -1
-            n_new = cells[cell] + coef * t
-            value += _cell_h(n_new, beta[g, cell - li * K])
+    slope = 0.0
+    curve = 0.0
+    if power == 2:
         for u in range(n_touched):
             q = touched[u]
             sq = shift[q]
             if sq != 0:
-                value += _query_ll(y[q], values[q] + t * sq, rate[q], power)
-        line[t - lo] = value
+                slope += 2.0 * rate[q] * sq * (y[q] - values[q])
+                curve += rate[q] * sq * sq
+    bi = beta[g, ki]
+    value = 0.0  # the log conditional of state t relative to state lo, built upward from lo
+    best = 0.0
+    line[0] = 0.0
+    for t in range(lo, hi):  # log ratio of state t + 1 to state t
+        ratio = 1.0
+        base = ni + m * t
+        for s_ in range(m):
+            ratio *= (base + s_ + bi) / (base + s_ + 1.0)
+        for c in range(m):
+            nj = cells[others[c]] - t
+            ratio *= nj / (nj - 1.0 + beta[g, others[c] - li * K])
+        value += math.log(ratio)
+        if power == 2:
+            value += slope - curve * (2.0 * t + 1.0)
+        else:
+            for u in range(n_touched):
+                q = touched[u]
+                sq = shift[q]
+                if sq != 0:
+                    value += _query_ll(y[q], values[q] + (t + 1) * sq, rate[q], power) - _query_ll(
+                        y[q], values[q] + t * sq, rate[q], power
+                    )
+        line[t + 1 - lo] = value
         if value > best:
             best = value
     total = _exp_relative(line, hi - lo + 1, best)
@@ -434,6 +468,9 @@ def census_sweeps(
     p_sibling=0.35,
     p_spread=0.0,
     spread_max=6,
+    p_floor=1.0,
+    p_near=0.0,
+    near=64,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
@@ -445,6 +482,7 @@ def census_sweeps(
     (step sizes adapted during ``tune``). ``log_phi`` is a one-element array. Returns the sweeps run.
     """
     n_cells = cells.size
+    n_leaves = n_cells // K
     n_groups = log_beta.shape[0]
     n_parents = log_mean.size
     tick = scratch_stamp.max() + 1
@@ -454,7 +492,13 @@ def census_sweeps(
     beta_sum = np.empty(n_groups)
     for g in range(n_groups):
         beta_sum[g] = beta[g].sum()
+    weights = np.empty((n_groups, K))
+    order = np.empty((n_groups, K), dtype=np.int64)
     for sweep in range(first, first + count):
+        for g in range(n_groups):  # partner weights and categories by share (both fixed during the sweep)
+            for k in range(K):
+                weights[g, k] = beta[g, k] / beta_sum[g] + p_floor
+            order[g] = np.argsort(-beta[g])
         accepted = 0
         attempted = 0
         phi = math.exp(log_phi[0])
@@ -463,7 +507,7 @@ def census_sweeps(
                 m = 2 + _below(rng, min(spread_max, K - 1) - 1)
                 tick += 1
                 d, n_touched = _spread_move(
-                    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group,
+                    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, order,
                     scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
                 )  # fmt: skip
                 if d != 0:
@@ -484,10 +528,7 @@ def census_sweeps(
                 if kind < p_leaf or (c < 0 and kind < 0.5 + p_leaf):
                     if K < 2:
                         continue
-                    k2 = _below(rng, K - 1)  # another category of the same leaf
-                    if k2 >= i - li0 * K:
-                        k2 += 1
-                    j = li0 * K + k2
+                    j = li0 * K + _weighted_other(weights[leaf_group[li0]], i - li0 * K, rng)
                 elif kind < p_leaf + p_sibling or c < 0:
                     p0 = leaf_parent[li0]
                     m = parent_ptr[p0 + 1] - parent_ptr[p0]
@@ -501,9 +542,22 @@ def census_sweeps(
                     size = class_ptr[c + 1] - class_ptr[c]
                     if size < 2:
                         continue
-                    j = class_cells[class_ptr[c] + _below(rng, size - 1)]
-                    if j == i:
-                        j = class_cells[class_ptr[c + 1] - 1]
+                    lj0 = -1
+                    if _uniform(rng) < p_near:  # a leaf at most ``near`` places away (in cache), if of i's class
+                        lj0 = li0 + 1 + _below(rng, near)
+                        if _uniform(rng) < 0.5:
+                            lj0 = li0 - 1 - _below(rng, near)
+                        if lj0 < 0 or lj0 >= n_leaves or cell_class[lj0 * K] != c:
+                            lj0 = -1
+                    if lj0 < 0:
+                        j = class_cells[class_ptr[c] + _below(rng, size - 1)]
+                        if j == i:
+                            j = class_cells[class_ptr[c + 1] - 1]
+                        lj0 = j // K
+                    if (
+                        lj0 != li0
+                    ):  # another leaf of the class: its category by the weights (a leaf's cells share a class)
+                        j = lj0 * K + _weighted_other(weights[leaf_group[lj0]], -1, rng)
                 if cell_class[j] != c:
                     continue
             attempted += 1
