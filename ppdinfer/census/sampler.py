@@ -240,6 +240,21 @@ def _initial_cells(census, mechanism, y):
     return _repair(cells, A, a)
 
 
+def _spread_candidates(queries, y: np.ndarray, sigmas: np.ndarray) -> np.ndarray:
+    """Cells a spread move may help: those without a query of their own (a row counting that cell
+    alone), and those whose own measurement is at least half a noise sd above zero (a cell whose
+    own count reads near or below 0 has no bump for a spread move to reach). The choice reads the
+    release only, never the cells, so the moves stay exact; it only saves the moves that would not move."""
+    rows = queries.tocsr()
+    single = np.flatnonzero(np.diff(rows.indptr) == 1)
+    own = rows.indices[rows.indptr[single]]
+    candidate = np.ones(rows.shape[1], dtype=bool)
+    low = y[single] < 0.5 * sigmas[single]
+    candidate[own[low]] = False
+    candidate[own[~low]] = True  # a cell with several own queries is a candidate when any of them reads high
+    return candidate
+
+
 def _csr(groups: np.ndarray, n: int):
     order = np.argsort(groups, kind="stable").astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n))]).astype(np.int64)
@@ -443,6 +458,7 @@ def sample_cells(
     parent_ptr, parent_leaves = _csr(prior.leaf_parent.astype(np.int64), prior.n_parents)
     group_ptr, group_leaves = _csr(prior.leaf_group.astype(np.int64), prior.n_groups)
     y_f = y.astype(float)
+    spread_cells = _spread_candidates(mechanism.queries, y_f, mechanism.sigmas)
     seeds = root_seed(random_seed).spawn(chains)
     n_sweeps = tune + draws * thin
     outputs, states = [], []
@@ -496,7 +512,7 @@ def sample_cells(
                 s["log_beta"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
                 group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["phi"], o["mean"],
                 o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"], float(window), float(local), hyper_rounds, p_leaf, p_sibling,
-                float(spread), 6, float(partner_floor), 0.8,
+                float(spread), 6, float(partner_floor), 0.8, 64, spread_cells,
             )  # fmt: skip
             done[c] += count
             with lock:

@@ -461,23 +461,27 @@ def census_sweeps(
     scratch_shift,
     scratch_stamp,
     scratch_touched,
-    window=0.0,
-    p_local=1.0,
-    hyper_rounds=1,
-    p_leaf=0.25,
-    p_sibling=0.35,
-    p_spread=0.0,
-    spread_max=6,
-    p_floor=1.0,
-    p_near=0.0,
-    near=64,
+    window,
+    p_local,
+    hyper_rounds,
+    p_leaf,
+    p_sibling,
+    p_spread,
+    spread_max,
+    p_floor,
+    p_near,
+    near,
+    spread_cells,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
-    A sweep visits every cell once: a Gibbs draw along the line of a paired move (a partner j: another
-    category of the same leaf, the same category of a sibling leaf, or any cell of its invariant
-    class; j must share i's class) or, for a cell under no invariant, half the time along its own
-    axis, over a randomly placed window of ``kmax`` + 1 states; then, when ``learn``, random-walk
+    A sweep visits every cell once: first, with probability ``p_spread`` for a ``spread_cells`` cell
+    of a category with beta < 1, a spread move (m in 2..``spread_max``); then a Gibbs draw along the
+    line of a paired move (a partner j: another category of the same leaf, the same category of a
+    sibling leaf, or a cell of another leaf of its invariant class, with probability ``p_near`` one
+    at most ``near`` leaves away; categories by the group's share + ``p_floor``; j must share i's
+    class) or, for a cell under no invariant, half the time along its own axis (``_line_draw``'s
+    wide or local window, ``window`` and ``p_local``); then, when ``learn``, ``hyper_rounds`` of random-walk
     Metropolis on log phi, each parent's log mean size and each group's log beta_k one at a time
     (step sizes adapted during ``tune``). ``log_phi`` is a one-element array. Returns the sweeps run.
     """
@@ -503,7 +507,13 @@ def census_sweeps(
         attempted = 0
         phi = math.exp(log_phi[0])
         for i in range(n_cells):
-            if p_spread > 0.0 and K > 2 and beta[leaf_group[i // K], i % K] < 1.0 and _uniform(rng) < p_spread:
+            if (
+                p_spread > 0.0
+                and K > 2
+                and spread_cells[i]
+                and beta[leaf_group[i // K], i % K] < 1.0
+                and _uniform(rng) < p_spread
+            ):
                 m = 2 + _below(rng, min(spread_max, K - 1) - 1)
                 tick += 1
                 d, n_touched = _spread_move(
