@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from ppdinfer.case_studies.census_nmf.analysis import randomized_coverage
 from ppdinfer.case_studies.census_nmf.coverage import LocalPool, load_replicates, run_coverage
 from ppdinfer.case_studies.covid_pa.results_dir import ResultsError
 from ppdinfer.census import synthetic_state
@@ -23,7 +24,7 @@ def test_quick_run_writes_the_report_with_numbers_and_figures(tmp_path):
     claims = text.split("## Claims")[1].split("\n\n")[1].splitlines()
     assert claims[0].startswith("| claim | measured | verdict")
     rows = claims[2:]
-    assert len(rows) == 10  # 4 coverage claims, 6 RMSE claims
+    assert len(rows) == 14  # 4 coverage claims, 4 of the randomized intervals, 6 RMSE claims
     for row in rows:
         measured, verdict = row.split(" | ")[-2:]
         assert re.search(r"\d\.\d{3}", measured), row
@@ -32,6 +33,23 @@ def test_quick_run_writes_the_report_with_numbers_and_figures(tmp_path):
         assert (report.parent / figure).stat().st_size > 10_000
         assert f"]({figure})" in text
     assert "RMSE posterior" in text and "majority-minority" in text
+
+
+def test_randomized_intervals_cover_ninety_percent_of_truths_drawn_from_a_discrete_posterior():
+    # a posterior on a few integers (Poisson 0.7: 50 % at 0): the closed integer range between its 5 %
+    # and 95 % quantiles holds more than 90 % of it, the randomized interval exactly 90 %
+    rng = np.random.default_rng(3)
+    draws = rng.poisson(0.7, size=(20_000, 1))
+    truths = rng.poisson(0.7, size=(50_000, 1))
+    lo, hi = np.quantile(draws, [0.05, 0.95])
+    closed = ((truths >= lo) & (truths <= hi)).mean()
+    randomized = np.mean([randomized_coverage(draws, t) for t in range(8)], axis=1).ravel()
+    expected = float(np.bincount(truths.ravel(), minlength=8)[:8] @ randomized / truths.size)
+    assert closed > 0.95
+    assert abs(expected - 0.90) < 0.01
+    # a truth the draws never reach is never covered; one inside the interval always is
+    assert randomized_coverage(draws, np.array([40]))[0] == 0.0
+    assert randomized_coverage(rng.poisson(50, size=(5_000, 1)), np.array([50]))[0] == 1.0
 
 
 def test_coverage_is_the_same_on_one_and_two_workers_and_resumes(tmp_path):

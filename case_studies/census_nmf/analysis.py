@@ -24,7 +24,16 @@ import pandas as pd
 from ...census import gls_estimate, sample_cells, topdown_estimate
 from .synthetic import CensusRelease, aggregate
 
-__all__ = ["ESTIMATORS", "SIZE_CLASSES", "Z90", "cell_frame", "error_table", "fit_release", "split_rhat"]
+__all__ = [
+    "ESTIMATORS",
+    "SIZE_CLASSES",
+    "Z90",
+    "cell_frame",
+    "error_table",
+    "fit_release",
+    "randomized_coverage",
+    "split_rhat",
+]
 
 Z90 = 1.6448536269514722
 ESTIMATORS = ("posterior", "gls", "topdown")
@@ -53,11 +62,43 @@ def split_rhat(draws: np.ndarray) -> np.ndarray:
         return np.where(within > 0, np.sqrt(((n - 1) / n * within + between / n) / within), np.nan)
 
 
-def _posterior_summary(cells: np.ndarray, geo, level: str, chunk: int = 400):
-    """Mean, 5 % and 95 % quantiles and max split R-hat of the unit-summed draws, level by level."""
+def randomized_coverage(draws: np.ndarray, truth: np.ndarray, level: float = 0.9) -> np.ndarray:
+    """The probability that the randomized equal-tailed ``level`` interval of integer draws covers ``truth``.
+
+    With F the draws' distribution function, the truth's randomized PIT is uniform on [F(t - 1), F(t)]
+    (Czado, Gneiting & Held 2009) and the interval covers it when the PIT falls in [(1 - level) / 2,
+    (1 + level) / 2]: this returns that chance, the share of [F(t - 1), F(t)] inside (a point mass
+    F(t - 1) = F(t) is covered or not). Unlike the closed integer range between two quantiles, which
+    holds more than ``level`` of a discrete posterior (all of it for a cell that is 0 in every draw),
+    the randomized interval holds exactly ``level``, so a calibrated posterior covers ``level`` of
+    the time.
+
+    ``draws``: (n, ...) integer draws; ``truth``: the true values, shaped like one draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draws = np.repeat(np.arange(10), 10)[:, None]       # uniform on 0..9
+    >>> randomized_coverage(draws, np.array([0])), randomized_coverage(draws, np.array([5]))
+    (array([0.5]), array([1.]))
+    """
+    draws = np.asarray(draws)
+    truth = np.asarray(truth)
+    below = (draws < truth).mean(axis=0)
+    at_most = (draws <= truth).mean(axis=0)
+    low, high = (1 - level) / 2, (1 + level) / 2
+    overlap = np.clip(np.minimum(at_most, high) - np.maximum(below, low), 0.0, None)
+    width = at_most - below
+    point = ((below >= low) & (below <= high)).astype(float)
+    return np.where(width > 0, overlap / np.where(width > 0, width, 1.0), point)
+
+
+def _posterior_summary(cells: np.ndarray, geo, level: str, truth: np.ndarray, chunk: int = 400):
+    """Mean, 5 % and 95 % quantiles, randomized coverage of ``truth`` and max split R-hat of the
+    unit-summed draws, level by level."""
     chains, draws = cells.shape[:2]
     units = geo.level(level)
-    out = {key: [] for key in ("mean", "lo", "hi", "mass", "rhat")}
+    out = {key: [] for key in ("mean", "lo", "hi", "mass", "cover", "rhat")}
     for start in range(0, units.size, chunk):
         part = units[start : start + chunk]
         lo_leaf, hi_leaf = geo.leaf_start[part[0]], geo.leaf_stop[part[-1]]
@@ -69,6 +110,7 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, chunk: int = 400):
         out["lo"].append(lo)
         out["hi"].append(hi)
         out["mass"].append(((flat >= lo) & (flat <= hi)).mean(axis=0))  # the draws' share inside [lo, hi]
+        out["cover"].append(randomized_coverage(flat, truth[start : start + chunk]))
         out["rhat"].append(split_rhat(summed))
     return {key: np.concatenate(value) for key, value in out.items()}
 
@@ -101,7 +143,8 @@ def fit_release(
     -------
     cells : DataFrame
         One row per (level, unit, cell): truth, post_mean, post_lo, post_hi, post_mass (the share of the
-        draws inside [post_lo, post_hi]: at least 0.9, more for integer cells near 0), post_rhat, gls, gls_sd,
+        draws inside [post_lo, post_hi]: at least 0.9, more for integer cells near 0), post_cover (the
+        chance that the randomized 90 % interval covers the truth: :func:`randomized_coverage`), post_rhat, gls, gls_sd,
         gls_lo, gls_hi, topdown.
     tracts : DataFrame
         One row per tract: true Hispanic share and majority-minority indicator; the posterior's
@@ -142,7 +185,7 @@ def fit_release(
     frames = []
     for level in SUMMARY_LEVELS:
         units = geo.level(level)
-        post = _posterior_summary(draws_cells, geo, level)
+        post = _posterior_summary(draws_cells, geo, level, setup.level_truth(level))
         covariance = gls.unit_covariance[units]
         sd = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))
         estimate = gls.unit_estimate[units]
@@ -158,6 +201,7 @@ def fit_release(
                     "post_lo": post["lo"].ravel(),
                     "post_hi": post["hi"].ravel(),
                     "post_mass": post["mass"].ravel(),
+                    "post_cover": post["cover"].ravel(),
                     "post_rhat": post["rhat"].ravel(),
                     "gls": estimate.ravel(),
                     "gls_sd": sd.ravel(),

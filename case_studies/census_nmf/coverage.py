@@ -30,7 +30,7 @@ from .synthetic import make_release
 __all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
 
 #: The per-cell quantities a replicate file keeps (the truth and the units are in every file too).
-CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "post_mass", "gls", "gls_lo", "gls_hi", "topdown")
+CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "post_mass", "post_cover", "gls", "gls_lo", "gls_hi", "topdown")
 TRACT_COLUMNS = ("post_prob", "gls_prob", "topdown_prob", "post_share_lo", "post_share_hi")
 #: One release at a time in a process. The exact discrete Gaussian sampler keeps module-level state (its
 #: interval arithmetic's precision); once, replicates redone on two threads of one process differed from
@@ -183,7 +183,8 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
         Indexed by (level, size): cells (per replicate), replicates, coverage of the posterior and GLS
         90 % intervals with binomial standard errors (over all replicate x cell pairs) and replicate
         standard errors (the sd of the per-replicate coverage / sqrt(R), which allows for cells of one
-        release being correlated); RMSE and bias of the three estimators, and the ratio
+        release being correlated); the same for the posterior's randomized 90 % intervals
+        (``coverage_randomized``: :func:`.analysis.randomized_coverage`); RMSE and bias of the three estimators, and the ratio
         RMSE(posterior) / RMSE(GLS) with its replicate standard error.
     per_replicate : DataFrame
         The same quantities for each replicate (coverage and RMSE).
@@ -224,6 +225,15 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
                 row[f"se_replicate_{name}"] = float(rate.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
             # the share of the draws inside the posterior's interval (absent from files of earlier versions)
             row["mass_posterior"] = float(data["post_mass"].values[:, mask].mean()) if "post_mass" in data else np.nan
+            # the randomized interval's chance of covering (exactly 90 % posterior mass; absent from earlier files)
+            if "post_cover" in data:
+                cover = data["post_cover"].values[:, mask]
+                p = float(cover.mean())
+                row["coverage_randomized"] = p
+                row["se_binomial_randomized"] = float(np.sqrt(p * (1 - p) / (n * R)))
+                row["se_replicate_randomized"] = (
+                    float(cover.mean(axis=1).std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+                )
             rmse = {name: np.sqrt((error[:, mask] ** 2).mean(axis=1)) for name, error in errors.items()}
             for name, error in errors.items():
                 row[f"rmse_{name}"] = float(np.sqrt((error[:, mask] ** 2).mean()))

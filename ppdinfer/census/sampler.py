@@ -280,7 +280,7 @@ def sample_cells(
     progressbar: bool = True,
     window: float = 4.0,
     local: float = 0.05,
-    hyper_rounds: int = 3,
+    hyper_rounds: int = 2,
     partners: tuple = (0.6, 0.25),
     spread: float = 1.0,
     partner_floor: float = 0.005,
