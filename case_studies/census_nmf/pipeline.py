@@ -31,12 +31,13 @@ QUICK = {
     "draws": 400,
     "tune": 400,
 }
-#: The full run: all 67 counties (about 140,000 cells), 200 replicates of four small counties.
+#: The full run: all 67 counties (about 140,000 cells; the state fit of benchmarks/census_nmf.py, whose
+#: every cell has a bulk ESS of at least 400), 200 replicates of four small counties.
 FULL = {
     "state_counties": None,
-    "state_draws": 300,
-    "state_tune": 600,
-    "state_thin": 2,
+    "state_draws": 1250,
+    "state_tune": 100,
+    "state_thin": 4,
     "coverage_counties": ["Fulton", "Potter", "Montour", "Juniata"],
     "replicates": 200,
     "draws": 400,
