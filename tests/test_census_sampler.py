@@ -27,10 +27,11 @@ def tiny(total=None, sigma=1.5, leaves=2):
     return q, NoisyMeasurements(q.matrix, sigma, invariants=invariants)
 
 
-def exact_posterior(q, mech, y, tables):
+def exact_posterior(q, mech, y, tables, hyperparameters=FIXED):
     prior = CellPrior(q)
     logp = np.array(
-        [hierarchical_log_prior(t, prior, **FIXED) + mech.logpdf(y, t.ravel())[0] for t in tables], dtype=float
+        [hierarchical_log_prior(t, prior, **hyperparameters) + mech.logpdf(y, t.ravel())[0] for t in tables],
+        dtype=float,
     )
     w = np.exp(logp - logp.max())
     return w / w.sum()
@@ -95,15 +96,12 @@ def test_spread_moves_match_enumeration_with_three_categories():
     y = mech.release([6, 0, 4], random_seed=3)
     tables = np.array([t for t in itertools.product(range(11), repeat=3) if sum(t) == 10]).reshape(-1, 1, 3)
     fixed = {**FIXED, "shares": [0.6, 0.05, 0.35]}
-    prior = CellPrior(q)
-    logp = np.array([hierarchical_log_prior(t, prior, **fixed) + mech.logpdf(y, t.ravel())[0] for t in tables])
-    weights = np.exp(logp - logp.max())
     tree = sample_cells(
         q, mech, y, draws=6000, tune=300, random_seed=13, learn=False, hyperparameters=fixed, progressbar=False,
         spread=0.5,
     )  # fmt: skip
     assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 10).all()
-    check_against(tree, tables, weights / weights.sum())
+    check_against(tree, tables, exact_posterior(q, mech, y, tables, fixed))
 
 
 def test_share_weighted_and_nearby_partners_match_enumeration_over_three_leaves():
@@ -115,15 +113,12 @@ def test_share_weighted_and_nearby_partners_match_enumeration_over_three_leaves(
     y = mech.release([2, 0, 1, 1, 0, 0, 1, 1, 0], random_seed=8)
     tables = np.array([t for t in itertools.product(range(7), repeat=9) if sum(t) == 6]).reshape(-1, 3, 3)
     fixed = {**FIXED, "shares": [0.7, 0.05, 0.25]}
-    prior = CellPrior(q)
-    logp = np.array([hierarchical_log_prior(t, prior, **fixed) + mech.logpdf(y, t.ravel())[0] for t in tables])
-    weights = np.exp(logp - logp.max())
     tree = sample_cells(
         q, mech, y, draws=6000, tune=300, random_seed=14, learn=False, hyperparameters=fixed, progressbar=False,
         partners=(0.3, 0.2),
     )  # fmt: skip
     assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 6).all()
-    check_against(tree, tables, weights / weights.sum())
+    check_against(tree, tables, exact_posterior(q, mech, y, tables, fixed))
 
 
 def synthetic(seed=0):

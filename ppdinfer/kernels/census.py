@@ -113,26 +113,61 @@ def _cell_h(n, aq):
 
 
 @njit(cache=True, nogil=True)
+def _add_touched(cell, coef, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched):
+    """Add the queries containing ``cell`` to the move's touched set (stamped ``tick``), each changing by
+    ``coef`` more when the cell changes by ``coef``; returns the new size of the set."""
+    for p in range(cq_ptr[cell], cq_ptr[cell + 1]):
+        q = cq_idx[p]
+        if stamp[q] == tick:
+            shift[q] += coef
+        else:
+            stamp[q] = tick
+            shift[q] = coef
+            touched[n_touched] = q
+            n_touched += 1
+    return n_touched
+
+
+@njit(cache=True, nogil=True)
 def _touch(i, di, j, dj, cq_ptr, cq_idx, shift, stamp, touched, tick):
     """The queries containing cell i or j (j < 0: none) and how much each changes when i += di and j += dj."""
-    n_touched = 0
-    for p in range(cq_ptr[i], cq_ptr[i + 1]):
-        q = cq_idx[p]
-        stamp[q] = tick
-        shift[q] = di
-        touched[n_touched] = q
-        n_touched += 1
+    n_touched = _add_touched(i, di, cq_ptr, cq_idx, shift, stamp, touched, tick, 0)
     if j >= 0:
-        for p in range(cq_ptr[j], cq_ptr[j + 1]):
-            q = cq_idx[p]
-            if stamp[q] == tick:
-                shift[q] += dj
-            else:
-                stamp[q] = tick
-                shift[q] = dj
-                touched[n_touched] = q
-                n_touched += 1
+        n_touched = _add_touched(j, dj, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
     return n_touched
+
+
+@njit(cache=True, nogil=True)
+def _quadratic(touched, n_touched, shift, y, values, rate, ni):
+    """Gaussian noise along a move's line: the log likelihood of state t relative to t = 0 is
+    t slope - t^2 curve; num / curve is the likelihood's peak in n_i (cell i now at ni)."""
+    slope = 0.0
+    curve = 0.0
+    num = 0.0
+    for u in range(n_touched):
+        q = touched[u]
+        sq = shift[q]
+        if sq != 0:
+            slope += 2.0 * rate[q] * sq * (y[q] - values[q])
+            curve += rate[q] * sq * sq
+            num += rate[q] * sq * ((y[q] - values[q]) + ni * sq)
+    return slope, curve, num
+
+
+@njit(cache=True, nogil=True)
+def _log_step(t, slope, curve, power, touched, n_touched, shift, y, values, rate):
+    """The change of the log likelihood from state t to state t + 1 of a move's line."""
+    if power == 2:
+        return slope - curve * (2.0 * t + 1.0)
+    out = 0.0
+    for u in range(n_touched):
+        q = touched[u]
+        sq = shift[q]
+        if sq != 0:
+            out += _query_ll(y[q], values[q] + (t + 1) * sq, rate[q], power) - _query_ll(
+                y[q], values[q] + t * sq, rate[q], power
+            )
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -217,16 +252,7 @@ def _line_draw(
     """
     ni = cells[i]
     nj = cells[j] if j >= 0 else 0
-    slope = 0.0
-    curve = 0.0
-    num = 0.0
-    for u in range(n_touched):
-        q = touched[u]
-        sq = shift[q]
-        if sq != 0:
-            slope += 2.0 * rate[q] * sq * (y[q] - values[q])
-            curve += rate[q] * sq * sq
-            num += rate[q] * sq * ((y[q] - values[q]) + ni * sq)
+    slope, curve, num = _quadratic(touched, n_touched, shift, y, values, rate, ni)
     lo = 0
     hi = 0
     wide = power == 2 and window > 0.0 and curve > 0.0 and (p_local <= 0.0 or _uniform(rng) >= p_local)
@@ -312,16 +338,7 @@ def _line_draw(
         for t in range(lo, hi):  # the log ratio of state t + 1 to state t
             value += math.log(_prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi))
             value += ri if j < 0 else (ri - rj if lj != li else 0.0)
-            if power == 2:
-                value += slope - curve * (2.0 * t + 1.0)
-            else:
-                for u in range(n_touched):
-                    q = touched[u]
-                    sq = shift[q]
-                    if sq != 0:
-                        value += _query_ll(y[q], values[q] + (t + 1) * sq, rate[q], power) - _query_ll(
-                            y[q], values[q] + t * sq, rate[q], power
-                        )
+            value += _log_step(t, slope, curve, power, touched, n_touched, shift, y, values, rate)
             line[t + 1 - lo] = value
             if value > best:
                 best = value
@@ -358,19 +375,9 @@ def _spread_move(
     for r in range(m):
         if cell_class[others[r]] != cell_class[i]:
             return 0, 0
-    n_touched = 0
-    for c in range(m + 1):
-        cell = i if c == 0 else others[c - 1]
-        coef = m if c == 0 else -1
-        for p in range(cq_ptr[cell], cq_ptr[cell + 1]):
-            q = cq_idx[p]
-            if stamp[q] == tick:
-                shift[q] += coef
-            else:
-                stamp[q] = tick
-                shift[q] = coef
-                touched[n_touched] = q
-                n_touched += 1
+    n_touched = _add_touched(i, m, cq_ptr, cq_idx, shift, stamp, touched, tick, 0)
+    for c in range(m):
+        n_touched = _add_touched(others[c], -1, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
     ni = cells[i]
     lo, hi = -offset, 4 - offset
     low_i = -(ni // m)  # n_i + m t >= 0
@@ -381,15 +388,7 @@ def _spread_move(
             hi = cells[others[c]]
     if hi - lo < 1:
         return 0, n_touched
-    slope = 0.0
-    curve = 0.0
-    if power == 2:
-        for u in range(n_touched):
-            q = touched[u]
-            sq = shift[q]
-            if sq != 0:
-                slope += 2.0 * rate[q] * sq * (y[q] - values[q])
-                curve += rate[q] * sq * sq
+    slope, curve, _ = _quadratic(touched, n_touched, shift, y, values, rate, ni)
     bi = beta[g, ki]
     value = 0.0  # the log conditional of state t relative to state lo, built upward from lo
     best = 0.0
@@ -403,16 +402,7 @@ def _spread_move(
             nj = cells[others[c]] - t
             ratio *= nj / (nj - 1.0 + beta[g, others[c] - li * K])
         value += math.log(ratio)
-        if power == 2:
-            value += slope - curve * (2.0 * t + 1.0)
-        else:
-            for u in range(n_touched):
-                q = touched[u]
-                sq = shift[q]
-                if sq != 0:
-                    value += _query_ll(y[q], values[q] + (t + 1) * sq, rate[q], power) - _query_ll(
-                        y[q], values[q] + t * sq, rate[q], power
-                    )
+        value += _log_step(t, slope, curve, power, touched, n_touched, shift, y, values, rate)
         line[t + 1 - lo] = value
         if value > best:
             best = value
@@ -521,7 +511,6 @@ def census_sweeps(
                     scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
                 )  # fmt: skip
                 if d != 0:
-                    li = i // K
                     cells[i] += m * d
                     for r in range(m):
                         cells[others[r]] -= d
