@@ -15,7 +15,7 @@ Hispanic share, their min / max (``min_ess``, ``max_rhat``), the cost per cell p
 (seconds / (cells x min ESS)), the peak resident memory, and the RMSE of the posterior mean, the GLS
 estimate and (``--topdown``) the TopDown-like estimate against the true cells.
 
-Run with ``.venv/bin/python benchmarks/census_nmf.py [--counties 1 10 67] [--draws 1250] [--tune 100]
+Run with ``.venv/bin/python benchmarks/census_nmf.py [--counties 1 10 67] [--draws 1250] [--tune 200]
 [--thin 4] [--options '{"hyper_rounds": 5}']`` (``--options``: more keyword arguments of
 ``sample_cells``, as JSON).
 """
@@ -119,7 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counties", type=int, nargs="+", default=[1, 10, 67])
     parser.add_argument("--draws", type=int, default=1250)
-    parser.add_argument("--tune", type=int, default=100)
+    parser.add_argument("--tune", type=int, default=200)
     parser.add_argument("--thin", type=int, default=4)
     parser.add_argument("--seed", type=int, default=2020)
     parser.add_argument("--topdown", action="store_true", help="also time the TopDown-like estimate")

@@ -121,6 +121,44 @@ def test_share_weighted_and_nearby_partners_match_enumeration_over_three_leaves(
     check_against(tree, tables, exact_posterior(q, mech, y, tables, fixed))
 
 
+def test_sibling_spreads_and_revisits_match_enumeration_over_two_leaves(monkeypatch):
+    # every visit of a rare cell starts with a spread move, always in its sibling form: the people of
+    # category b pass between the two block groups while one person of a and of c goes back; the
+    # tract's own detailed counts are measured, as in the census; every cell that moved during tuning
+    # counts as slow, so each gets 3 revisits per sweep
+    monkeypatch.setattr("ppdinfer.census.sampler._SLOW", -1.0)
+    geo = Geography(["t", "b0", "b1"], [None, "t", "t"])
+    q = census_queries(geo, TableSpec(("a", "b", "c")), {"level0": ["detailed"], "level1": ["total", "detailed"]})
+    mech = NoisyMeasurements(q.matrix, 1.5, invariants=q.unit_invariants(["t"], [9]))
+    y = mech.release([2, 2, 1, 1, 0, 3], random_seed=6)
+    tables = np.array([t for t in itertools.product(range(10), repeat=6) if sum(t) == 9]).reshape(-1, 2, 3)
+    fixed = {**FIXED, "shares": [0.6, 0.05, 0.35]}
+    tree = sample_cells(
+        q, mech, y, draws=6000, tune=300, random_seed=16, learn=False, hyperparameters=fixed, progressbar=False,
+        spread=1.0, sibling_spread=1.0, revisit=3,
+    )  # fmt: skip
+    assert (tree["posterior"]["cells"].sum(("unit", "cell")) == 9).all()
+    check_against(tree, tables, exact_posterior(q, mech, y, tables, fixed))
+
+
+def test_slow_cells_are_those_with_high_lag_one_autocorrelation():
+    from ppdinfer.census.sampler import _slow_cells
+    from ppdinfer.kernels.census import _record_tuning
+
+    rng = np.random.default_rng(0)
+    rho = np.array([0.95, 0.9, 0.3, 0.0, -0.5])
+    n = 400
+    stats = []
+    for _chain in range(2):
+        sums = np.zeros((5, rho.size + 1))  # the last cell never moves
+        x = rng.normal(size=rho.size) / np.sqrt(1 - rho**2)
+        for k in range(n):
+            x = rho * x + rng.normal(size=rho.size)
+            _record_tuning(np.append(np.round(50 + 10 * x), 7).astype(np.int64), sums, k)
+        stats.append(sums)
+    np.testing.assert_array_equal(_slow_cells(stats, n), [1, 1, 0, 0, 0, 0])
+
+
 def synthetic(seed=0):
     rng = np.random.default_rng(seed)
     units, parents = ["s", "c1", "c2"], [None, "s", "s"]
@@ -194,6 +232,10 @@ def test_bad_input_is_refused():
         sample_cells(q, mech, y, hyperparameters={"beta": 1.0}, progressbar=False)
     with pytest.raises(ValueError, match="draws"):
         sample_cells(q, mech, y, draws=0, progressbar=False)
+    with pytest.raises(ValueError, match="sibling_spread must be a probability"):
+        sample_cells(q, mech, y, sibling_spread=1.5, progressbar=False)
+    with pytest.raises(ValueError, match="revisit"):
+        sample_cells(q, mech, y, revisit=-1, progressbar=False)
     crossing = NoisyMeasurements(q.matrix, 1.0, invariants=(np.array([[1, 1, 0, 0], [0, 1, 1, 0]]), [3, 3]))
     with pytest.raises(ValueError, match="overlap without nesting"):
         sample_cells(q, crossing, y, progressbar=False)

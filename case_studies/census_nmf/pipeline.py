@@ -36,7 +36,7 @@ QUICK = {
 FULL = {
     "state_counties": None,
     "state_draws": 1250,
-    "state_tune": 100,
+    "state_tune": 200,
     "state_thin": 4,
     "coverage_counties": ["Fulton", "Potter", "Montour", "Juniata"],
     "replicates": 200,

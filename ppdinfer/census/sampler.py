@@ -57,6 +57,24 @@ The conditional is the prior change above times the likelihood change of the que
 or j only (their current values are cached; for Gaussian noise a quadratic in t), built by products
 of ratios from the likelihood's peak outwards (no log or exp per state), so a move costs O(depth of
 the hierarchy + window).
+**Spread moves.** Before its paired move, a cell of a rare category (beta_{g,k} < 1) whose own
+measurement reads at least half a noise sd above 0 (or that has no own query) gets a *spread* move
+(probability ``spread``): a Gibbs draw along :math:`n + t (m e_i - \sum_{s \in S} e_s)`, S the m
+(2..6) other categories of its leaf of largest beta, so the cell jumps between 0 and a bump of m
+people while m populous cells give one each. Half of them (``sibling_spread``) are *sibling
+spreads*, along :math:`n + t (m e_i - \sum_S e_s - m e_j + \sum_{S'} e_{s'})` with j and S' the same
+categories in a sibling leaf: a rare category's people pass between two block groups while one
+person of each category of S goes back, so both leaves keep their totals and the tract keeps its
+count of every category. That is the slowest mode of the posterior: a cell with a spike at 0 whose
+people, when absent, sit in a sibling's cell of the same category.
+
+**Revisits.** Over the second half of tuning the sampler records each cell's lag-1
+autocorrelation per sweep; the cells where it exceeds 0.6 (averaged over the chains, chosen once,
+when tuning ends) are visited ``revisit`` more times per sweep (spread and paired moves) from then
+on. The kernel after tuning is fixed, so the draws keep the posterior; the few cells that mix
+slowest (a spike at 0 and a bump, about 1-3 % of cells) get the extra work, which bounds the worst
+cell's autocorrelation without slowing every cell.
+
 The hyperparameters follow each sweep (``hyper_rounds`` times) by random-walk Metropolis on their
 logs (step sizes adapted during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
 each from its own SeedSequence child stream.
@@ -91,6 +109,11 @@ from .baselines import gls_estimate, largest_remainder
 from .geography import CensusQueries
 
 __all__ = ["CellPrior", "hierarchical_log_prior", "sample_cells"]
+
+#: A cell is slow when its lag-1 autocorrelation per sweep over the second half of tuning exceeds this
+#: (about 4 sweeps per independent draw); tuning must be at least _WATCHED_SWEEPS sweeps to watch.
+_SLOW = 0.6
+_WATCHED_SWEEPS = 20
 
 #: What the sampler reads from a noisy-measurement mechanism (it never tests its class).
 _DECLARES = ("queries", "sigmas", "rates", "power", "invariant_matrix", "invariant_values", "satisfies_invariants")
@@ -255,6 +278,18 @@ def _spread_candidates(queries, y: np.ndarray, sigmas: np.ndarray) -> np.ndarray
     return candidate
 
 
+def _slow_cells(stats: list, n: int) -> np.ndarray:
+    """Cells whose lag-1 autocorrelation over the last n tuning sweeps, averaged over the chains, exceeds
+    ``_SLOW`` (each chain's running sums from ``_record_tuning``; a cell that did not move counts 0)."""
+    rho = []
+    for sums, squares, lagged, last, first in stats:
+        mean = sums / n
+        var = squares - n * mean**2
+        lag = lagged - mean * (2 * sums - first - last) + (n - 1) * mean**2
+        rho.append(np.where(var > 1e-9, lag / np.where(var > 1e-9, var, 1.0), 0.0))
+    return (np.mean(rho, axis=0) > _SLOW).astype(np.int64)
+
+
 def _csr(groups: np.ndarray, n: int):
     order = np.argsort(groups, kind="stable").astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n))]).astype(np.int64)
@@ -284,6 +319,8 @@ def sample_cells(
     partners: tuple = (0.6, 0.25),
     spread: float = 1.0,
     partner_floor: float = 0.005,
+    sibling_spread: float = 0.5,
+    revisit: int = 3,
 ) -> xr.DataTree:
     """Posterior draws of every cell of a noisy-measurement file under the hierarchical prior (module docstring).
 
@@ -343,6 +380,14 @@ def sample_cells(
         S the m (uniform in 2..6) other categories of its leaf of largest beta_{g,k}, so a rare cell
         can jump between 0 and m people while m large cells each give one (exact, a window of 5
         states at a uniform offset; the choice of cells and partners reads the hyperparameters only).
+    sibling_spread : float
+        The probability that a spread move is a sibling spread (module docstring): the m people come
+        from the same category of a sibling leaf, to which one person of each of the m categories goes
+        back.
+    revisit : int
+        Extra visits per sweep, after tuning, to the cells that mixed slowest during its second half
+        (lag-1 autocorrelation per sweep above 0.6, averaged over the chains); 0 turns this off, as
+        does a tuning of fewer than 20 sweeps.
 
     Returns
     -------
@@ -447,8 +492,9 @@ def sample_cells(
         raise ValueError(f"window must be a finite number >= 0, got {window!r}")
     if not (math.isfinite(partner_floor) and partner_floor > 0):
         raise ValueError(f"partner_floor must be a finite number > 0, got {partner_floor!r}")
-    if not (0.0 <= local <= 1.0):
-        raise ValueError(f"local must be a probability, got {local!r}")
+    for name, value in (("local", local), ("spread", spread), ("sibling_spread", sibling_spread)):
+        if not (0.0 <= value <= 1.0):
+            raise ValueError(f"{name} must be a probability, got {value!r}")
     if not (p_leaf >= 0 and p_sibling >= 0 and p_leaf + p_sibling <= 1):
         raise ValueError(f"partners must be two probabilities summing to at most 1, got {partners!r}")
     classed = np.flatnonzero(cell_class >= 0)
@@ -461,6 +507,9 @@ def sample_cells(
     spread_cells = _spread_candidates(mechanism.queries, y_f, mechanism.sigmas)
     seeds = root_seed(random_seed).spawn(chains)
     n_sweeps = tune + draws * thin
+    if revisit != 0:
+        revisit = positive_int(revisit, "revisit")
+    watch = revisit > 0 and tune >= _WATCHED_SWEEPS
     outputs, states = [], []
     all_cells = np.zeros((chains, draws, n_cells), dtype=np.int32)  # each chain fills its own slice
     for c in range(chains):
@@ -483,7 +532,9 @@ def sample_cells(
                 rng=rng_state,
                 shift=np.zeros(census.n_queries, dtype=np.int64),
                 stamp=np.zeros(census.n_queries, dtype=np.int64),
-                touched=np.zeros(int(np.diff(cq_ptr).max(initial=1)) * (max(K, 2) + 1) + 2, dtype=np.int64),
+                touched=np.zeros(int(np.diff(cq_ptr).max(initial=1)) * (2 * max(K, 2) + 2) + 2, dtype=np.int64),
+                extra=np.zeros(n_cells, dtype=np.int64),
+                tune_stats=np.zeros((5, n_cells if watch else 0)),
             )
         )
         outputs.append(
@@ -501,10 +552,10 @@ def sample_cells(
     bar = tqdm(total=n_sweeps * chains, desc="census cells", unit="sweep", disable=not progressbar, leave=False)
     lock = threading.Lock()
 
-    def run(c):
+    def run(c, until):
         s, o = states[c], outputs[c]
-        while done[c] < n_sweeps and not stop.is_set():
-            count = min(chunk, n_sweeps - done[c])
+        while done[c] < until and not stop.is_set():
+            count = min(chunk, until - done[c])
             census_sweeps(
                 done[c], count, tune, thin, s["cells"], s["leaf_total"], s["values"], y_f, mechanism.rates,
                 mechanism.power, cq_ptr, cq_idx, cell_class, class_ptr, class_cells, step, K,
@@ -512,7 +563,7 @@ def sample_cells(
                 s["log_beta"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
                 group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["phi"], o["mean"],
                 o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"], float(window), float(local), hyper_rounds, p_leaf, p_sibling,
-                float(spread), 6, float(partner_floor), 0.8, 64, spread_cells,
+                float(spread), 6, float(partner_floor), 0.8, 64, spread_cells, s["extra"], s["tune_stats"], float(sibling_spread),
             )  # fmt: skip
             done[c] += count
             with lock:
@@ -522,15 +573,22 @@ def sample_cells(
     workers = min(chains, cores or os.cpu_count() or 1)
     interrupted = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run, c) for c in range(chains)]
-        try:
-            for future in futures:
-                future.result()
-        except KeyboardInterrupt:
-            interrupted = True
-            stop.set()
-            for future in futures:
-                future.result()
+        for until in (tune, n_sweeps) if watch else (n_sweeps,):  # the slow cells are chosen between the two
+            futures = [pool.submit(run, c, until) for c in range(chains)]
+            try:
+                for future in futures:
+                    future.result()
+            except KeyboardInterrupt:
+                interrupted = True
+                stop.set()
+                for future in futures:
+                    future.result()
+            if interrupted:
+                break
+            if until == tune:
+                slow = _slow_cells([s["tune_stats"] for s in states], tune - tune // 2) * revisit
+                for s in states:
+                    s["extra"][:] = slow
     bar.close()
     seconds = time.perf_counter() - started
     kept = min(max(0, d - tune) // thin for d in done)

@@ -348,18 +348,24 @@ def _line_draw(
 
 @njit(cache=True, nogil=True)
 def _spread_move(
-    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, order, shift, stamp,
+    i, lj, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, order, shift, stamp,
     touched, tick, others, line, rng,
 ):  # fmt: skip
-    """A Gibbs draw along n + t (m e_i - sum_{j in S} e_j), S: the m other categories of i's leaf of largest beta.
+    """A Gibbs draw along n + t (m e_i - sum_{s in S} e_s), S: the m other categories of i's leaf of largest
+    beta; with a sibling leaf ``lj`` >= 0, along n + t (m e_i - sum_S e_s - m e_j + sum_{S'} e_s'), j and S'
+    the same categories in leaf lj.
 
     Cell i moves m at a time while m cells of its leaf give one each, so the leaf's total and every
     invariant of the leaf's class stay, and a rare cell can jump between 0 and a bump of m or more
     people, which no pair move crosses cheaply (a pair's partner would absorb it all in its own
-    queries). S is read from ``order`` (the group's categories by decreasing beta, fixed during the
-    sweep), never from the cells. t is drawn from the exact conditional on a window of 5 states
-    holding t = 0 at a uniform offset: the prior by ratios of neighbouring states, the likelihood
-    as a quadratic in t for Gaussian noise. Returns (t, the number of touched queries); t = 0: no move.
+    queries). The sibling form takes the m people from i's category in the sibling leaf and sends
+    one person of each category of S back: both leaves keep their totals and the parent's count of
+    every category stays, so a rare category's people pass between block groups unseen by the
+    parent's queries. S is read from ``order`` (the group's categories by decreasing beta, fixed
+    during the sweep), never from the cells. t is drawn from the exact conditional on a window of 5
+    states holding t = 0 at a uniform offset: the prior by ratios of neighbouring states, the
+    likelihood as a quadratic in t for Gaussian noise. Returns (t, the number of touched queries);
+    t = 0: no move.
     """
     li = i // K
     ki = i - li * K
@@ -372,24 +378,39 @@ def _spread_move(
             others[r] = li * K + order[g, u]
             r += 1
     offset = _below(rng, 5)
+    move = (lj - li) * K  # from a cell of leaf li to the same category of leaf lj
+    c = cell_class[i]
     for r in range(m):
-        if cell_class[others[r]] != cell_class[i]:
+        if cell_class[others[r]] != c or (lj >= 0 and cell_class[others[r] + move] != c):
             return 0, 0
+    if lj >= 0 and cell_class[i + move] != c:
+        return 0, 0
     n_touched = _add_touched(i, m, cq_ptr, cq_idx, shift, stamp, touched, tick, 0)
-    for c in range(m):
-        n_touched = _add_touched(others[c], -1, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
+    for r in range(m):
+        n_touched = _add_touched(others[r], -1, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
     ni = cells[i]
+    nj = cells[i + move] if lj >= 0 else 0
     lo, hi = -offset, 4 - offset
     low_i = -(ni // m)  # n_i + m t >= 0
     if low_i > lo:
         lo = low_i
-    for c in range(m):
-        if cells[others[c]] < hi:
-            hi = cells[others[c]]
+    for r in range(m):
+        if cells[others[r]] < hi:
+            hi = cells[others[r]]
+    if lj >= 0:
+        n_touched = _add_touched(i + move, -m, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
+        for r in range(m):
+            n_touched = _add_touched(others[r] + move, 1, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
+            if -cells[others[r] + move] > lo:
+                lo = -cells[others[r] + move]
+        if nj // m < hi:  # n_j - m t >= 0
+            hi = nj // m
     if hi - lo < 1:
         return 0, n_touched
     slope, curve, _ = _quadratic(touched, n_touched, shift, y, values, rate, ni)
     bi = beta[g, ki]
+    gj = leaf_group[lj] if lj >= 0 else g
+    bj = beta[gj, ki]
     value = 0.0  # the log conditional of state t relative to state lo, built upward from lo
     best = 0.0
     line[0] = 0.0
@@ -398,9 +419,16 @@ def _spread_move(
         base = ni + m * t
         for s_ in range(m):
             ratio *= (base + s_ + bi) / (base + s_ + 1.0)
-        for c in range(m):
-            nj = cells[others[c]] - t
-            ratio *= nj / (nj - 1.0 + beta[g, others[c] - li * K])
+        for r in range(m):
+            n = cells[others[r]] - t
+            ratio *= n / (n - 1.0 + beta[g, others[r] - li * K])
+        if lj >= 0:
+            base = nj - m * t
+            for s_ in range(m):
+                ratio *= (base - s_) / (base - s_ - 1.0 + bj)
+            for r in range(m):
+                n = cells[others[r] + move] + t
+                ratio *= (n + beta[gj, others[r] - li * K]) / (n + 1.0)
         value += math.log(ratio)
         value += _log_step(t, slope, curve, power, touched, n_touched, shift, y, values, rate)
         line[t + 1 - lo] = value
@@ -408,6 +436,68 @@ def _spread_move(
             best = value
     total = _exp_relative(line, hi - lo + 1, best)
     return lo + _pick(line, hi - lo + 1, total, rng), n_touched
+
+
+@njit(cache=True, nogil=True)
+def _partner(
+    i, K, cell_class, class_ptr, class_cells, leaf_parent, leaf_group, parent_ptr, parent_leaves, weights, n_leaves,
+    p_leaf, p_sibling, p_near, near, rng,
+):  # fmt: skip
+    """The partner j of cell i's paired move (-1: i moves alone; -2: no move this time), see census_sweeps."""
+    c = cell_class[i]
+    kind = _uniform(rng)
+    if c < 0 and kind < 0.5:
+        return -1  # a single move: no invariant holds this cell
+    li = i // K
+    if kind < p_leaf or (c < 0 and kind < 0.5 + p_leaf):
+        if K < 2:
+            return -2
+        j = li * K + _weighted_other(weights[leaf_group[li]], i - li * K, rng)
+    elif kind < p_leaf + p_sibling or c < 0:
+        p0 = leaf_parent[li]
+        m = parent_ptr[p0 + 1] - parent_ptr[p0]
+        if m < 2:
+            return -2
+        l2 = parent_leaves[parent_ptr[p0] + _below(rng, m - 1)]  # a sibling leaf, same category
+        if l2 == li:
+            l2 = parent_leaves[parent_ptr[p0 + 1] - 1]
+        j = l2 * K + (i - li * K)
+    else:
+        size = class_ptr[c + 1] - class_ptr[c]
+        if size < 2:
+            return -2
+        lj = -1
+        if _uniform(rng) < p_near:  # a leaf at most ``near`` places away (in cache), if of i's class
+            lj = li + 1 + _below(rng, near)
+            if _uniform(rng) < 0.5:
+                lj = li - 1 - _below(rng, near)
+            if lj < 0 or lj >= n_leaves or cell_class[lj * K] != c:
+                lj = -1
+        j = -1
+        if lj < 0:
+            j = class_cells[class_ptr[c] + _below(rng, size - 1)]
+            if j == i:
+                j = class_cells[class_ptr[c + 1] - 1]
+            lj = j // K
+        if lj != li:  # another leaf of the class: its category by the weights (a leaf's cells share a class)
+            j = lj * K + _weighted_other(weights[leaf_group[lj]], -1, rng)
+    if cell_class[j] != c:
+        return -2
+    return j
+
+
+@njit(cache=True, nogil=True)
+def _record_tuning(cells, stats, k):
+    """Add tuning sweep k's cells to the running sums (of x, x^2, x_t x_{t-1}), keeping the first and last x."""
+    for c in range(cells.size):
+        x = float(cells[c])
+        stats[0, c] += x
+        stats[1, c] += x * x
+        if k > 0:
+            stats[2, c] += x * stats[3, c]
+        else:
+            stats[4, c] = x
+        stats[3, c] = x
 
 
 @njit(cache=True, nogil=True)
@@ -462,18 +552,25 @@ def census_sweeps(
     p_near,
     near,
     spread_cells,
+    extra,
+    tune_stats,
+    p_spread_sibling,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
-    A sweep visits every cell once: first, with probability ``p_spread`` for a ``spread_cells`` cell
-    of a category with beta < 1, a spread move (m in 2..``spread_max``); then a Gibbs draw along the
-    line of a paired move (a partner j: another category of the same leaf, the same category of a
-    sibling leaf, or a cell of another leaf of its invariant class, with probability ``p_near`` one
-    at most ``near`` leaves away; categories by the group's share + ``p_floor``; j must share i's
-    class) or, for a cell under no invariant, half the time along its own axis (``_line_draw``'s
-    wide or local window, ``window`` and ``p_local``); then, when ``learn``, ``hyper_rounds`` of random-walk
-    Metropolis on log phi, each parent's log mean size and each group's log beta_k one at a time
-    (step sizes adapted during ``tune``). ``log_phi`` is a one-element array. Returns the sweeps run.
+    A sweep visits every cell 1 + ``extra[i]`` times. A visit: first, with probability ``p_spread`` for
+    a ``spread_cells`` cell of a category with beta < 1, a spread move (m in 2..``spread_max``; with
+    probability ``p_spread_sibling`` its sibling form, with a sibling leaf drawn uniformly); then a
+    Gibbs draw along the line of a paired move (a partner j: another category of the same leaf, the
+    same category of a sibling leaf, or a cell of another leaf of its invariant class, with
+    probability ``p_near`` one at most ``near`` leaves away; categories by the group's share +
+    ``p_floor``; j must share i's class) or, for a cell under no invariant, half the time along its
+    own axis (``_line_draw``'s wide or local window, ``window`` and ``p_local``); then, when
+    ``learn``, ``hyper_rounds`` of random-walk Metropolis on log phi, each parent's log mean size and
+    each group's log beta_k one at a time (step sizes adapted during ``tune``). Over the second half
+    of tuning, when ``tune_stats`` has a column per cell, each sweep's cells are added to its running
+    sums (``_record_tuning``), from which the caller sets ``extra`` between tuning and sampling.
+    ``log_phi`` is a one-element array. Returns the sweeps run.
     """
     n_cells = cells.size
     n_leaves = n_cells // K
@@ -497,87 +594,60 @@ def census_sweeps(
         attempted = 0
         phi = math.exp(log_phi[0])
         for i in range(n_cells):
-            if (
-                p_spread > 0.0
-                and K > 2
-                and spread_cells[i]
-                and beta[leaf_group[i // K], i % K] < 1.0
-                and _uniform(rng) < p_spread
-            ):
-                m = 2 + _below(rng, min(spread_max, K - 1) - 1)
+            li = i // K
+            rare = beta[leaf_group[li], i - li * K] < 1.0
+            for _visit in range(1 + extra[i]):
+                if p_spread > 0.0 and K > 2 and spread_cells[i] and rare:
+                    if _uniform(rng) < p_spread:
+                        m = 2 + _below(rng, min(spread_max, K - 1) - 1)
+                        lj = -1
+                        if p_spread_sibling > 0.0 and _uniform(rng) < p_spread_sibling:
+                            p0 = leaf_parent[li]
+                            size = parent_ptr[p0 + 1] - parent_ptr[p0]
+                            if size > 1:
+                                lj = parent_leaves[parent_ptr[p0] + _below(rng, size - 1)]
+                                if lj == li:
+                                    lj = parent_leaves[parent_ptr[p0 + 1] - 1]
+                        tick += 1
+                        d, n_touched = _spread_move(
+                            i, lj, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group,
+                            order, scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
+                        )  # fmt: skip
+                        if d != 0:
+                            cells[i] += m * d
+                            for r in range(m):
+                                cells[others[r]] -= d
+                            if lj >= 0:
+                                cells[i + (lj - li) * K] -= m * d
+                                for r in range(m):
+                                    cells[others[r] + (lj - li) * K] += d
+                            for t in range(n_touched):
+                                q = scratch_touched[t]
+                                values[q] += d * scratch_shift[q]
+                j = _partner(
+                    i, K, cell_class, class_ptr, class_cells, leaf_parent, leaf_group, parent_ptr, parent_leaves,
+                    weights, n_leaves, p_leaf, p_sibling, p_near, near, rng,
+                )  # fmt: skip
+                if j < -1:
+                    continue
+                attempted += 1
                 tick += 1
-                d, n_touched = _spread_move(
-                    i, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group, order,
-                    scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
+                n_touched = _touch(i, 1, j, -1, cq_ptr, cq_idx, scratch_shift, scratch_stamp, scratch_touched, tick)
+                lj = -1 if j < 0 else j // K
+                d = _line_draw(
+                    i, j, li, lj, K, cells, leaf_total, values, y, rate, power, scratch_shift, scratch_touched,
+                    n_touched, beta, beta_sum, leaf_group, leaf_parent, log_mean, phi, kmax, line, window, p_local, rng,
                 )  # fmt: skip
                 if d != 0:
-                    cells[i] += m * d
-                    for r in range(m):
-                        cells[others[r]] -= d
+                    accepted += 1
+                    cells[i] += d
+                    leaf_total[li] += d
+                    if j >= 0:
+                        cells[j] -= d
+                        leaf_total[lj] -= d
                     for t in range(n_touched):
                         q = scratch_touched[t]
                         values[q] += d * scratch_shift[q]
-            c = cell_class[i]
-            j = -1
-            kind = _uniform(rng)
-            if c < 0 and kind < 0.5:
-                j = -1  # a single move: no invariant holds this cell
-            else:
-                li0 = i // K
-                if kind < p_leaf or (c < 0 and kind < 0.5 + p_leaf):
-                    if K < 2:
-                        continue
-                    j = li0 * K + _weighted_other(weights[leaf_group[li0]], i - li0 * K, rng)
-                elif kind < p_leaf + p_sibling or c < 0:
-                    p0 = leaf_parent[li0]
-                    m = parent_ptr[p0 + 1] - parent_ptr[p0]
-                    if m < 2:
-                        continue
-                    l2 = parent_leaves[parent_ptr[p0] + _below(rng, m - 1)]  # a sibling leaf, same category
-                    if l2 == li0:
-                        l2 = parent_leaves[parent_ptr[p0 + 1] - 1]
-                    j = l2 * K + (i - li0 * K)
-                else:
-                    size = class_ptr[c + 1] - class_ptr[c]
-                    if size < 2:
-                        continue
-                    lj0 = -1
-                    if _uniform(rng) < p_near:  # a leaf at most ``near`` places away (in cache), if of i's class
-                        lj0 = li0 + 1 + _below(rng, near)
-                        if _uniform(rng) < 0.5:
-                            lj0 = li0 - 1 - _below(rng, near)
-                        if lj0 < 0 or lj0 >= n_leaves or cell_class[lj0 * K] != c:
-                            lj0 = -1
-                    if lj0 < 0:
-                        j = class_cells[class_ptr[c] + _below(rng, size - 1)]
-                        if j == i:
-                            j = class_cells[class_ptr[c + 1] - 1]
-                        lj0 = j // K
-                    if (
-                        lj0 != li0
-                    ):  # another leaf of the class: its category by the weights (a leaf's cells share a class)
-                        j = lj0 * K + _weighted_other(weights[leaf_group[lj0]], -1, rng)
-                if cell_class[j] != c:
-                    continue
-            attempted += 1
-            tick += 1
-            n_touched = _touch(i, 1, j, -1, cq_ptr, cq_idx, scratch_shift, scratch_stamp, scratch_touched, tick)
-            li = i // K
-            lj = -1 if j < 0 else j // K
-            d = _line_draw(
-                i, j, li, lj, K, cells, leaf_total, values, y, rate, power, scratch_shift, scratch_touched, n_touched,
-                beta, beta_sum, leaf_group, leaf_parent, log_mean, phi, kmax, line, window, p_local, rng,
-            )  # fmt: skip
-            if d != 0:
-                accepted += 1
-                cells[i] += d
-                leaf_total[li] += d
-                if j >= 0:
-                    cells[j] -= d
-                    leaf_total[lj] -= d
-                for t in range(n_touched):
-                    q = scratch_touched[t]
-                    values[q] += d * scratch_shift[q]
         for _round in range(hyper_rounds if learn else 0):
             adapt = sweep < tune
             # phi
@@ -631,6 +701,8 @@ def census_sweeps(
                         log_beta[g, k] = current
                     if adapt:
                         steps[slot] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
+        if tune_stats.shape[1] == n_cells and tune // 2 <= sweep < tune:
+            _record_tuning(cells, tune_stats, sweep - tune // 2)
         done = sweep - tune
         if done >= 0 and (done + 1) % thin == 0:
             row = done // thin
