@@ -375,7 +375,7 @@ def sample_cells(
         at the start of the sweep, so the choice never reads the cells): most moves then pair a cell
         with a populous category, which has people to give, instead of an empty one.
     spread : float
-        The probability, per sweep, of an extra *spread* move of each cell of a spike-prone category
+        The probability, per visit, of an extra *spread* move of a cell of a spike-prone category
         (beta_{g,k} < 1) before its paired move: a Gibbs draw along n + t (m e_i - sum_{j in S} e_j),
         S the m (uniform in 2..6) other categories of its leaf of largest beta_{g,k}, so a rare cell
         can jump between 0 and m people while m large cells each give one (exact, a window of 5
