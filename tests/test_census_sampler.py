@@ -159,6 +159,24 @@ def test_slow_cells_are_those_with_high_lag_one_autocorrelation():
     np.testing.assert_array_equal(_slow_cells(stats, n), [1, 1, 0, 0, 0, 0])
 
 
+def test_the_alpha_move_changes_the_log_prior_by_the_exact_amount():
+    # the move scales a group's beta by exp(shift), shares kept: its likelihood term against the prior's formula
+    from ppdinfer.kernels.census import _scale_change
+
+    q, mech, truth, _ = synthetic(seed=3)
+    prior = CellPrior(q)
+    shares = np.array([0.5, 0.3, 0.2])
+    cells = truth.astype(np.int64).ravel()
+    cells[::7] = 0  # some empty cells
+    alpha, shift = 4.0, 0.37
+    table = cells.reshape(-1, 3)
+    exact = hierarchical_log_prior(table, prior, alpha * np.exp(shift), 5.0, 90.0, shares)
+    exact -= hierarchical_log_prior(table, prior, alpha, 5.0, 90.0, shares)
+    leaves = np.arange(q.geography.n_leaves, dtype=np.int64)
+    change = _scale_change(cells, table.sum(axis=1), 3, leaves, alpha * shares, shift)
+    assert change == pytest.approx(exact, rel=1e-9, abs=1e-8)
+
+
 def synthetic(seed=0):
     rng = np.random.default_rng(seed)
     units, parents = ["s", "c1", "c2"], [None, "s", "s"]

@@ -76,8 +76,12 @@ slowest (a spike at 0 and a bump, about 1-3 % of cells) get the extra work, whic
 cell's autocorrelation without slowing every cell.
 
 The hyperparameters follow each sweep (``hyper_rounds`` times) by random-walk Metropolis on their
-logs (step sizes adapted during tuning, then fixed). Chains run in parallel threads (the compiled sweeps release the GIL),
-each from its own SeedSequence child stream.
+logs (step sizes adapted during tuning, then fixed), and once per sweep each group's alpha_g moves
+alone: every log beta_{g,k} shifted by the same step, the shares q_g kept (a symmetric proposal in
+log beta, whose Dirichlet-multinomial change reads the group's non-empty cells). Without it alpha_g
+of a county with few block groups, weakly identified, diffused through one-coordinate updates only.
+Chains run in parallel threads (the compiled sweeps release the GIL), each from its own SeedSequence
+child stream.
 
 References
 ----------
@@ -528,7 +532,14 @@ def sample_cells(
                 log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + (jitter * stream.normal(size=prior.n_parents) if learn else 0.0),
                 log_beta=np.log(shares0) + log_alpha[:, None],
-                steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups * K, 0.2)]),
+                steps=np.concatenate(
+                    [
+                        [0.1],
+                        np.full(prior.n_parents, 0.1),
+                        np.full(prior.n_groups * K, 0.2),
+                        np.full(prior.n_groups, 0.1),
+                    ]
+                ),
                 rng=rng_state,
                 shift=np.zeros(census.n_queries, dtype=np.int64),
                 stamp=np.zeros(census.n_queries, dtype=np.int64),

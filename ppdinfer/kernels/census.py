@@ -215,6 +215,33 @@ def _beta_change(cells, leaf_total, K, leaves, k, old_beta, new_beta, old_sum, n
 
 
 @njit(cache=True, nogil=True)
+def _scale_change(cells, leaf_total, K, leaves, beta_row, shift):
+    """The change of the Dirichlet-multinomial log pmf of a group's leaves when every beta_k is multiplied by
+    exp(``shift``) (an empty cell's terms cancel)."""
+    factor = math.exp(shift)
+    old_sum = 0.0
+    for k in range(K):
+        old_sum += beta_row[k]
+    new_sum = old_sum * factor
+    out = 0.0
+    for t in range(leaves.size):
+        leaf = leaves[t]
+        n_total = leaf_total[leaf]
+        out += (
+            math.lgamma(new_sum)
+            - math.lgamma(n_total + new_sum)
+            - math.lgamma(old_sum)
+            + math.lgamma(n_total + old_sum)
+        )
+        for k in range(K):
+            n = cells[leaf * K + k]
+            if n > 0:
+                b = beta_row[k]
+                out += math.lgamma(n + b * factor) - math.lgamma(b * factor) - math.lgamma(n + b) + math.lgamma(b)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _prior_ratio(t, ni, nj, j, li, lj, aqi, aqj, alpha_i, alpha_j, n_total_i, n_total_j, phi):
     """The prior ratio of the line's state t + 1 to state t, less the exp(N log(m / (phi + m))) factors."""
     a = ni + t
@@ -567,7 +594,8 @@ def census_sweeps(
     ``p_floor``; j must share i's class) or, for a cell under no invariant, half the time along its
     own axis (``_line_draw``'s wide or local window, ``window`` and ``p_local``); then, when
     ``learn``, ``hyper_rounds`` of random-walk Metropolis on log phi, each parent's log mean size and
-    each group's log beta_k one at a time (step sizes adapted during ``tune``). Over the second half
+    each group's log beta_k one at a time, and once per sweep each group's alpha alone (every log beta_k
+    shifted together; step sizes adapted during ``tune``). Over the second half
     of tuning, when ``tune_stats`` has a column per cell, each sweep's cells are added to its running
     sums (``_record_tuning``), from which the caller sets ``extra`` between tuning and sampling.
     ``log_phi`` is a one-element array. Returns the sweeps run.
@@ -579,6 +607,7 @@ def census_sweeps(
     tick = scratch_stamp.max() + 1
     line = np.empty(max(kmax + 1, 1024))
     others = np.empty(K, dtype=np.int64)
+    scaled = np.empty(K)
     beta = np.exp(log_beta)
     beta_sum = np.empty(n_groups)
     for g in range(n_groups):
@@ -701,6 +730,24 @@ def census_sweeps(
                         log_beta[g, k] = current
                     if adapt:
                         steps[slot] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
+        if learn:  # each group's alpha alone: all its beta_k scaled together, its shares q kept
+            adapt = sweep < tune
+            for g in range(n_groups):
+                slot = 1 + n_parents + n_groups * K + g
+                shift = steps[slot] * _normal(rng)
+                for k in range(K):
+                    scaled[k] = log_beta[g, k] + shift
+                new_sum = beta_sum[g] * math.exp(shift)
+                lr = _beta_prior(scaled, new_sum, prior) - _beta_prior(log_beta[g], beta_sum[g], prior)
+                lr += _scale_change(cells, leaf_total, K, group_leaves[group_ptr[g] : group_ptr[g + 1]], beta[g], shift)
+                ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
+                if ok:
+                    for k in range(K):
+                        log_beta[g, k] = scaled[k]
+                        beta[g, k] = math.exp(scaled[k])
+                    beta_sum[g] = beta[g].sum()
+                if adapt:
+                    steps[slot] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
         if tune_stats.shape[1] == n_cells and tune // 2 <= sweep < tune:
             _record_tuning(cells, tune_stats, sweep - tune // 2)
         done = sweep - tune
