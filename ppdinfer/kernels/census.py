@@ -391,8 +391,8 @@ def _spread_move(
     parent's queries. S is read from ``order`` (the group's categories by decreasing beta, fixed
     during the sweep), never from the cells. t is drawn from the exact conditional on a window of 5
     states holding t = 0 at a uniform offset: the prior by ratios of neighbouring states, the
-    likelihood as a quadratic in t for Gaussian noise. Returns (t, the number of touched queries);
-    t = 0: no move.
+    likelihood as a quadratic in t for Gaussian noise. Applies the draw to ``cells`` and ``values``
+    and returns t (0: no move).
     """
     li = i // K
     ki = i - li * K
@@ -409,9 +409,9 @@ def _spread_move(
     c = cell_class[i]
     for r in range(m):
         if cell_class[others[r]] != c or (lj >= 0 and cell_class[others[r] + move] != c):
-            return 0, 0
+            return 0
     if lj >= 0 and cell_class[i + move] != c:
-        return 0, 0
+        return 0
     n_touched = _add_touched(i, m, cq_ptr, cq_idx, shift, stamp, touched, tick, 0)
     for r in range(m):
         n_touched = _add_touched(others[r], -1, cq_ptr, cq_idx, shift, stamp, touched, tick, n_touched)
@@ -433,7 +433,7 @@ def _spread_move(
         if nj // m < hi:  # n_j - m t >= 0
             hi = nj // m
     if hi - lo < 1:
-        return 0, n_touched
+        return 0
     slope, curve, _ = _quadratic(touched, n_touched, shift, y, values, rate, ni)
     bi = beta[g, ki]
     gj = leaf_group[lj] if lj >= 0 else g
@@ -462,7 +462,31 @@ def _spread_move(
         if value > best:
             best = value
     total = _exp_relative(line, hi - lo + 1, best)
-    return lo + _pick(line, hi - lo + 1, total, rng), n_touched
+    d = lo + _pick(line, hi - lo + 1, total, rng)
+    if d != 0:
+        cells[i] += m * d
+        for r in range(m):
+            cells[others[r]] -= d
+        if lj >= 0:
+            cells[i + move] -= m * d
+            for r in range(m):
+                cells[others[r] + move] += d
+        for u in range(n_touched):
+            values[touched[u]] += d * shift[touched[u]]
+    return d
+
+
+@njit(cache=True, nogil=True)
+def _sibling_leaf(li, leaf_parent, parent_ptr, parent_leaves, rng):
+    """Another leaf of leaf li's parent, uniformly (-1 when li has no sibling; no random number used then)."""
+    p0 = leaf_parent[li]
+    m = parent_ptr[p0 + 1] - parent_ptr[p0]
+    if m < 2:
+        return -1
+    l2 = parent_leaves[parent_ptr[p0] + _below(rng, m - 1)]
+    if l2 == li:
+        l2 = parent_leaves[parent_ptr[p0 + 1] - 1]
+    return l2
 
 
 @njit(cache=True, nogil=True)
@@ -481,13 +505,9 @@ def _partner(
             return -2
         j = li * K + _weighted_other(weights[leaf_group[li]], i - li * K, rng)
     elif kind < p_leaf + p_sibling or c < 0:
-        p0 = leaf_parent[li]
-        m = parent_ptr[p0 + 1] - parent_ptr[p0]
-        if m < 2:
+        l2 = _sibling_leaf(li, leaf_parent, parent_ptr, parent_leaves, rng)  # the same category there
+        if l2 < 0:
             return -2
-        l2 = parent_leaves[parent_ptr[p0] + _below(rng, m - 1)]  # a sibling leaf, same category
-        if l2 == li:
-            l2 = parent_leaves[parent_ptr[p0 + 1] - 1]
         j = l2 * K + (i - li * K)
     else:
         size = class_ptr[c + 1] - class_ptr[c]
@@ -626,33 +646,16 @@ def census_sweeps(
             li = i // K
             rare = beta[leaf_group[li], i - li * K] < 1.0
             for _visit in range(1 + extra[i]):
-                if p_spread > 0.0 and K > 2 and spread_cells[i] and rare:
-                    if _uniform(rng) < p_spread:
-                        m = 2 + _below(rng, min(spread_max, K - 1) - 1)
-                        lj = -1
-                        if p_spread_sibling > 0.0 and _uniform(rng) < p_spread_sibling:
-                            p0 = leaf_parent[li]
-                            size = parent_ptr[p0 + 1] - parent_ptr[p0]
-                            if size > 1:
-                                lj = parent_leaves[parent_ptr[p0] + _below(rng, size - 1)]
-                                if lj == li:
-                                    lj = parent_leaves[parent_ptr[p0 + 1] - 1]
-                        tick += 1
-                        d, n_touched = _spread_move(
-                            i, lj, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group,
-                            order, scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
-                        )  # fmt: skip
-                        if d != 0:
-                            cells[i] += m * d
-                            for r in range(m):
-                                cells[others[r]] -= d
-                            if lj >= 0:
-                                cells[i + (lj - li) * K] -= m * d
-                                for r in range(m):
-                                    cells[others[r] + (lj - li) * K] += d
-                            for t in range(n_touched):
-                                q = scratch_touched[t]
-                                values[q] += d * scratch_shift[q]
+                if p_spread > 0.0 and K > 2 and spread_cells[i] and rare and _uniform(rng) < p_spread:
+                    m = 2 + _below(rng, min(spread_max, K - 1) - 1)
+                    lj = -1
+                    if p_spread_sibling > 0.0 and _uniform(rng) < p_spread_sibling:
+                        lj = _sibling_leaf(li, leaf_parent, parent_ptr, parent_leaves, rng)
+                    tick += 1
+                    _spread_move(
+                        i, lj, m, K, cells, values, y, rate, power, cq_ptr, cq_idx, cell_class, beta, leaf_group,
+                        order, scratch_shift, scratch_stamp, scratch_touched, tick, others, line, rng,
+                    )  # fmt: skip
                 j = _partner(
                     i, K, cell_class, class_ptr, class_cells, leaf_parent, leaf_group, parent_ptr, parent_leaves,
                     weights, n_leaves, p_leaf, p_sibling, p_near, near, rng,
