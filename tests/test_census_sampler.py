@@ -177,6 +177,53 @@ def test_the_alpha_move_changes_the_log_prior_by_the_exact_amount():
     assert change == pytest.approx(exact, rel=1e-9, abs=1e-8)
 
 
+def hyperparameter_posterior(table, lo=-7.0, hi=9.0, n=121):
+    """E[log alpha] and E[q] given the cells, by quadrature over a grid of log beta (beta = alpha q, the
+    default prior: alpha ~ LogNormal(log 20, 1.5), q ~ Dirichlet(1); written from scipy, not from the kernel)."""
+    from scipy import special, stats
+
+    mu, sd, a0 = np.log(20.0), 1.5, 1.0
+
+    K = table.shape[1]
+    axis = np.linspace(lo, hi, n)
+    log_beta = np.stack([g.ravel() for g in np.meshgrid(*([axis] * K), indexing="ij")], axis=1)
+    beta = np.exp(log_beta)
+    alpha = beta.sum(axis=1)
+    q = beta / alpha[:, None]
+    logp = stats.lognorm.logpdf(alpha, sd, scale=np.exp(mu)) + (a0 - 1) * np.log(q).sum(axis=1)
+    logp += log_beta.sum(axis=1) - (K - 1) * np.log(alpha)  # density of log beta: Jacobians of beta -> (alpha, q)
+    for row in table:  # the Dirichlet-multinomial of each leaf
+        logp += special.gammaln(alpha) - special.gammaln(row.sum() + alpha)
+        logp += (special.gammaln(row + beta) - special.gammaln(beta)).sum(axis=1)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    edge = (np.isclose(log_beta, lo) | np.isclose(log_beta, hi)).any(axis=1)
+    assert w[edge].sum() < 1e-4  # the grid holds the posterior (the means move far less than an MCSE)
+    return w @ np.log(alpha), w @ q
+
+
+def test_shares_and_alpha_given_the_cells_match_quadrature():
+    # every cell pinned by an invariant, so only the hyperparameters move: the one-at-a-time moves on
+    # log beta_k and the alpha move must draw beta from p(beta | cells), a 3-d integral on a grid. Fails
+    # when beta_k's change drops its lgamma(beta_k) terms, when the alpha move drops its prior, or when
+    # beta_k's move reads the prior at the old alpha.
+    table = np.array([[6, 2, 0], [9, 1, 1], [4, 3, 0], [8, 0, 1], [7, 2, 0], [5, 1, 0]])
+    names = [f"b{i}" for i in range(len(table))]
+    q = census_queries(
+        Geography(["t", *names], [None] + ["t"] * len(table)), TableSpec(("a", "b", "c")), {"level1": ["total"]}
+    )
+    mech = NoisyMeasurements(q.matrix, 2.0, invariants=(np.eye(q.n_cells, dtype=np.int64), table.ravel()))
+    tree = sample_cells(q, mech, mech.release(table.ravel(), random_seed=1), draws=4000, tune=500, random_seed=2,
+                        progressbar=False)  # fmt: skip
+    post = tree["posterior"]
+    assert (post["cells"].values.reshape(2, 4000, -1) == table.ravel()).all()
+    log_alpha, shares = hyperparameter_posterior(table)
+    draws = [np.log(post["alpha"].values[..., 0])] + [post["shares"].values[..., 0, k] for k in range(3)]
+    for values, target in zip(draws, [log_alpha, *shares]):
+        mcse = values.std() / np.sqrt(float(az.ess(values)))
+        assert abs(values.mean() - target) < 4 * mcse, (values.mean(), target, mcse)
+
+
 def synthetic(seed=0):
     rng = np.random.default_rng(seed)
     units, parents = ["s", "c1", "c2"], [None, "s", "s"]
