@@ -33,6 +33,18 @@ def test_ess_and_rhat_match_arviz(chains, n):
     np.testing.assert_allclose(rhat, want_rhat, rtol=1e-8, atol=1e-8)
 
 
+def test_whole_number_draws_ranked_by_counting_match_arviz():
+    # counts (a census cell's draws) are ranked by counting, not sorting: the same numbers as ArviZ's
+    rng = np.random.default_rng(3)
+    draws = np.round(random_draws(5, 2, 150, 8) * 3)
+    draws[..., :3] = rng.poisson([0.05, 2.0, 40.0], size=(2, 150, 3))
+    draws[..., 3] -= draws[..., 3].min()  # span and offset vary by variable
+    ess, rhat = ess_rhat(draws.astype(np.int64))
+    want_ess, want_rhat = arviz_pair(draws)
+    np.testing.assert_allclose(ess, want_ess, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(rhat, want_rhat, rtol=1e-8, atol=1e-8)
+
+
 def test_constant_variables_one_chain_and_shapes():
     draws = random_draws(1, 2, 50, 6).reshape(2, 50, 2, 3)
     draws[:, :, 0, 0] = 3.0

@@ -24,28 +24,24 @@ folding, and localization: an improved R-hat for assessing convergence of MCMC. 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
-from scipy.fft import next_fast_len
+from scipy import fft as sfft
+from scipy import special, stats
 
 __all__ = ["ess_rhat"]
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
-    """Average ranks (1..S, ties sharing their mean rank) within each row of (V, S)."""
-    order = np.argsort(values, axis=1, kind="stable")
-    ordered = np.take_along_axis(values, order, axis=1)
-    new_run = np.ones(values.shape, dtype=bool)
-    new_run[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    run_id = np.cumsum(new_run, axis=1) - 1  # per row, which run of ties each sorted entry is in
-    flat_id = (run_id + (np.arange(values.shape[0]) * values.shape[1])[:, None]).ravel()
-    position = np.broadcast_to(np.arange(1, values.shape[1] + 1, dtype=float), values.shape).ravel()
-    sums = np.bincount(flat_id, weights=position, minlength=values.size)
-    counts = np.bincount(flat_id, minlength=values.size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_rank = sums / counts
-    ranks = np.empty(values.shape)
-    np.put_along_axis(ranks, order, mean_rank[flat_id].reshape(values.shape), axis=1)
-    return ranks
+def _ranks(pooled: np.ndarray) -> np.ndarray:
+    """Average ranks (1..S, ties sharing their mean rank) within each row of (V, S): by counting when the
+    rows hold whole numbers spanning fewer than S values (counts, as a census cell's draws are), else by
+    sorting."""
+    lo = pooled.min(axis=1, keepdims=True)
+    width = int(np.max(pooled.max(axis=1, keepdims=True) - lo, initial=0)) + 1 if pooled.size else 1
+    if width > pooled.shape[1] or not np.array_equal(pooled, np.round(pooled)):
+        return stats.rankdata(pooled, axis=1, method="average")
+    slot = (pooled - lo).astype(np.int64) + (np.arange(pooled.shape[0]) * width)[:, None]
+    counts = np.bincount(slot.ravel(), minlength=pooled.shape[0] * width)
+    below = (np.cumsum(counts.reshape(-1, width), axis=1) - counts.reshape(-1, width)).ravel()
+    return (below + (counts + 1) / 2)[slot]
 
 
 def _scores(split: np.ndarray) -> np.ndarray:
@@ -66,8 +62,8 @@ def _ess(z: np.ndarray) -> np.ndarray:
     n_vars, chains, n = z.shape
     means = z.mean(axis=2)
     centred = z - means[..., None]
-    spectrum = np.fft.rfft(centred, n=next_fast_len(2 * n), axis=2)
-    acov = np.fft.irfft(spectrum * np.conjugate(spectrum), axis=2)[..., :n] / n
+    spectrum = sfft.rfft(centred, n=sfft.next_fast_len(2 * n, real=True), axis=2)
+    acov = sfft.irfft(spectrum * np.conjugate(spectrum), axis=2)[..., :n] / n
     within = acov[..., 0].mean(axis=1) * n / (n - 1)
     var_plus = within * (n - 1) / n + (means.var(axis=1, ddof=1) if chains > 1 else 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -135,7 +131,8 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
         ess[start : start + block] = e
         if chains > 1:
             median = np.median(split.reshape(split.shape[0], -1), axis=1)[:, None, None]
-            r = np.fmax(_split_rhat(z), _split_rhat(_scores(np.abs(split - median))))
+            # folded about the median; doubled, which keeps the ranks and keeps counts whole
+            r = np.fmax(_split_rhat(z), _split_rhat(_scores(np.abs(2 * split - 2 * median))))
         else:
             r = np.full(split.shape[0], np.nan)
         rhat[start : start + block] = r
