@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ...census import gls_estimate, sample_cells, topdown_estimate
+from ...inference.diagnostics import ess_rhat
 from .synthetic import CensusRelease, aggregate
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "error_table",
     "fit_release",
     "randomized_coverage",
-    "split_rhat",
 ]
 
 Z90 = 1.6448536269514722
@@ -41,25 +41,6 @@ ESTIMATORS = ("posterior", "gls", "topdown")
 SIZE_CLASSES = ("< 50", ">= 50")
 SUMMARY_LEVELS = ("County", "Tract", "Block_Group")
 WHITE, HISPANIC = 0, slice(7, 14)
-
-
-def split_rhat(draws: np.ndarray) -> np.ndarray:
-    """Split R-hat (Gelman et al. 2013) of each variable of draws (chains, n, ...); NaN where constant.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> bool(split_rhat(rng.normal(size=(2, 400, 3))).max() < 1.05)
-    True
-    """
-    draws = np.asarray(draws, dtype=float)
-    half = draws.shape[1] // 2
-    split = np.concatenate([draws[:, :half], draws[:, half : 2 * half]], axis=0)
-    n = split.shape[1]
-    within = split.var(axis=1, ddof=1).mean(axis=0)
-    between = n * split.mean(axis=1).var(axis=0, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(within > 0, np.sqrt(((n - 1) / n * within + between / n) / within), np.nan)
 
 
 def randomized_coverage(draws: np.ndarray, truth: np.ndarray, level: float = 0.9) -> np.ndarray:
@@ -94,8 +75,8 @@ def randomized_coverage(draws: np.ndarray, truth: np.ndarray, level: float = 0.9
 
 
 def _posterior_summary(cells: np.ndarray, geo, level: str, truth: np.ndarray, chunk: int = 400):
-    """Mean, 5 % and 95 % quantiles, randomized coverage of ``truth`` and max split R-hat of the
-    unit-summed draws, level by level."""
+    """Mean, 5 % and 95 % quantiles, randomized coverage of ``truth`` and rank-normalized R-hat
+    (``ppdinfer.inference.diagnostics.ess_rhat``, ArviZ's) of the unit-summed draws, level by level."""
     chains, draws = cells.shape[:2]
     units = geo.level(level)
     out = {key: [] for key in ("mean", "lo", "hi", "mass", "cover", "rhat")}
@@ -111,7 +92,7 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, truth: np.ndarray, ch
         out["hi"].append(hi)
         out["mass"].append(((flat >= lo) & (flat <= hi)).mean(axis=0))  # the draws' share inside [lo, hi]
         out["cover"].append(randomized_coverage(flat, truth[start : start + chunk]))
-        out["rhat"].append(split_rhat(summed))
+        out["rhat"].append(ess_rhat(summed)[1])
     return {key: np.concatenate(value) for key, value in out.items()}
 
 

@@ -281,7 +281,7 @@ def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
         "exact. The posterior is `ppdinfer.census.sample_cells` (hierarchical prior, hyperparameters learned; "
         f"{info['config']['draws']} draws x 2 chains after {info['config']['tune']} tuning sweeps, thinned by "
         f"{info['config']['thin']}: {info['posterior_s']:.0f} s, acceptance {info['accept']:.2f}, "
-        f"{100 * info['rhat_above_1_05']:.1f} % of unit cells with split R-hat above 1.05, the largest "
+        f"{100 * info['rhat_above_1_05']:.1f} % of unit cells with rank-normalized R-hat above 1.05, the largest "
         f"{info['max_rhat']:.2f}); GLS took {info['gls_s']:.1f} s and TopDown {info['topdown_s']:.1f} s.",
         "",
         "## Claims",
