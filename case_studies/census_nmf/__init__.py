@@ -26,7 +26,7 @@ CASE_STUDY = CaseStudy(
     title="A synthetic Pennsylvania's 2020-style noisy measurements: posterior cells against GLS and "
     "TopDown, interval coverage, majority-minority tracts",
     paper="J. M. Abowd et al., The 2020 Census Disclosure Avoidance System TopDown Algorithm",
-    minutes=(12, 1),  # full: 11.3 min measured on a 2-core machine (the state fit 8.6 min); quick: 49 s
+    minutes=(13, 1),  # full: 10.7 min for the state part (fit 8.6 min) + 1.8 min for the replicates; quick: 49 s
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
