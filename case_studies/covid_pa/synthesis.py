@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,19 +219,31 @@ def run_tasks(
     ``shared`` (the table) goes to each dask worker once (:func:`share`). A tqdm bar counts the
     finished tasks. On any exception, Ctrl-C included, the tasks not finished are cancelled (and
     a pool made here is ended at once) before it propagates: what the finished tasks wrote stays.
+    On the main thread Ctrl-C only sets a flag while the tasks run, which the wait for them reads
+    every 0.2 s: a KeyboardInterrupt raised inside the futures' own code could leave one of their
+    locks held, and the cancelling would then wait on it for ever.
     """
     if not todo:
         return []
     own = executor is None
     executor = executor or LocalPool()
     done, futures = [], []
+    interrupted = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
         shared = share(executor, shared)
         futures = [executor.submit(function, shared, task, *args) for task in todo]
+        pending = set(futures)
         with tqdm(total=len(futures), desc=desc, unit="task", disable=not progressbar) as bar:
-            for future in as_completed(futures):
-                done.append(future.result())
-                bar.update()
+            while pending and not interrupted.is_set():
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done.append(future.result())
+                    bar.update()
+        if interrupted.is_set():
+            raise KeyboardInterrupt
     except BaseException:
         for future in futures:
             future.cancel()
@@ -239,6 +251,8 @@ def run_tasks(
             executor.stop()
         raise
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         if own:
             executor.shutdown(wait=True, cancel_futures=True)
     return done
