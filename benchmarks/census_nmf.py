@@ -118,9 +118,9 @@ def run(n_counties: int, draws: int, tune: int, thin: int, seed: int, topdown: b
     order = np.random.default_rng(seed + 3).permutation(chains * kept)
     for name, values in (("cells", flat), ("hyper", hyper), ("tract_hisp", shares)):
         ess, rhat = diagnostics(values)
-        row[f"ess_{name}"], row[f"rhat_{name}"] = float(ess.min()), float(rhat.max())
+        row[f"ess_{name}"], row[f"rhat_{name}"] = float(np.nanmin(ess)), float(np.nanmax(rhat))
         exact, _ = diagnostics(values, order)
-        row[f"exact_ess_{name}"] = float(exact.min())
+        row[f"exact_ess_{name}"] = float(np.nanmin(exact))
         if name == "cells":
             row["ess_cells_q001"] = float(np.quantile(ess, 0.001))
             row["exact_ess_cells_q001"] = float(np.quantile(exact, 0.001))

@@ -229,8 +229,8 @@ def run_tasks(
     executor = executor or LocalPool()
     done, futures = [], []
     interrupted = threading.Event()
-    previous = None
-    if threading.current_thread() is threading.main_thread():
+    catch = threading.current_thread() is threading.main_thread()  # only there can a handler be set
+    if catch:
         previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
     try:
         shared = share(executor, shared)
@@ -251,7 +251,7 @@ def run_tasks(
             executor.stop()
         raise
     finally:
-        if previous is not None:
+        if catch:
             signal.signal(signal.SIGINT, previous)
         if own:
             executor.shutdown(wait=True, cancel_futures=True)

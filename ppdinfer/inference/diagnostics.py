@@ -35,9 +35,10 @@ def _ranks(pooled: np.ndarray) -> np.ndarray:
     rows hold whole numbers spanning fewer than S values (counts, as a census cell's draws are), else by
     sorting."""
     lo = pooled.min(axis=1, keepdims=True)
-    width = int(np.max(pooled.max(axis=1, keepdims=True) - lo, initial=0)) + 1 if pooled.size else 1
-    if width > pooled.shape[1] or not np.array_equal(pooled, np.round(pooled)):
+    span = np.max(pooled.max(axis=1, keepdims=True) - lo, initial=0.0)
+    if not span < pooled.shape[1] or not np.array_equal(pooled, np.round(pooled)):  # NaN spans sort too
         return stats.rankdata(pooled, axis=1, method="average")
+    width = int(span) + 1
     slot = (pooled - lo).astype(np.int64) + (np.arange(pooled.shape[0]) * width)[:, None]
     counts = np.bincount(slot.ravel(), minlength=pooled.shape[0] * width)
     below = (np.cumsum(counts.reshape(-1, width), axis=1) - counts.reshape(-1, width)).ravel()
