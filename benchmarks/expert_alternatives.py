@@ -4,9 +4,10 @@ The model is ``benchmarks/hospitals_pymc.py``'s (exposures e_i, rates lambda_i ~
 counts x_i ~ Poisson(e_i lambda_i) released with Gaussian noise of sd sigma = 4.22, eps 1, delta 1e-6); same data
 per size. Contenders, every one in every round (2 chains x (``--tune`` 1000 + ``--draws`` 1000), 2 cores):
 
-- ``ppdinfer``: ``ppdinfer.pymc.sample`` on the ``Release`` model, ``method="auto"`` and PyMC's default NUTS
-  backend (nutpie where installed); ``ppdinfer[pymc]``: the same with ``nuts_sampler="pymc"`` (what a user without
-  the ``fast`` extra gets);
+- ``ppdinfer``: ``ppdinfer.pymc.sample`` on the ``Release`` model with its defaults (``method="auto"`` sums the
+  counts out and integrates the rates with them; ``marginal_step="auto"``: the independence Metropolis sampler on
+  the 2 dimensions left, a and m); ``ppdinfer[nuts]``: the same with ``marginal_step="nuts"`` (NUTS on what is
+  left, as before the independence sampler: PyMC's own for a short run, else the default backend);
 - the expert's marginalized model: a, m and the rates continuous, the counts summed out by logsumexp over a window
   of +-8 noise sds (a ``pm.Potential``), sampled by PyMC's NUTS (``pymc``) and by ``nutpie``;
 - ``numpyro``: the same marginalized model written by hand in NumPyro (NUTS, chains in parallel on 2 host devices);
@@ -97,10 +98,10 @@ def _sampling_seconds(idata, total):
     return total
 
 
-def run_ppdinfer(exposure, y, sigma, draws, tune, seed, nuts_sampler=None):
+def run_ppdinfer(exposure, y, sigma, draws, tune, seed, marginal_step="auto"):
     start = time.perf_counter()
     model = hierarchical_model(exposure, y, sigma, plain=False)
-    kwargs = {} if nuts_sampler is None else {"nuts_sampler": nuts_sampler}
+    kwargs = {"marginal_step": marginal_step}
     with model:
         idata = ppm.sample(
             draws=draws,
@@ -204,7 +205,7 @@ def main() -> None:
     have = {name: importlib.util.find_spec(name) is not None for name in ("nutpie", "numpyro")}
     contenders = {
         "ppdinfer": lambda e, y, s, seed: run_ppdinfer(e, y, s, args.draws, args.tune, seed),
-        "ppdinfer[pymc]": lambda e, y, s, seed: run_ppdinfer(e, y, s, args.draws, args.tune, seed, "pymc"),
+        "ppdinfer[nuts]": lambda e, y, s, seed: run_ppdinfer(e, y, s, args.draws, args.tune, seed, "nuts"),
         "pymc": lambda e, y, s, seed: run_pymc(expert_pymc_model(e, y, s), "pymc", args.draws, args.tune, seed),
     }
     if have["nutpie"]:
@@ -223,7 +224,8 @@ def main() -> None:
                 seed = args.seed + 100 * round_ + 7
                 idata, total, sampling = contenders[name](exposure, y, sigma, seed)
                 min_ess, means, errors, ess_a = summarize(idata)
-                method = idata["posterior"].attrs.get("ppdinfer_method", "")
+                attrs = idata["posterior"].attrs
+                method = " ".join(str(attrs[key]) for key in ("ppdinfer_method", "ppdinfer_step") if key in attrs)
                 rows[name].append((total - sampling, sampling, min_ess, ess_a, means, errors, method))
                 print(
                     f"  [{size} round {round_}] {name:15s} compile {total - sampling:6.1f} s sampling {sampling:6.1f} s "

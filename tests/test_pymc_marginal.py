@@ -149,15 +149,18 @@ def _grid_posterior(y, sigma, prior_shape, prior_rate):
     return float(weights @ mu), x_mean
 
 
-def test_marginalized_posterior_matches_enumeration():
+@pytest.mark.parametrize("step", ["nuts", "independence"])
+def test_marginalized_posterior_matches_enumeration(step):
     y = np.array([18.3, 25.1, 9.6])
+    backend = {"nuts_sampler": "pymc"} if step == "nuts" else {}
     with pm.Model(coords={"unit": ["a", "b", "c"]}):
         mu = pm.Gamma("mu", 2.0, 0.1)
         x = pm.Poisson("x", mu, dims="unit")
         ppm.Release("y", Gaussian(3.0), x, observed=y, dims="unit")
         idata = ppm.sample(
-            method="marginalize", nuts_sampler="pymc", draws=1500, tune=500, chains=2, cores=1, random_seed=3, **QUIET
+            method="marginalize", draws=1500, tune=500, chains=2, cores=1, random_seed=3, **backend, **QUIET
         )
+    assert idata["posterior"].attrs["ppdinfer_step"] == step
     mu_exact, x_exact = _grid_posterior(y, 3.0, 2.0, 0.1)
     post = idata["posterior"]
     for name, exact in (("mu", mu_exact), ("x", x_exact)):

@@ -133,3 +133,44 @@ def resample_block(
     take_rows(theta, index, theta_out, first_stratum + first)
     take_rows(x, index, x_out, first_stratum + first)
     return first_stratum + first, stop - first
+
+
+@njit(cache=True, nogil=True)
+def draw_columns(log_weights, u):
+    """For each column j of ``log_weights`` (values x columns), the row drawn with probability proportional to
+    exp(log_weights[:, j]): the first row whose running sum of exp(log_weights - the column's max) exceeds
+    u[j] times the column's total (u uniform on [0, 1)); rows of weight 0 are never drawn. Row by row, so that
+    every pass reads memory in order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draw_columns(np.log(np.array([[1.0, 0.0], [1.0, 1.0], [2.0, 0.0]])), np.array([0.3, 0.9]))
+    array([1, 1])
+    """
+    rows, columns = log_weights.shape
+    top = log_weights[0].copy()
+    for i in range(1, rows):
+        for j in range(columns):
+            top[j] = max(top[j], log_weights[i, j])
+    weights = np.empty((rows, columns))
+    total = np.zeros(columns)
+    for i in range(rows):
+        for j in range(columns):
+            weights[i, j] = np.exp(log_weights[i, j] - top[j])
+            total[j] += weights[i, j]
+    threshold = u * total
+    out = np.full(columns, -1, dtype=np.int64)
+    last = np.zeros(columns, dtype=np.int64)  # the last row of positive weight so far: where rounding ends
+    running = np.zeros(columns)
+    for i in range(rows):
+        for j in range(columns):
+            if out[j] < 0 and weights[i, j] > 0:
+                last[j] = i
+                running[j] += weights[i, j]
+                if running[j] > threshold[j]:
+                    out[j] = i
+    for j in range(columns):
+        if out[j] < 0:
+            out[j] = last[j]
+    return out

@@ -29,7 +29,10 @@ the result has the same variables as the augmented one. :func:`sample_marginal` 
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,10 +53,13 @@ from pytensor.tensor.random.basic import (
 )
 from scipy import special
 
+from ..kernels.resampling import draw_columns
 from ..mechanisms import discrete_gaussian_log_normalizer
+from ..rng import root_seed
 from .augmentation import privacy_latents
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family
+from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
 from .release import ReleaseRV
 
 __all__ = [
@@ -517,30 +523,22 @@ class MarginalModel:
         coordinate); a collapsed Gamma rate or Beta probability is then drawn from its conditional given x.
         x goes into the posterior group under its name with its dims, and y into ``observed_data``.
         """
-        rng = np.random.default_rng(random_seed)
         posterior = idata["posterior"].to_dataset()
         n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+        chain_seeds = root_seed(random_seed).spawn(n_chain)
         new_vars = {}
         for latent in self.latents:
-            function, used = latent._weights
-            values = {name: posterior[name].values for name in used}
             x = np.empty((n_chain, n_draw, *latent.lo.shape), dtype=np.int64)
-            conj = None
-            for c in range(n_chain):
-                for d in range(n_draw):
-                    outputs = function(*(values[name][c, d] for name in used))
-                    weights = np.asarray(outputs[0])
-                    weights = np.exp(weights - weights.max(axis=0))
-                    cumulative = np.cumsum(weights, axis=0)
-                    u = rng.random(latent.lo.shape) * cumulative[-1]
-                    index = np.minimum((cumulative < u).sum(axis=0), latent.width - 1)
-                    x[c, d] = latent.lo + index
-                    if latent._conjugate_draw is not None:
-                        params = [np.broadcast_to(np.asarray(p, dtype=float), latent.lo.shape) for p in outputs[1:]]
-                        value = latent._conjugate_draw(rng, x[c, d].astype(float), *params)
-                        if conj is None:
-                            conj = np.empty((n_chain, n_draw, *latent.lo.shape))
-                        conj[c, d] = value
+            conj = None if latent._conjugate_draw is None else np.empty((n_chain, n_draw, *latent.lo.shape))
+            values = {name: posterior[name].values for name in latent._weights[1]}
+            lock = threading.Lock()  # the compiled weights are one function with its own storage: one call at a time
+            with ThreadPoolExecutor(max_workers=min(n_chain, os.cpu_count() or 1)) as pool:
+                jobs = [
+                    pool.submit(self._draw_chain, latent, values, c, np.random.default_rng(seed), x, conj, lock)
+                    for c, seed in enumerate(chain_seeds)
+                ]
+                for job in jobs:
+                    job.result()
             dims = latent.dims or tuple(f"{latent.name}_dim_{i}" for i in range(latent.lo.ndim))
             coords = {dim: np.asarray(self.original.coords[dim]) for dim in dims if dim in (self.original.coords or {})}
             new_vars[latent.name] = xr.DataArray(x, dims=("chain", "draw", *dims), coords=coords)
@@ -569,6 +567,21 @@ class MarginalModel:
             observed[latent.release] = xr.DataArray(self.observed[latent.name], dims=dims, coords=coords)
         idata["observed_data"] = xr.DataTree(observed)
         return idata
+
+    @staticmethod
+    def _draw_chain(latent, values, c, rng, x, conj, lock):
+        """Chain c's draws of ``latent`` (and its conjugate) into ``x[c]`` (and ``conj[c]``), given the parameters'
+        draws ``values``: the window's weights computed under ``lock``, the inverse-CDF draws (compiled, without the
+        GIL) in parallel with the other chains'."""
+        function, used = latent._weights
+        for d in range(x.shape[1]):
+            with lock:
+                outputs = [np.array(out, dtype=float) for out in function(*(values[name][c, d] for name in used))]
+            log_weights = outputs[0].reshape(latent.width, -1)
+            x[c, d] = latent.lo + draw_columns(log_weights, rng.random(log_weights.shape[1])).reshape(latent.lo.shape)
+            if conj is not None:
+                params = [np.broadcast_to(p, latent.lo.shape) for p in outputs[1:]]
+                conj[c, d] = latent._conjugate_draw(rng, x[c, d].astype(float), *params)
 
 
 # -- the rule of method="auto" ------------------------------------------------------------------------------
@@ -645,15 +658,22 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
     return ("marginalize" if t_marginal <= t_augment else "augment"), reason, marginal
 
 
-def sample_marginal(marginal: MarginalModel, **kwargs):
-    """``pm.sample`` (any ``nuts_sampler``) on ``marginal.model``, then the summed-out latents drawn exactly.
+def sample_marginal(marginal: MarginalModel, *, marginal_step: str = "auto", **kwargs):
+    """The continuous model ``marginal.model`` sampled, then the summed-out latents drawn exactly.
 
-    ``kwargs`` go to ``pm.sample``; the latents' draws are seeded from ``random_seed``. A short run (predicted from
+    ``marginal_step`` picks the sampler of the continuous variables: ``"nuts"`` (``pm.sample``, any
+    ``nuts_sampler``), ``"independence"`` (:func:`ppdinfer.pymc.independence.sample_independence`: an
+    independence Metropolis sampler with a multivariate t fitted at the mode, for a few unconstrained dimensions;
+    an error if it declines), or ``"auto"`` (the default: the independence sampler where the model has at most
+    :data:`~ppdinfer.pymc.independence.INDEPENDENCE_MAX_DIM` unconstrained dimensions, no ``nuts_sampler`` or
+    other NUTS setting is given and the sampler does not decline; NUTS otherwise). ``kwargs`` go to ``pm.sample``
+    (the independence sampler reads ``draws``, ``tune``, ``chains``, ``random_seed`` and ``progressbar``); the
+    latents' draws are seeded from ``random_seed``. A short NUTS run (predicted from
     :meth:`MarginalModel.seconds_per_draw`) uses PyMC's own NUTS unless ``nuts_sampler`` is given, and runs its
     chains in one process (same draws). Where nothing is left to sample (every parameter integrated out), the
-    draws of x are independent and exact. The posterior's attrs
-    record the method, the latents summed out and the bound on the omitted mass, and ``sampling_time_latents``
-    the seconds the exact draws of x took.
+    draws of x are independent and exact. The posterior's attrs record the method, the sampler of the continuous
+    variables and why (``ppdinfer_step``, ``ppdinfer_step_reason``), the latents summed out and the bound on the
+    omitted mass, and ``sampling_time_latents`` the seconds the exact draws of x took.
 
     Examples
     --------
@@ -669,6 +689,8 @@ def sample_marginal(marginal: MarginalModel, **kwargs):
     ...                         progressbar=False, compute_convergence_checks=False)
     >>> idata["posterior"]["x"].shape, idata["posterior"].attrs["ppdinfer_method"]
     ((1, 50, 2), 'marginalize')
+    >>> idata["posterior"].attrs["ppdinfer_step"]
+    'independence'
     """
     seed = kwargs.get("random_seed")
     if kwargs.get("return_inferencedata") is False:
@@ -677,16 +699,74 @@ def sample_marginal(marginal: MarginalModel, **kwargs):
         chains, draws = int(kwargs.get("chains") or 2), int(kwargs.get("draws", 1000))
         empty = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
         idata = xr.DataTree(children={"posterior": xr.DataTree(empty)})
+        step, why = "none", "no continuous variable is left"
     else:
-        with marginal.model:
-            idata = pm.sample(**_backend(marginal, kwargs))
+        idata, step, why = _sample_continuous(marginal, marginal_step, kwargs)
     if not isinstance(idata, xr.DataTree):
         raise ValueError("return_inferencedata=False is not supported where latents are summed out")
     start = time.perf_counter()
     latent_seed = np.random.SeedSequence([*_seed_entropy(seed), 34])
     idata = marginal.draw_latents(idata, latent_seed)
-    idata["posterior"].attrs["sampling_time_latents"] = time.perf_counter() - start
+    idata["posterior"].attrs.update(
+        {"sampling_time_latents": time.perf_counter() - start, "ppdinfer_step": step, "ppdinfer_step_reason": why}
+    )
     return idata
+
+
+#: pm.sample's keyword arguments the independence sampler honours (others configure NUTS: "auto" then runs NUTS)
+_INDEPENDENCE_KWARGS = frozenset(
+    {"draws", "tune", "chains", "cores", "random_seed", "progressbar", "compute_convergence_checks",
+     "return_inferencedata", "discard_tuned_samples"}
+)  # fmt: skip
+
+
+def independence_eligible(model: pm.Model, kwargs: dict) -> str | None:
+    """None where ``marginal_step="auto"`` tries the independence sampler on ``model``, else the reason it does not."""
+    nuts_settings = sorted(
+        key for key, value in kwargs.items() if key not in _INDEPENDENCE_KWARGS and value is not None
+    )
+    if nuts_settings:
+        return f"NUTS settings given ({', '.join(nuts_settings)})"
+    dim = sum(int(np.size(value)) for value in model.initial_point().values())
+    if not 1 <= dim <= INDEPENDENCE_MAX_DIM:
+        return f"{dim} unconstrained dimensions (the independence sampler takes 1 to {INDEPENDENCE_MAX_DIM})"
+    if kwargs.get("discard_tuned_samples") is False:
+        return "discard_tuned_samples=False (the independence sampler keeps no tuning draws)"
+    return None
+
+
+def _sample_continuous(marginal: MarginalModel, marginal_step: str, kwargs: dict):
+    """(idata, the step's name, why): the continuous variables sampled by the step ``marginal_step`` picks."""
+    if marginal_step not in ("auto", "nuts", "independence"):
+        raise ValueError(f"marginal_step must be 'auto', 'nuts' or 'independence', got {marginal_step!r}")
+    why = "marginal_step='nuts'"
+    if marginal_step != "nuts":
+        not_eligible = independence_eligible(marginal.model, kwargs)
+        if not_eligible and marginal_step == "independence":
+            raise ValueError(f"marginal_step='independence': {not_eligible}")
+        why = not_eligible
+        if not not_eligible:
+            chains = int(kwargs.get("chains") or max(2, min(4, os.cpu_count() or 1)))
+            try:
+                idata = sample_independence(
+                    marginal.model,
+                    draws=int(kwargs.get("draws", 1000)),
+                    tune=int(kwargs.get("tune", 1000)),
+                    chains=chains,
+                    random_seed=kwargs.get("random_seed"),
+                    progressbar=bool(kwargs.get("progressbar", True)),
+                )
+            except Declined as declined:
+                if marginal_step == "independence":
+                    raise ValueError(f"marginal_step='independence': the sampler declined: {declined}") from None
+                why = f"the independence sampler declined: {declined}"
+            else:
+                attrs = idata["posterior"].attrs
+                reason = f"{attrs['ppdinfer_step_description']}; acceptance rate {attrs['acceptance_rate']:.2f}"
+                return idata, "independence", reason
+    with marginal.model:
+        idata = pm.sample(**_backend(marginal, kwargs))
+    return idata, "nuts", why
 
 
 def _backend(marginal: MarginalModel, kwargs: dict) -> dict:
@@ -717,7 +797,7 @@ def _seed_entropy(seed) -> list[int]:
     return [int(np.random.default_rng(seed).integers(2**32))]
 
 
-def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs):
+def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_step="auto"):
     """(the marginal fit, its reason) where ``method`` (or, for ``"auto"``, :func:`choose_method`) sums the latents
     out, else (None, the reason to augment): what :func:`ppdinfer.pymc.sample` runs first.
 
@@ -744,7 +824,8 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs):
         if chosen == "augment":
             return None, reason
     collapsed = [latent for latent in found.latents if latent.conjugate is not None]
-    if collapsed and sum(latent.units for latent in collapsed) < COLLAPSE_MIN_UNITS:
+    independence = marginal_step != "nuts" and independence_eligible(found.model, kwargs) is None
+    if collapsed and not independence and sum(latent.units for latent in collapsed) < COLLAPSE_MIN_UNITS:
         found = marginalize(model, tol=tol, conjugate=False)
         reason += (
             f"; the conjugate {', '.join(latent.conjugate for latent in collapsed)} kept for NUTS (fewer than "
@@ -756,7 +837,7 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs):
             "NUTS samples them; pass step only with method='augment'"
         )
     kwargs = {key: value for key, value in kwargs.items() if key != "step"}
-    return record_method(sample_marginal(found, **kwargs), "marginalize", reason), reason
+    return record_method(sample_marginal(found, marginal_step=marginal_step, **kwargs), "marginalize", reason), reason
 
 
 def record_method(idata, method: str, reason: str):

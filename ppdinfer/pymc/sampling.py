@@ -219,6 +219,7 @@ def sample(
     moves=None,
     method: str = "auto",
     tol: float = 1e-12,
+    marginal_step: str = "auto",
     **kwargs,
 ):
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
@@ -228,7 +229,10 @@ def sample(
     :func:`ppdinfer.pymc.marginal.marginalize`, then NUTS, any ``nuts_sampler``, on the continuous model and x
     drawn exactly per draw), or ``"auto"`` (the default: summing out where every latent can be and the
     predicted cost per draw is lower, :func:`ppdinfer.pymc.marginal.choose_method`). The posterior's attrs
-    ``ppdinfer_method`` and ``ppdinfer_method_reason`` say which ran and why.
+    ``ppdinfer_method`` and ``ppdinfer_method_reason`` say which ran and why. Where x is summed out,
+    ``marginal_step`` picks the sampler of what is left (:func:`ppdinfer.pymc.marginal.sample_marginal`): by
+    default an independence Metropolis sampler where at most a few unconstrained dimensions remain and no NUTS
+    setting is given, NUTS otherwise; ``ppdinfer_step`` and ``ppdinfer_step_reason`` say which ran and why.
 
     Every integer latent x that feeds an observed release (``privacy_latents``) gets
     :class:`PrivacyAugmentation`: sum-preserving moves where a multinomial total binds it, the
@@ -274,7 +278,7 @@ def sample(
     """
     _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
-    fitted, reason = sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs)
+    fitted, reason = sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_step)
     if fitted is not None:
         return record_guarantees(model, fitted)
     with model:
