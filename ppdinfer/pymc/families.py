@@ -140,7 +140,9 @@ def multinomial_child(model, theta_rv):
     return None
 
 
-def _shape(rv) -> tuple[int, ...]:
+def rv_shape(rv) -> tuple[int, ...]:
+    if all(n is not None for n in rv.type.shape):  # static: no function to compile
+        return tuple(int(n) for n in rv.type.shape)
     return tuple(int(n) for n in rv.shape.eval())
 
 
@@ -189,7 +191,7 @@ def gamma_poisson_rate(model, x_rv):
     if rate is None:
         return None
     try:
-        shape = _shape(x_rv)
+        shape = rv_shape(x_rv)
         exposure = _graph_at(model, mu, rate, np.ones(shape), shape)
         trial = np.random.default_rng(0).uniform(0.5, 2.0, shape)
         linear = np.allclose(_graph_at(model, mu, rate, trial, shape), trial * exposure, rtol=1e-12)
@@ -223,8 +225,8 @@ def beta_binomial_rate(model, x_rv):
     if p is None:
         return None
     try:
-        shape = _shape(x_rv)
-        if _shape(p) != shape:
+        shape = rv_shape(x_rv)
+        if rv_shape(p) != shape:
             return None
         trial = np.random.default_rng(0).uniform(0.1, 0.9, shape)
         identity = np.array_equal(_graph_at(model, prob, p, trial, shape), trial)

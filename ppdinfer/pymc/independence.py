@@ -85,23 +85,22 @@ class _Target:
     def __init__(self, model: pm.Model):
         self.model = model
         point = model.initial_point()
-        self.names = [value.name for value in model.value_vars]
-        self.shapes = [np.shape(point[name]) for name in self.names]
-        self.start = np.concatenate([np.ravel(point[name]) for name in self.names]).astype(float)
-        [logp], flat = join_nonshared_inputs(point, [model.logp()], model.value_vars)
-        self.logp = pytensor.function([flat], logp, on_unused_input="ignore")
+        self.start = np.concatenate([np.ravel(point[value.name]) for value in model.value_vars]).astype(float)
         kept = {var.name for var in (*model.free_RVs, *model.deterministics)}
         wanted = [var for var in model.unobserved_value_vars if var.name in kept]
-        [*outputs], flat_out = join_nonshared_inputs(point, wanted, model.value_vars)
         self.names_out = [var.name for var in wanted]
-        self.constrained = pytensor.function([flat_out], outputs, on_unused_input="ignore")
+        # one function for the log density and the constrained values (one compilation; they cost little beside it)
+        outputs, flat = join_nonshared_inputs(point, [model.logp(), *wanted], model.value_vars)
+        self.function = pytensor.function([flat], outputs, on_unused_input="ignore")
+        self.values = None  # the constrained values at the last point evaluated
 
     @property
     def dim(self) -> int:
         return int(self.start.size)
 
     def __call__(self, x: np.ndarray) -> float:
-        value = float(self.logp(x))
+        logp, *self.values = self.function(x)
+        value = float(logp)
         return value if math.isfinite(value) else -math.inf
 
 
@@ -183,16 +182,21 @@ class _Chains:
     def __init__(self, target: _Target, starts: list[np.ndarray], rngs: list[np.random.Generator], bar):
         self.target, self.rngs, self.bar = target, rngs, bar
         self.state = [np.array(start, dtype=float) for start in starts]
-        self.logp = [target(x) for x in self.state]
+        self.logp, self.values = [], []
+        for x in self.state:
+            self.logp.append(target(x))
+            self.values.append(target.values)
         self.evaluations = 0
         self.interrupted = False
 
-    def run(self, proposal: _Proposal, n: int, thin: int = 1, record: bool = True):
-        """n kept states per chain (``thin`` transitions each): (states (chains, n, d), lp (chains, n), accepted
-        (chains, n): the last transition moved, and the acceptance rate of every transition). Ctrl-C stops it
-        after the last whole block: the arrays then hold the draws every chain finished, and ``interrupted`` is set."""
+    def run(self, proposal: _Proposal, n: int, thin: int = 1):
+        """n kept states per chain (``thin`` transitions each): (states (chains, n, d), their constrained values
+        (per chain, per draw, the target's outputs), lp (chains, n), accepted (chains, n): the last transition
+        moved, and the acceptance rate of every transition). Ctrl-C stops it after the last whole block: the
+        results then hold the draws every chain finished, and ``interrupted`` is set."""
         chains, d = len(self.state), self.target.dim
         states, lps = np.empty((chains, n, d)), np.empty((chains, n))
+        values = [[None] * n for _ in range(chains)]
         moved = np.zeros((chains, n), dtype=bool)
         q_now = [proposal.log_density(x) for x in self.state]
         accepted, done, total = 0, 0, n * thin
@@ -207,17 +211,20 @@ class _Chains:
                         move = log_u[t] < lp - self.logp[c] + q_now[c] - log_q[t]
                         if move:
                             self.state[c], self.logp[c], q_now[c] = points[t], lp, log_q[t]
+                            self.values[c] = self.target.values
                             accepted += 1
                         if (begin + t + 1) % thin == 0:
                             k = (begin + t) // thin
                             states[c, k], lps[c, k], moved[c, k] = self.state[c], self.logp[c], move
+                            values[c][k] = self.values[c]
                 done = begin + size
                 self.evaluations += size * chains
                 self.bar.update(size * chains)
         except KeyboardInterrupt:
             self.interrupted = True
         kept = done // thin
-        return states[:, :kept], lps[:, :kept], moved[:, :kept], accepted / max(done * chains, 1)
+        values = [chain[:kept] for chain in values]
+        return states[:, :kept], values, lps[:, :kept], moved[:, :kept], accepted / max(done * chains, 1)
 
 
 def _thin_for(acceptance: float, latent_cost: float = 2.0) -> int:
@@ -283,7 +290,7 @@ def sample_independence(
             if np.all(np.isfinite(refit)) and np.all(np.linalg.eigvalsh(refit) > 0):
                 proposal = _Proposal(pooled.mean(axis=0), refit)
     if tune - first and not sampler.interrupted:
-        acceptance = sampler.run(proposal, tune - first)[3]
+        acceptance = sampler.run(proposal, tune - first)[4]
         if acceptance < MIN_ACCEPTANCE:
             bar.close()
             raise Declined(f"the fitted proposal's acceptance rate in tuning was {acceptance:.2f} (< {MIN_ACCEPTANCE})")
@@ -292,23 +299,23 @@ def sample_independence(
         bar.close()
         raise KeyboardInterrupt
     bar.total = sampler.evaluations + draws * thin * chains
-    states, lps, moved, rate = sampler.run(proposal, draws, thin)
+    _, values, lps, moved, rate = sampler.run(proposal, draws, thin)
     bar.close()
     finished = time.perf_counter()
     return _tree(
-        target, states, lps, moved, rate, thin, tune, finished - started, finished - tuning_started, sampler.interrupted
+        target, values, lps, moved, rate, thin, tune, finished - started, finished - tuning_started, sampler.interrupted
     )
 
 
-def _tree(target: _Target, states, lps, moved, rate, thin, tune, seconds, sampling_seconds, interrupted) -> xr.DataTree:
+def _tree(target: _Target, kept, lps, moved, rate, thin, tune, seconds, sampling_seconds, interrupted) -> xr.DataTree:
+    """The DataTree of the kept draws: ``kept`` holds each chain's draws' constrained values (the target's
+    outputs)."""
     model = target.model
-    chains, draws = states.shape[:2]
-    columns = [target.constrained(states[c, k]) for c in range(chains) for k in range(draws)]
+    chains, draws = lps.shape
     data = {}
     for index, name in enumerate(target.names_out):
-        values = np.stack([np.asarray(row[index]) for row in columns]).reshape(
-            chains, draws, *np.shape(columns[0][index])
-        )
+        shape = np.shape(target.values[index])
+        values = np.array([[row[index] for row in chain] for chain in kept], dtype=float).reshape(chains, draws, *shape)
         dims = tuple(model.named_vars_to_dims.get(name, ()) or ()) or tuple(
             f"{name}_dim_{i}" for i in range(values.ndim - 2)
         )
