@@ -58,7 +58,7 @@ with model:
     idata = ppm.sample(draws=1000, tune=1000, chains=2, cores=int(sys.argv[1]), random_seed=2023,
                        progressbar=False, compute_convergence_checks=False, **kwargs)
 total = time.perf_counter() - began
-sampling = float(idata["sample_stats"].attrs.get("sampling_time", float("nan")))
+sampling = float(idata["sample_stats"].attrs.get("sampling_time", idata["posterior"].attrs.get("sampling_time", float("nan"))))
 print(f"import {imported:.1f} s; first ppdinfer.pymc.sample {total:.1f} s = set-up {total - sampling:.1f} s + "
       f"pm.sample's sampling {sampling:.1f} s, of which numba compiling ppdinfer's kernels {compiled[0]:.1f} s "
       f"({compiled[1]} top-level specialisations)")

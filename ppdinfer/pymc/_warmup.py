@@ -9,13 +9,15 @@ import numpy as np
 import pymc as pm
 
 from ..kernels import augmentation as kernels
+from ..kernels.resampling import draw_columns
 from ..mechanisms import Gaussian
 from .release import Release
 from .sampling import assign_steps
 
 
 def warm_up() -> dict:
-    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``) so that the first
+    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``), and the inverse-CDF draws of
+    summed-out latents (``draw_columns``), so that the first
     :func:`ppdinfer.pymc.sample` in any later process loads them from numba's cache instead of compiling.
 
     The kernels are compiled with ``cache=True`` and one specialisation serves every latent family
@@ -61,9 +63,10 @@ def warm_up() -> dict:
             )
     finally:
         logger.setLevel(level)
+    draw_columns(np.zeros((2, 1)), np.array([0.5]))  # the latents' draws where they are summed out
     compiled = {
         name: len(function.signatures)
-        for name, function in vars(kernels).items()
+        for name, function in (*vars(kernels).items(), ("draw_columns", draw_columns))
         if hasattr(function, "signatures") and function.signatures
     }
     return {"seconds": time.perf_counter() - start, "kernels": compiled}
