@@ -9,6 +9,7 @@ import numpy as np
 import pymc as pm
 
 from ..kernels import augmentation as kernels
+from ..kernels import windows
 from ..kernels.resampling import draw_columns
 from ..mechanisms import Gaussian
 from .release import Release
@@ -16,8 +17,8 @@ from .sampling import assign_steps
 
 
 def warm_up() -> dict:
-    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``), and the inverse-CDF draws of
-    summed-out latents (``draw_columns``), so that the first
+    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``), and those of summed-out latents
+    (``draw_columns``, ``ppdinfer.kernels.windows``), so that the first
     :func:`ppdinfer.pymc.sample` in any later process loads them from numba's cache instead of compiling.
 
     The kernels are compiled with ``cache=True`` and one specialisation serves every latent family
@@ -63,10 +64,17 @@ def warm_up() -> dict:
             )
     finally:
         logger.setLevel(level)
-    draw_columns(np.zeros((2, 1)), np.array([0.5]))  # the latents' draws where they are summed out
+    # where the latents are summed out: their draws, and the gamma-Poisson window's sums by recurrence
+    draw_columns(np.zeros((2, 1)), np.array([0.5]))
+    window = (np.ones(1), np.zeros(1), np.zeros(1, dtype=np.int64), np.ones((1, 1)), np.zeros(1, dtype=np.int64))
+    windows.gamma_poisson_window(*window, np.zeros(1))
+    windows.gamma_poisson_window_value(*window, np.zeros(1))
+    windows.gamma_poisson_window_draws(
+        np.ones((1, 1)), np.zeros((1, 1)), *window[2:], np.zeros((2, 1)), np.zeros((1, 1))
+    )
     compiled = {
         name: len(function.signatures)
-        for name, function in (*vars(kernels).items(), ("draw_columns", draw_columns))
+        for name, function in (*vars(kernels).items(), *vars(windows).items(), ("draw_columns", draw_columns))
         if hasattr(function, "signatures") and function.signatures
     }
     return {"seconds": time.perf_counter() - start, "kernels": compiled}

@@ -54,6 +54,7 @@ from pytensor.tensor.random.basic import (
 from scipy import special
 
 from ..kernels.resampling import draw_columns
+from ..kernels.windows import gamma_poisson_window_draws
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
 from .augmentation import privacy_latents
@@ -61,6 +62,7 @@ from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
 from .release import ReleaseRV
+from .window_ops import gamma_poisson_window_logp, window_constants
 
 __all__ = [
     "AUGMENT_SECONDS_PER_SITE",
@@ -157,6 +159,8 @@ class SummedOut:
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
     _weights: object = field(repr=False, default=None)
     _conjugate_draw: object = field(repr=False, default=None)
+    # a collapsed gamma-Poisson summed by recurrence: (step, peak, constant), and _weights then gives shape and log q
+    _window: object = field(repr=False, default=None)
 
     @property
     def units(self) -> int:
@@ -243,9 +247,10 @@ def _betaln(a, b):
 
 
 def _prior_logp(x_rv, found, grid, conjugate: bool):
-    """((cells, per_unit, constant), the conjugate's draw or None, family name): log p(x = grid | parameters) =
-    cells + per_unit + constant, ``cells`` a graph over the grid, ``per_unit`` one over x's coordinates (or 0), and
-    ``constant`` an array over the grid (or 0)."""
+    """((cells, per_unit, constant), the conjugate's draw or None, family name, (shape, log q) or None):
+    log p(x = grid | parameters) = cells + per_unit + constant, ``cells`` a graph over the grid, ``per_unit`` one
+    over x's coordinates (or 0), and ``constant`` an array over the grid (or 0); the last, for a collapsed
+    gamma-Poisson, what :func:`~ppdinfer.pymc.window_ops.gamma_poisson_window_logp` sums the window from."""
     if conjugate and found is not None and found.family.name == "gamma_poisson":
         shape, scale = (pt.cast(p, "float64") for p in found.parameters)  # float32 constants: gammaln in float32
         exposure = found.constants["exposure"]
@@ -259,7 +264,8 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
         def draw(rng, x, shape_value, scale_value):
             return rng.gamma(shape_value + x, 1.0 / (1.0 / scale_value + exposure))
 
-        return (cells, per_unit, -special.gammaln(grid + 1.0)), (draw, (shape, scale)), "gamma_poisson"
+        recurrence = (shape, pt.log(ratio) - pt.log1p(ratio))  # gamma_poisson_window_logp's shape and log q
+        return (cells, per_unit, -special.gammaln(grid + 1.0)), (draw, (shape, scale)), "gamma_poisson", recurrence
     if conjugate and found is not None and found.family.name == "beta_binomial":
         n, a, b = (pt.cast(p, "float64") for p in found.parameters)
         k = pt.as_tensor_variable(grid.astype(float))
@@ -275,9 +281,9 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
         def draw(rng, x, n_value, a_value, b_value):
             return rng.beta(a_value + x, b_value + n_value - x)
 
-        return (pt.switch(inside, logp, -np.inf), 0.0, 0.0), (draw, (n, a, b)), "beta_binomial"
+        return (pt.switch(inside, logp, -np.inf), 0.0, 0.0), (draw, (n, a, b)), "beta_binomial", None
     prior = pm.logp(x_rv, grid.astype(x_rv.dtype))
-    return (prior, 0.0, 0.0), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower()
+    return (prior, 0.0, 0.0), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower(), None
 
 
 def _latent_window(x_rv, y, log_norm, rate, power, tol):
@@ -296,7 +302,9 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
     return lo.astype(np.int64), width, d, bound
 
 
-def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True) -> MarginalModel:
+def marginalize(
+    model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True, recurrence: bool = True
+) -> MarginalModel:
     r"""The model with every integer latent observed through additive noise summed out over a window.
 
     Each latent x of ``ppdinfer.pymc.augmentation.privacy_latents`` must have a Poisson, Binomial or
@@ -319,6 +327,10 @@ def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate:
         The bound on each coordinate's omitted mass, in (0, 1).
     conjugate : bool
         Integrate a conjugate Gamma rate or Beta probability out with x (its conditional draw follows).
+    recurrence : bool
+        Sum a collapsed gamma-Poisson window by the compiled recurrence of
+        :func:`~ppdinfer.pymc.window_ops.gamma_poisson_window_logp` (the same value, a few multiplications per
+        cell); False keeps the plain graph, which every backend compiles (JAX, for NumPyro, included).
 
     Returns
     -------
@@ -381,10 +393,10 @@ def marginalize(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate:
                 f"the Deterministic {det.name} reads {sorted(v.name for v in reads)}, which are summed out: "
                 "remove it or use method='augment'"
             )
-    return _build(model, plans, tol, conjugate)
+    return _build(model, plans, tol, conjugate, recurrence)
 
 
-def _build(model, plans, tol, conjugate) -> MarginalModel:
+def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
     initvals = dict(model.rvs_to_initial_values)
     kept_initvals = {rv.name: value for rv, value in initvals.items() if value is not None}
     model.rvs_to_initial_values.update(dict.fromkeys(initvals))  # fgraph_from_model refuses initial values
@@ -403,9 +415,17 @@ def _build(model, plans, tol, conjugate) -> MarginalModel:
         if found is not None:
             parameters = graph_replace(list(found.parameters), {rv: memo[rv] for rv in model.free_RVs}, strict=False)
             found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
-        (cells, per_unit, constant), conjugate_draw, family = _prior_logp(x_fg, found_fg, grid, conjugate)
+        (cells, per_unit, constant), conjugate_draw, family, steps = _prior_logp(x_fg, found_fg, grid, conjugate)
         weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
-        potential = pt.sum(pt.logsumexp(weights, axis=0)) + pt.sum(pt.broadcast_to(per_unit, lo.shape))
+        window = None
+        if recurrence and steps is not None:
+            summed_window = gamma_poisson_window_logp(*steps, noise_logp + constant, lo)
+            _, step, peak, _ = window_constants(noise_logp + constant, lo)
+            constant_flat = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
+            window = ([pt.broadcast_to(pt.cast(v, "float64"), lo.shape) for v in steps], (step, peak, constant_flat))
+        else:
+            summed_window = pt.sum(pt.logsumexp(weights, axis=0))
+        potential = summed_window + pt.sum(pt.broadcast_to(per_unit, lo.shape))
         potentials.append(model_potential(potential, f"{release.name}_summed"))
         drop += [memo[x_rv], memo[release]] + ([memo[found.conjugate]] if found is not None else [])
         summed.append(
@@ -426,6 +446,7 @@ def _build(model, plans, tol, conjugate) -> MarginalModel:
                 conjugate_draw,
                 found,
                 y,
+                window,
             )
         )
     for var in drop:
@@ -440,18 +461,22 @@ def _build(model, plans, tol, conjugate) -> MarginalModel:
     inputs = {rv.name: rv.type() for rv in new.free_RVs}
     new_by_name = {rv.name: rv for rv in new.free_RVs}
     latents = []
-    for record, weights, conjugate_draw, _found, _y in summed:
-        outputs = [weights] + (list(conjugate_draw[1]) if conjugate_draw is not None else [])
+    for record, weights, conjugate_draw, _found, _y, window in summed:
+        first = [weights] if window is None else window[0]  # the window's log weights, or its shape and log q
+        outputs = first + (list(conjugate_draw[1]) if conjugate_draw is not None else [])
         outputs = _in_new_model(outputs, fgraph, new)
         graphs = graph_replace(outputs, {new_by_name[n]: inputs[n] for n in inputs}, strict=False)
         used = [name for name in inputs if any(inputs[name] in ancestors([g]) for g in graphs)]
         function = pytensor.function([inputs[n] for n in used], graphs, on_unused_input="ignore", mode="FAST_RUN")
         latents.append(
             _replace(
-                record, _weights=(function, used), _conjugate_draw=None if conjugate_draw is None else conjugate_draw[0]
+                record,
+                _weights=(function, used),
+                _conjugate_draw=None if conjugate_draw is None else conjugate_draw[0],
+                _window=None if window is None else window[1],
             )
         )
-    return MarginalModel(new, tuple(latents), model, {rec.name: y for rec, _, _, _, y in summed})
+    return MarginalModel(new, tuple(latents), model, {rec.name: y for rec, _, _, _, y, _ in summed})
 
 
 def _replace(record, **changes):
@@ -535,8 +560,9 @@ class MarginalModel:
             # chains in threads where a draw's inverse-CDF work (without the GIL) outweighs passing the GIL around
             workers = min(n_chain, os.cpu_count() or 1) if latent.cells >= _THREADED_CELLS else 1
             with ThreadPoolExecutor(max_workers=workers) as pool:
+                draw_chain = self._draw_chain if latent._window is None else self._draw_chain_by_recurrence
                 jobs = [
-                    pool.submit(self._draw_chain, latent, values, c, np.random.default_rng(seed), x, conj, lock)
+                    pool.submit(draw_chain, latent, values, c, np.random.default_rng(seed), x, conj, lock)
                     for c, seed in enumerate(chain_seeds)
                 ]
                 for job in jobs:
@@ -569,6 +595,29 @@ class MarginalModel:
             observed[latent.release] = xr.DataArray(self.observed[latent.name], dims=dims, coords=coords)
         idata["observed_data"] = xr.DataTree(observed)
         return idata
+
+    @staticmethod
+    def _draw_chain_by_recurrence(latent, values, c, rng, x, conj, lock):
+        """As :meth:`_draw_chain` for a collapsed gamma-Poisson summed by recurrence: every draw's shape and log q
+        (and the conjugate's parameters), then all the chain's counts in one compiled call and its rates in one."""
+        function, used = latent._weights
+        step, peak, constant = latent._window
+        n_draw, shape = x.shape[1], latent.lo.shape
+        with lock:
+            outputs = [
+                [
+                    np.broadcast_to(np.asarray(out, dtype=float), shape)
+                    for out in function(*(values[n][c, d] for n in used))
+                ]
+                for d in range(n_draw)
+            ]
+        stacked = [np.stack([row[k] for row in outputs]) for k in range(len(outputs[0]))]  # each (draws, *shape)
+        flat = [a.reshape(n_draw, -1) for a in stacked[:2]]
+        u = rng.random(flat[0].shape)
+        counts = gamma_poisson_window_draws(flat[0], flat[1], latent.lo.reshape(-1), step, peak, constant, u)
+        x[c] = counts.reshape(n_draw, *shape)
+        if conj is not None:
+            conj[c] = latent._conjugate_draw(rng, x[c].astype(float), *stacked[2:])
 
     @staticmethod
     def _draw_chain(latent, values, c, rng, x, conj, lock):
@@ -609,7 +658,14 @@ COLLAPSE_MIN_UNITS = 100
 PROCESS_START_SECONDS = 4.0
 
 
-def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugate: bool = True, sweeps: int = 5):
+def choose_method(
+    model: pm.Model | None = None,
+    *,
+    tol: float = 1e-12,
+    conjugate: bool = True,
+    sweeps: int = 5,
+    recurrence: bool = True,
+):
     r"""(``"marginalize"`` or ``"augment"``, the reason, the :class:`MarginalModel` or None): the rule of
     ``ppdinfer.pymc.sample(method="auto")``.
 
@@ -646,7 +702,7 @@ def choose_method(model: pm.Model | None = None, *, tol: float = 1e-12, conjugat
     ('augment', True)
     """
     try:
-        marginal = marginalize(model, tol=tol, conjugate=conjugate)
+        marginal = marginalize(model, tol=tol, conjugate=conjugate, recurrence=recurrence)
     except ValueError as err:
         return "augment", f"cannot be summed out: {err}", None
     cells = marginal.cells
@@ -823,16 +879,17 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_st
         raise ValueError(f"method must be 'auto', 'augment' or 'marginalize', got {method!r}")
     if method == "augment":
         return None, "method='augment'"
+    recurrence = kwargs.get("nuts_sampler") not in ("numpyro", "blackjax")  # JAX has no compiled window sum
     if method == "marginalize":
-        found, reason = marginalize(model, tol=tol, conjugate=conjugate), "method='marginalize'"
+        found, reason = marginalize(model, tol=tol, conjugate=conjugate, recurrence=recurrence), "method='marginalize'"
     else:
-        chosen, reason, found = choose_method(model, tol=tol, conjugate=conjugate, sweeps=sweeps)
+        chosen, reason, found = choose_method(model, tol=tol, conjugate=conjugate, sweeps=sweeps, recurrence=recurrence)
         if chosen == "augment":
             return None, reason
     collapsed = [latent for latent in found.latents if latent.conjugate is not None]
     independence = marginal_step != "nuts" and independence_eligible(found.model, kwargs) is None
     if collapsed and not independence and sum(latent.units for latent in collapsed) < COLLAPSE_MIN_UNITS:
-        found = marginalize(model, tol=tol, conjugate=False)
+        found = marginalize(model, tol=tol, conjugate=False, recurrence=recurrence)
         reason += (
             f"; the conjugate {', '.join(latent.conjugate for latent in collapsed)} kept for NUTS (fewer than "
             f"{COLLAPSE_MIN_UNITS} coordinates)"

@@ -1,0 +1,129 @@
+"""The summed-out gamma-Poisson window as one PyTensor Op, computed by ``ppdinfer.kernels.windows``.
+
+:func:`gamma_poisson_window_logp` is what :func:`ppdinfer.pymc.marginal.marginalize` puts in the potential of a
+Poisson count whose Gamma rate is integrated out: the same value as the plain graph (a gathered log-gamma and a
+logsumexp over every window cell) at a few multiplications per cell, with its gradient. PyTensor's C and numba
+backends (hence PyMC's NUTS and nutpie) and the independence sampler run it compiled; JAX has no implementation
+(``marginalize(recurrence=False)`` keeps the plain graph for NumPyro).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from numba import njit
+from pytensor.gradient import disconnected_type
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+
+from ..kernels.windows import gamma_poisson_window, gamma_poisson_window_value
+
+__all__ = ["gamma_poisson_window_logp", "window_constants"]
+
+
+class GammaPoissonWindow(Op):
+    """The sum of the coordinates' windowed log likelihoods; inputs shape and log_q (one per coordinate) and the
+    window's constants lo, step, peak, peak_log (``ppdinfer.kernels.windows``). Its gradient is
+    :class:`GammaPoissonWindowGradient`'s, a separate Op, so a graph of the value alone never computes it."""
+
+    __props__ = ()
+
+    def make_node(self, shape, log_q, lo, step, peak, peak_log):
+        inputs = [pt.as_tensor_variable(v) for v in (shape, log_q, lo, step, peak, peak_log)]
+        return Apply(self, inputs, [pt.dscalar()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = np.asarray(gamma_poisson_window_value(*inputs))
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * 4
+
+    def pullback(self, inputs, outputs, cotangents):
+        """The vector-Jacobian product: the cotangent times the gradient in shape and in log_q; the window's
+        constants are disconnected."""
+        d_shape, d_log_q = _GRADIENT(*inputs)
+        return [cotangents[0] * d_shape, cotangents[0] * d_log_q] + [disconnected_type() for _ in range(4)]
+
+
+class GammaPoissonWindowGradient(Op):
+    """The gradient of :class:`GammaPoissonWindow` in shape and in log_q, one value per coordinate."""
+
+    __props__ = ()
+
+    def make_node(self, shape, log_q, lo, step, peak, peak_log):
+        inputs = [pt.as_tensor_variable(v) for v in (shape, log_q, lo, step, peak, peak_log)]
+        return Apply(self, inputs, [pt.dvector(), pt.dvector()])
+
+    def perform(self, node, inputs, outputs):
+        _, outputs[0][0], outputs[1][0] = gamma_poisson_window(*inputs)
+
+
+@register_funcify_default_op_cache_key(GammaPoissonWindow)
+def _numba_value(op, node=None, **kwargs):
+    """The kernel for PyTensor's numba backend (nutpie's too), its scalar as the 0-d array it expects."""
+    return _value_0d
+
+
+@register_funcify_default_op_cache_key(GammaPoissonWindowGradient)
+def _numba_gradient(op, node=None, **kwargs):
+    return _gradient
+
+
+@njit(cache=True, nogil=True)
+def _value_0d(shape, log_q, lo, step, peak, peak_log):
+    total = np.empty(())
+    total[()] = gamma_poisson_window_value(shape, log_q, lo, step, peak, peak_log)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _gradient(shape, log_q, lo, step, peak, peak_log):
+    _, d_shape, d_log_q = gamma_poisson_window(shape, log_q, lo, step, peak, peak_log)
+    return d_shape, d_log_q
+
+
+_GRADIENT = GammaPoissonWindowGradient()
+_GAMMA_POISSON_WINDOW = GammaPoissonWindow()
+
+
+def window_constants(constant: np.ndarray, lo: np.ndarray):
+    """(lo, step, peak, peak_log), flat over the coordinates: what ``ppdinfer.kernels.windows`` reads of the
+    window's constant part ``constant`` (width x coordinates).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lo, step, peak, peak_log = window_constants(np.log([[0.2], [0.5], [0.3]]), np.array([4]))
+    >>> step.ravel().round(2).tolist(), peak.tolist()
+    ([2.5, 0.6], [1])
+    """
+    lo = np.asarray(lo, dtype=np.int64).reshape(-1)
+    constant = np.asarray(constant, dtype=float).reshape(-1, lo.size)
+    peak = np.argmax(constant, axis=0).astype(np.int64)
+    peak_log = constant[peak, np.arange(lo.size)]
+    with np.errstate(over="ignore"):
+        step = np.exp(np.diff(constant, axis=0))  # an overflow below the peak gives a term of 0: negligible there
+    return lo, step, peak, peak_log
+
+
+def gamma_poisson_window_logp(shape, log_q, constant: np.ndarray, lo: np.ndarray):
+    """sum_i log sum_k exp(gammaln(k + shape_i) + k log_q_i + constant[k - lo_i, i]) over each coordinate's window
+    (``constant``: width x coordinates, finite and concave down each column, e.g. a Gaussian or Laplace noise's
+    log density minus log k!), as a PyTensor graph; ``shape`` and ``log_q`` broadcast to the coordinates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import special, stats
+    >>> k = np.arange(3, 9)[:, None] + np.array([0, 10])          # two coordinates' windows
+    >>> constant = stats.norm.logpdf(np.array([5.2, 14.1]), k, 1.5) - special.gammaln(k + 1)
+    >>> graph = gamma_poisson_window_logp(2.5, np.log(0.7), constant, np.array([3, 13]))
+    >>> plain = special.logsumexp(special.gammaln(k + 2.5) + k * np.log(0.7) + constant, axis=0).sum()
+    >>> bool(abs(graph.eval() - plain) < 1e-11)
+    True
+    """
+    lo_shape = np.shape(lo)
+    lo, step, peak, peak_log = window_constants(constant, lo)
+    shape, log_q = (pt.broadcast_to(pt.cast(v, "float64"), lo_shape).reshape((lo.size,)) for v in (shape, log_q))
+    return _GAMMA_POISSON_WINDOW(shape, log_q, lo, step, peak, peak_log)
