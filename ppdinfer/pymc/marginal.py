@@ -68,6 +68,8 @@ __all__ = [
     "AUGMENT_SECONDS_PER_SITE",
     "AUGMENT_SECONDS_PER_STEP",
     "COLLAPSE_MIN_UNITS",
+    "INDEPENDENCE_SECONDS_PER_CELL",
+    "INDEPENDENCE_SECONDS_PER_DRAW",
     "MARGINAL_SECONDS_PER_CELL",
     "MARGINAL_SECONDS_PER_DRAW",
     "NUTPIE_COMPILE_SECONDS",
@@ -642,6 +644,11 @@ class MarginalModel:
 #: sigma 4.22: width 62) at 50, 200 and 800 hospitals, PyMC's NUTS, one chain at a time, 2 cores under load ~7.
 MARGINAL_SECONDS_PER_DRAW = 1.5e-3
 MARGINAL_SECONDS_PER_CELL = 5e-8
+#: The same for the independence sampler (1-2 transitions and the latents' exact draws per draw), hospital model at
+#: 50, 200 and 800 hospitals, load ~1: 16-22 ns per cell with the gamma-Poisson recurrence; 25 ns allows for the
+#: plain window sum (6.8 ns per cell and evaluation) of other families.
+INDEPENDENCE_SECONDS_PER_DRAW = 2e-5
+INDEPENDENCE_SECONDS_PER_CELL = 2.5e-8
 #: Seconds per draw of the augmentation path: fixed per step (PyMC's compound step, the conjugate draw, NUTS on the
 #: hyperparameters) and per coordinate per sweep (the compiled kernel); same models and machine: 3.5, 5.1 and 7.4 ms
 #: per draw at 50, 200 and 800 hospitals.
@@ -665,6 +672,7 @@ def choose_method(
     conjugate: bool = True,
     sweeps: int = 5,
     recurrence: bool = True,
+    independence: bool = True,
 ):
     r"""(``"marginalize"`` or ``"augment"``, the reason, the :class:`MarginalModel` or None): the rule of
     ``ppdinfer.pymc.sample(method="auto")``.
@@ -679,9 +687,11 @@ def choose_method(
         t_\mathrm{augment} = c_\mathrm{step} + c_\mathrm{site}\, \mathrm{sweeps} \sum_x n_x,
 
     with W_x the window width and n_x the coordinates of latent x, and the constants
-    ``MARGINAL_SECONDS_PER_DRAW``, ``MARGINAL_SECONDS_PER_CELL``, ``AUGMENT_SECONDS_PER_STEP``,
-    ``AUGMENT_SECONDS_PER_SITE``
-    measured on the hospital model (benchmarks/expert_alternatives.py). The cheaper one is chosen.
+    ``MARGINAL_SECONDS_PER_DRAW``, ``MARGINAL_SECONDS_PER_CELL`` (NUTS), ``AUGMENT_SECONDS_PER_STEP``,
+    ``AUGMENT_SECONDS_PER_SITE`` measured on the hospital model (benchmarks/expert_alternatives.py); where
+    ``independence`` and the marginal model leaves at most ``INDEPENDENCE_MAX_DIM`` unconstrained dimensions (the
+    independence sampler then runs), ``INDEPENDENCE_SECONDS_PER_DRAW`` and ``INDEPENDENCE_SECONDS_PER_CELL``
+    replace NUTS's. The cheaper one is chosen.
 
     Examples
     --------
@@ -707,7 +717,10 @@ def choose_method(
         return "augment", f"cannot be summed out: {err}", None
     cells = marginal.cells
     units = sum(latent.units for latent in marginal.latents)
-    t_marginal = marginal.seconds_per_draw()
+    if independence and independence_eligible(marginal.model, {}) is None:
+        t_marginal = INDEPENDENCE_SECONDS_PER_DRAW + INDEPENDENCE_SECONDS_PER_CELL * cells
+    else:
+        t_marginal = marginal.seconds_per_draw()
     t_augment = AUGMENT_SECONDS_PER_STEP + AUGMENT_SECONDS_PER_SITE * sweeps * units
     reason = (
         f"predicted {1e3 * t_marginal:.2g} ms per draw summing out ({cells} window cells) against "
@@ -880,10 +893,18 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_st
     if method == "augment":
         return None, "method='augment'"
     recurrence = kwargs.get("nuts_sampler") not in ("numpyro", "blackjax")  # JAX has no compiled window sum
+    nuts_settings = any(key not in _INDEPENDENCE_KWARGS and value is not None for key, value in kwargs.items())
     if method == "marginalize":
         found, reason = marginalize(model, tol=tol, conjugate=conjugate, recurrence=recurrence), "method='marginalize'"
     else:
-        chosen, reason, found = choose_method(model, tol=tol, conjugate=conjugate, sweeps=sweeps, recurrence=recurrence)
+        chosen, reason, found = choose_method(
+            model,
+            tol=tol,
+            conjugate=conjugate,
+            sweeps=sweeps,
+            recurrence=recurrence,
+            independence=marginal_step != "nuts" and not nuts_settings,
+        )
         if chosen == "augment":
             return None, reason
     collapsed = [latent for latent in found.latents if latent.conjugate is not None]
