@@ -185,3 +185,19 @@ def test_the_auto_rule_prices_the_sampler_that_will_run():
     assert 31_000 < marginal.cells < 110_000  # NUTS above the augmentation, the independence sampler below
     assert method == "marginalize", reason
     assert choose_method(model, independence=False)[0] == "augment"
+
+
+def test_too_few_effective_draws_are_reported(caplog):
+    with pm.Model() as model:
+        pm.Normal("mu", 0.0, 1.0)
+    with caplog.at_level("WARNING", logger="pymc"):
+        sample_independence(model, draws=40, tune=40, chains=2, random_seed=1, progressbar=False)
+    assert "smallest bulk ESS" in caplog.text  # 80 draws cannot give 100 per chain
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pymc"):
+        sample_independence(model, draws=1000, tune=100, chains=2, random_seed=1, progressbar=False)
+    assert "smallest bulk ESS" not in caplog.text
+    with pytest.raises(ValueError, match="draws"):
+        sample_independence(model, draws=0, progressbar=False)
+    with pytest.raises(ValueError, match="tune must be a whole number"):
+        sample_independence(model, tune=-1, progressbar=False)

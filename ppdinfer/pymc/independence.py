@@ -25,6 +25,7 @@ References
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -36,7 +37,11 @@ from pymc.pytensorf import join_nonshared_inputs
 from scipy import optimize
 from tqdm.auto import tqdm
 
+from ..inference.diagnostics import ess_rhat
 from ..rng import root_seed
+from ..validation import positive_int
+
+_log = logging.getLogger("pymc")
 
 __all__ = [
     "INDEPENDENCE_MAX_DIM",
@@ -240,7 +245,14 @@ def _thin_for(acceptance: float, latent_cost: float = 2.0) -> int:
 
 
 def sample_independence(
-    model: pm.Model, *, draws: int = 1000, tune: int = 1000, chains: int = 2, random_seed=None, progressbar: bool = True
+    model: pm.Model,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    random_seed=None,
+    progressbar: bool = True,
+    convergence_checks: bool = True,
 ) -> xr.DataTree:
     """Posterior draws of ``model``'s free variables by the independence Metropolis sampler (module docstring).
 
@@ -248,7 +260,9 @@ def sample_independence(
     ``sample_stats`` (``lp``, ``accepted``: the last transition of the draw moved); the posterior's attrs hold
     ``sampling_time`` (the transitions' seconds, tuning included), ``tuning_steps``, ``thin``,
     ``acceptance_rate``, ``interrupted`` (after Ctrl-C the draws every chain finished are kept),
-    ``ppdinfer_step`` and ``ppdinfer_step_description``. Raises :class:`Declined` (nothing sampled) where the
+    ``ppdinfer_step`` and ``ppdinfer_step_description``. With ``convergence_checks`` (and two chains or more), a
+    rank-normalized R-hat above 1.01 or a bulk ESS below 100 per chain, over every variable, is logged as a
+    warning on PyMC's logger, as ``pm.sample`` does. Raises :class:`Declined` (nothing sampled) where the
     posterior does not suit it.
 
     Examples
@@ -262,6 +276,9 @@ def sample_independence(
     >>> tree["posterior"]["mu"].shape, tree["posterior"].attrs["acceptance_rate"] > 0.8
     ((2, 200), True)
     """
+    draws, chains = positive_int(draws, "draws"), positive_int(chains, "chains")
+    if isinstance(tune, bool) or not isinstance(tune, int | np.integer) or tune < 0:
+        raise ValueError(f"tune must be a whole number >= 0, got {tune!r}")
     started = time.perf_counter()
     target = _Target(model)
     if not 1 <= target.dim <= INDEPENDENCE_MAX_DIM:
@@ -302,9 +319,29 @@ def sample_independence(
     _, values, lps, moved, rate = sampler.run(proposal, draws, thin)
     bar.close()
     finished = time.perf_counter()
-    return _tree(
+    tree = _tree(
         target, values, lps, moved, rate, thin, tune, finished - started, finished - tuning_started, sampler.interrupted
     )
+    if convergence_checks:
+        _check_convergence(tree["posterior"])
+    return tree
+
+
+def _check_convergence(posterior) -> None:
+    """Log a warning where some variable's R-hat exceeds 1.01 or its bulk ESS falls below 100 per chain."""
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    if chains < 2 or draws < 4:
+        return
+    flat = np.concatenate([posterior[name].values.reshape(chains, draws, -1) for name in posterior.data_vars], axis=2)
+    ess, rhat = ess_rhat(flat)
+    worst_rhat, least_ess = float(np.nanmax(rhat)), float(np.nanmin(ess))
+    if worst_rhat > 1.01 or least_ess < 100 * chains:
+        _log.warning(
+            "independence Metropolis: largest R-hat %.3f, smallest bulk ESS %.0f over %d chains: check the draws",
+            worst_rhat,
+            least_ess,
+            chains,
+        )
 
 
 def _tree(target: _Target, kept, lps, moved, rate, thin, tune, seconds, sampling_seconds, interrupted) -> xr.DataTree:

@@ -830,6 +830,7 @@ def _sample_continuous(marginal: MarginalModel, marginal_step: str, kwargs: dict
                     chains=chains,
                     random_seed=kwargs.get("random_seed"),
                     progressbar=bool(kwargs.get("progressbar", True)),
+                    convergence_checks=bool(kwargs.get("compute_convergence_checks", True)),
                 )
             except Declined as declined:
                 if marginal_step == "independence":
