@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from ..inference.diagnostics import ess_rhat
 from ..rng import root_seed
-from ..validation import positive_int
+from ._arguments import _check_sample_arguments
 
 _log = logging.getLogger("pymc")
 
@@ -276,9 +276,8 @@ def sample_independence(
     >>> tree["posterior"]["mu"].shape, tree["posterior"].attrs["acceptance_rate"] > 0.8
     ((2, 200), True)
     """
-    draws, chains = positive_int(draws, "draws"), positive_int(chains, "chains")
-    if isinstance(tune, bool) or not isinstance(tune, int | np.integer) or tune < 0:
-        raise ValueError(f"tune must be a whole number >= 0, got {tune!r}")
+    _check_sample_arguments(True, {"draws": draws, "tune": tune, "chains": chains, "random_seed": random_seed})
+    draws, tune, chains = int(draws), int(tune), int(chains)
     started = time.perf_counter()
     target = _Target(model)
     if not 1 <= target.dim <= INDEPENDENCE_MAX_DIM:

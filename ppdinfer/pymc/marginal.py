@@ -421,10 +421,10 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
         window = None
         if recurrence and steps is not None:
-            summed_window = gamma_poisson_window_logp(*steps, noise_logp + constant, lo)
-            _, step, peak, _ = window_constants(noise_logp + constant, lo)
-            constant_flat = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
-            window = ([pt.broadcast_to(pt.cast(v, "float64"), lo.shape) for v in steps], (step, peak, constant_flat))
+            window_constant = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
+            summed_window = gamma_poisson_window_logp(*steps, window_constant, lo)
+            _, step, peak, _ = window_constants(window_constant, lo)
+            window = ([pt.broadcast_to(pt.cast(v, "float64"), lo.shape) for v in steps], (step, peak, window_constant))
         else:
             summed_window = pt.sum(pt.logsumexp(weights, axis=0))
         potential = summed_window + pt.sum(pt.broadcast_to(per_unit, lo.shape))
@@ -738,7 +738,8 @@ def sample_marginal(marginal: MarginalModel, *, marginal_step: str = "auto", **k
     an error if it declines), or ``"auto"`` (the default: the independence sampler where the model has at most
     :data:`~ppdinfer.pymc.independence.INDEPENDENCE_MAX_DIM` unconstrained dimensions, no ``nuts_sampler`` or
     other NUTS setting is given and the sampler does not decline; NUTS otherwise). ``kwargs`` go to ``pm.sample``
-    (the independence sampler reads ``draws``, ``tune``, ``chains``, ``random_seed`` and ``progressbar``); the
+    (the independence sampler reads ``draws``, ``tune``, ``chains``, ``random_seed``, ``progressbar`` and
+    ``compute_convergence_checks``); the
     latents' draws are seeded from ``random_seed``. A short NUTS run (predicted from
     :meth:`MarginalModel.seconds_per_draw`) uses PyMC's own NUTS unless ``nuts_sampler`` is given, and runs its
     chains in one process (same draws). Where nothing is left to sample (every parameter integrated out), the
