@@ -9,7 +9,6 @@ coverage study's replicate files (:mod:`.coverage`); ``results/report/`` the rep
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import Executor
 from pathlib import Path
@@ -18,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ... import __version__
+from ..covid_pa import results_dir as rundir
 
 #: The quick variant (what the tests and the docs run): two counties for the state fit, two small
 #: ones and 20 replicates for the coverage study.
@@ -44,6 +44,8 @@ FULL = {
     "tune": 400,
 }
 SEED = 2020
+#: The state fit's files (``info.json`` last).
+STATE_FILES = ("cells.csv.gz", "tracts.csv", "info.json")
 
 
 def state_config(plan: dict, seed: int = SEED) -> dict:
@@ -58,8 +60,32 @@ def state_config(plan: dict, seed: int = SEED) -> dict:
             "tune": plan["state_tune"], "thin": plan["state_thin"], "version": __version__}  # fmt: skip
 
 
+def _reusable_fit(out: Path, config: dict, fresh: bool) -> bool:
+    """Whether ``out`` holds the finished state fit of ``config``; a fit of another configuration is refused
+    (:class:`ResultsError`) unless ``fresh``, which deletes it. A fit without ``info.json`` (written last) was
+    cut short: it is redone."""
+    info_path = out / "info.json"
+    if fresh or not info_path.exists():
+        info_path.unlink(missing_ok=True)
+        return False
+    info = rundir.read_json(info_path)
+    recorded = info.get("config") if isinstance(info, dict) else None
+    if recorded != config:
+        raise rundir.ResultsError(
+            f"{out} holds a state fit of another configuration ({rundir.differences(recorded or {}, config)}); "
+            "choose another results folder, or start afresh with --fresh (fresh=True), which deletes its results"
+        )
+    if all((out / name).exists() for name in STATE_FILES):
+        return True
+    info_path.unlink()  # a file of the fit is missing: redo it
+    return False
+
+
 def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) -> Path:
     """Release the synthetic state once, fit it by the three estimators, and write ``results/state``.
+
+    A finished fit of the same configuration is reused; one of another configuration is refused unless
+    ``fresh`` (which deletes it); the folder is locked while the fit runs.
 
     Examples
     --------
@@ -67,19 +93,23 @@ def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) ->
     >>> plan = dict(QUICK, state_counties=["Cameron"], state_draws=30, state_tune=30)
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     out = state_step(folder, plan)
-    ...     sorted(p.name for p in out.iterdir())
+    ...     sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     ['cells.csv.gz', 'info.json', 'tracts.csv']
     """
-    from .analysis import fit_release
-    from .synthetic import make_release
-
     config = state_config(plan, seed)
     out = Path(results) / "state"
     out.mkdir(parents=True, exist_ok=True)
-    info_path = out / "info.json"
-    if not fresh and info_path.exists() and json.loads(info_path.read_text()).get("config") == config:
-        return out
-    info_path.unlink(missing_ok=True)
+    with rundir.locked(out):
+        if not _reusable_fit(out, config, fresh):
+            _fit_state(out, config, seed)
+    return out
+
+
+def _fit_state(out: Path, config: dict, seed: int) -> None:
+    """The state fit of ``config`` into ``out``: the cell and tract frames, then ``info.json`` (atomically)."""
+    from .analysis import fit_release
+    from .synthetic import make_release
+
     start = time.perf_counter()
     setup = make_release(config["counties"], seed=seed)
     release_seed, chain_seed = np.random.SeedSequence([seed, 1]).spawn(2)
@@ -103,8 +133,7 @@ def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) ->
         rhat_above_1_05=float((cells["post_rhat"] > 1.05).mean()),
         sigmas={f"{level}/{kind}": float(v) for (level, kind), v in setup.sigma_table()["sigma"].items()},
     )
-    info_path.write_text(json.dumps(info, indent=1))
-    return out
+    rundir.write_json(out / "info.json", info)
 
 
 def coverage_step(

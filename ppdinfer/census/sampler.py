@@ -95,9 +95,10 @@ Canonne, C. L., Kamath, G. & Steinke, T. (2020). The discrete Gaussian for diffe
 from __future__ import annotations
 
 import math
-import os
+import numbers
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from math import lgamma
 
@@ -105,10 +106,11 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from ..kernels.census import census_sweeps
+from ..inference.parallel import resolve_cores
+from ..kernels.census import census_sweeps, log_gamma_step
 from ..mechanisms.noisy_measurements import NoisyMeasurements
 from ..rng import SeedLike, root_seed
-from ..validation import integer_valued, positive_int
+from ..validation import MAX_INTEGER, integer_valued, nonnegative_counts, positive_finite, positive_int, probability
 from .baselines import gls_estimate, largest_remainder
 from .geography import CensusQueries
 
@@ -121,6 +123,13 @@ _WATCHED_SWEEPS = 20
 
 #: What the sampler reads from a noisy-measurement mechanism (it never tests its class).
 _DECLARES = ("queries", "sigmas", "rates", "power", "invariant_matrix", "invariant_values", "satisfies_invariants")
+#: The hyperparameters (their starting or, with learn=False, fixed values) and their priors' settings.
+_HYPERPARAMETERS = ("alpha", "phi", "mean", "shares")
+_PRIOR_SETTINGS = ("alpha_prior", "phi_prior", "mean_prior", "share_prior")
+#: A query's value is taken to stay below its release + this many noise sds (the chance of more is below
+#: exp(-1000) for either noise): the data's bound on a cell that no invariant bounds, which sizes the draws' dtype.
+_DATA_SDS = 1000.0
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 
 class CellPrior:
@@ -196,9 +205,10 @@ def hierarchical_log_prior(cells, prior: CellPrior, alpha, phi: float, mean, sha
     for leaf, row in enumerate(cells):
         m, q, N = mean[prior.leaf_parent[leaf]], shares[prior.leaf_group[leaf]], int(row.sum())
         alpha = float(alphas[prior.leaf_group[leaf]])
-        out += lgamma(N + phi) - lgamma(phi) + phi * math.log(phi / (phi + m)) + N * math.log(m / (phi + m))
-        out += lgamma(alpha) - lgamma(N + alpha)
-        out += sum(lgamma(n + alpha * qk) - lgamma(alpha * qk) - lgamma(n + 1) for n, qk in zip(row, q))
+        # by log-gamma steps, so that the large log-gammas of a huge count never cancel in float64
+        out += log_gamma_step(N + alpha, phi - alpha) + log_gamma_step(phi, alpha - phi)
+        out -= phi * math.log1p(m / phi) + N * math.log1p(phi / m)
+        out += sum(log_gamma_step(n + 1.0, alpha * qk - 1.0) - lgamma(alpha * qk) for n, qk in zip(row, q))
     return float(out)
 
 
@@ -300,6 +310,166 @@ def _csr(groups: np.ndarray, n: int):
     return ptr, order
 
 
+def _non_negative_int(value, name: str) -> int:
+    """``value`` as an int >= 0: one whole number (not a bool)."""
+    if isinstance(value, bool | np.bool_) or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(nonnegative_counts(value, name))
+
+
+def _non_negative_finite(value, name: str) -> float:
+    """``value`` as a float: a finite number >= 0 (not a bool)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _probability(value, name: str) -> float:
+    """``value`` as a float in [0, 1] (``validation.probability``, whose message for a non-number names (0, 1))."""
+    try:
+        return probability(value, name, open_interval=False)
+    except ValueError:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}") from None
+
+
+def _partners(partners) -> tuple[float, float]:
+    """The two partner probabilities (same leaf, sibling leaf), checked: each in [0, 1], summing to at most 1."""
+    problem = f"partners must be two probabilities (same leaf, sibling leaf) summing to at most 1, got {partners!r}"
+    try:
+        p_leaf, p_sibling = partners
+    except (TypeError, ValueError):
+        raise ValueError(problem) from None
+    p_leaf, p_sibling = (_probability(v, "partners") for v in (p_leaf, p_sibling))
+    if p_leaf + p_sibling > 1:
+        raise ValueError(problem)
+    return p_leaf, p_sibling
+
+
+def _unread_cells(census: CensusQueries) -> None:
+    """Refuse a census with a cell that no query reads (the release says nothing of it)."""
+    unread = np.flatnonzero(np.diff(census.matrix.tocsc().indptr) == 0)
+    if unread.size:
+        leaf_ids, labels = census.cell_coords()
+        K = len(labels)
+        raise ValueError(
+            f"census: {unread.size} cells are read by no query (the first: unit {leaf_ids[unread[0] // K]!s}, cell "
+            f"{labels[unread[0] % K]!r}); the release says nothing of them: add queries that read every cell "
+            "(e.g. each finest unit's 'total')"
+        )
+
+
+def _hyper_array(value, name: str, shapes: tuple, what: str) -> np.ndarray:
+    """Hyperparameter ``name`` as positive finite floats broadcast to ``shapes[-1]``: a value of one of ``shapes``."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"hyperparameters: {name} must be numbers, got {value!r}") from None
+    if array.shape not in shapes:
+        raise ValueError(f"hyperparameters: {name} must be {what}, got shape {array.shape}")
+    if not np.all(np.isfinite(array) & (array > 0)):
+        raise ValueError(f"hyperparameters: {name} must be finite and > 0, got {value!r}")
+    return np.broadcast_to(array, shapes[-1]).copy()
+
+
+def _normal_setting(value, name: str) -> tuple[float, float]:
+    """A prior setting (mu, sd) of a log's normal prior, checked: mu finite, sd finite and > 0."""
+    try:
+        mu, sd = value
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"hyperparameters: {name} must be a pair (mu, sd) of the log's normal prior, got {value!r}"
+        ) from None
+    if isinstance(mu, bool | np.bool_) or not isinstance(mu, numbers.Real) or not math.isfinite(mu):
+        raise ValueError(f"hyperparameters: {name}: mu must be a finite number, got {mu!r}")
+    return float(mu), positive_finite(sd, f"hyperparameters: {name}: sd")
+
+
+def _hyperparameters(hyperparameters, prior: CellPrior, learn: bool, table0: np.ndarray):
+    """The hyperparameters' starting (with learn=False: fixed) values and the priors' settings, checked, and the
+    names of those filled in from the defaults (learn=False requires every one)."""
+    given = {} if hyperparameters is None else hyperparameters
+    if not isinstance(given, Mapping):
+        raise ValueError(f"hyperparameters must be a dict or None, got {type(given).__name__}")
+    unknown = set(given) - {*_HYPERPARAMETERS, *_PRIOR_SETTINGS}
+    if unknown:
+        raise ValueError(
+            f"hyperparameters: unknown keys {sorted(map(str, unknown))}; they are {[*_HYPERPARAMETERS, *_PRIOR_SETTINGS]}"
+        )
+    filled = [name for name in _HYPERPARAMETERS if name not in given]
+    if not learn and filled:
+        raise ValueError(
+            f"learn=False keeps the hyperparameters fixed at those given: give all of {', '.join(_HYPERPARAMETERS)} "
+            f"(missing: {', '.join(filled)}), or learn them (learn=True)"
+        )
+    totals = table0.sum(axis=1)
+    shares = np.array([table0[prior.leaf_group == g].sum(axis=0) + 0.5 for g in range(prior.n_groups)])
+    defaults = {
+        "alpha": 20.0,
+        "phi": 10.0,
+        "mean": [totals[prior.leaf_parent == p].mean() + 0.5 for p in range(prior.n_parents)],
+        "shares": shares / shares.sum(axis=1, keepdims=True),
+    }
+    value = {**defaults, **{name: given[name] for name in _HYPERPARAMETERS if name in given}}
+    G, P, K = prior.n_groups, prior.n_parents, prior.K
+    alpha = _hyper_array(value["alpha"], "alpha", ((), (G,)), f"a scalar or one value per share group ({G})")
+    phi = positive_finite(value["phi"], "hyperparameters: phi")
+    mean = _hyper_array(value["mean"], "mean", ((), (P,)), f"a scalar or one value per parent ({P})")
+    shares = _hyper_array(value["shares"], "shares", ((K,), (G, K)), f"{K} values or one row of them per group ({G})")
+    if np.any(np.abs(shares.sum(axis=1) - 1) > 1e-9):
+        raise ValueError(f"hyperparameters: shares must sum to one per group, got sums {shares.sum(axis=1)}")
+    settings = [
+        *_normal_setting(given.get("alpha_prior", (math.log(20.0), 1.5)), "alpha_prior"),
+        *_normal_setting(given.get("phi_prior", (math.log(10.0), 1.5)), "phi_prior"),
+        *_normal_setting(given.get("mean_prior", (math.log(max(float(totals.mean()), 1.0)), 3.0)), "mean_prior"),
+        positive_finite(given.get("share_prior", 1.0), "hyperparameters: share_prior"),
+    ]
+    return alpha, phi, mean, shares, np.array(settings), filled
+
+
+def _cell_bounds(mechanism, y: np.ndarray, cells0: np.ndarray) -> np.ndarray:
+    """Each cell's largest value: the smallest invariant total holding it (exact), else the smallest of its
+    queries' releases + ``_DATA_SDS`` noise sds (the data's bound), and at least its starting value."""
+    by_cell = mechanism.queries.tocsc()
+    data = y + _DATA_SDS * mechanism.sigmas
+    upper = np.minimum.reduceat(data[by_cell.indices], by_cell.indptr[:-1])  # every cell is read (checked)
+    A, a = mechanism.invariant_matrix, mechanism.invariant_values
+    for r in range(0 if A is None else A.shape[0]):
+        held = A[r] != 0
+        upper[held] = np.minimum(upper[held], a[r])
+    return np.maximum(upper, cells0)
+
+
+def _draws_dtype(mechanism, y: np.ndarray, upper: np.ndarray, cells0: np.ndarray) -> np.dtype:
+    """int32 for the stored draws where every cell's bound fits, else int64; refuses queries whose values may
+    pass 2^53 (from the bounds, or at the start), where the float64 likelihood no longer holds them exactly."""
+    reach = np.minimum(np.asarray(mechanism.queries @ upper).ravel(), y + _DATA_SDS * mechanism.sigmas)
+    reach = np.maximum(reach, np.asarray(mechanism.queries @ cells0.astype(float)).ravel())
+    if reach.max(initial=0.0) > MAX_INTEGER:
+        raise ValueError(
+            f"y: a query's value may reach {reach.max():.4g} (its release + {_DATA_SDS:g} noise sds, or its "
+            f"invariants), beyond 2^53 = {MAX_INTEGER:,}, where float64 likelihoods lose counts"
+        )
+    return np.dtype(np.int32 if upper.max(initial=0.0) <= _INT32_MAX else np.int64)
+
+
+def _wait(futures, stop: threading.Event) -> bool:
+    """Wait for every chain's future; a Ctrl-C (one or more) sets ``stop``, so the chains end after their current
+    chunk of sweeps, and the wait goes on, so that their finished draws are kept. Returns whether one came."""
+    interrupted = False
+    for future in futures:
+        while True:
+            try:
+                future.result()
+                break
+            except KeyboardInterrupt:
+                interrupted = True
+                stop.set()
+            except Exception:
+                stop.set()  # a chain failed: the others stop too, rather than finish before the error shows
+                raise
+    return interrupted
+
+
 def sample_cells(
     census: CensusQueries,
     mechanism: NoisyMeasurements,
@@ -337,19 +507,23 @@ def sample_cells(
     y : array_like
         The release: one integer per query.
     draws, tune, thin : int
-        Draws kept per chain, tuning sweeps, and sweeps per kept draw (thinning bounds memory:
-        chains x draws x cells int32 values).
+        Draws kept per chain, tuning sweeps (0 or more), and sweeps per kept draw (thinning bounds
+        memory: chains x draws x cells values, int32 where every cell's bound fits, else int64: a
+        cell's bound is its smallest invariant total, else its queries' releases + 1000 noise sds).
     chains : int
-        Independent chains, run in parallel threads (``cores`` at a time, default min(chains, CPUs)).
+        Independent chains, run in parallel threads (``cores`` at a time, default min(chains, CPUs);
+        one inside a worker thread or process: ``ppdinfer.inference.parallel.resolve_cores``).
     random_seed : int, SeedSequence or Generator
         The chains' streams are spawned from it: the same seed gives the same draws.
     learn : bool
-        Sample the hyperparameters (default); False keeps them at ``hyperparameters``.
+        Sample the hyperparameters (default); False keeps them at ``hyperparameters``, which must then
+        give all four of 'alpha', 'phi', 'mean' and 'shares'.
     hyperparameters : dict, optional
         Starting (or, with learn=False, fixed) 'alpha' (scalar or per group), 'phi', 'mean' (scalar
-        or per parent) and
-        'shares' (K values or one row per group); and prior settings 'alpha_prior', 'phi_prior',
-        'mean_prior' ((mu, sd) of the log) and 'share_prior' (a0).
+        or per parent) and 'shares' (K values or one row per group), those left out filled in (alpha 20,
+        phi 10, the starting cells' mean sizes and shares: the result's attrs name them); and prior
+        settings 'alpha_prior', 'phi_prior', 'mean_prior' ((mu, sd) of the log; defaults (log 20, 1.5),
+        (log 10, 1.5) and (log of the starting cells' mean leaf total, 3)) and 'share_prior' (a0, default 1).
     share_level : str, optional
         The level whose units are the share groups (default two above the finest).
     step : int, optional
@@ -359,7 +533,9 @@ def sample_cells(
     initial : array_like, optional
         Starting cells (leaves x K or flat), satisfying the invariants; default the rounded GLS estimate.
     progressbar : bool
-        A tqdm bar over sweeps. Ctrl-C stops the chains and returns the draws finished by all of them.
+        A tqdm bar over sweeps. Ctrl-C stops the chains after their current chunk of sweeps and returns
+        the draws finished by all of them (attrs ``interrupted``); a further Ctrl-C while they stop changes
+        nothing.
     window : float
         The wide moves' window: the likelihood's peak along the move's line +- ``window`` noise sds
         (reaching down to 0 when that is within the same distance), a window fixed by the line so
@@ -399,7 +575,9 @@ def sample_cells(
         posterior: ``cells`` (chain, draw, unit, cell), ``alpha`` (chain, draw, group), ``phi``,
         ``mean_size`` (chain, draw, parent), ``shares`` (chain, draw, group, cell); sample_stats: ``accept`` (the cell moves'
         acceptance rate); observed_data: ``y`` (query); constant_data: ``sigma``, ``query_unit``,
-        ``query_kind`` and the invariants.
+        ``query_kind`` and the invariants; attrs: the settings, ``interrupted``, ``hyperparameters_filled``,
+        and the draws' ``cells_dtype`` with the bound that chose it and the largest cell stored
+        (``cells_bound``, ``cells_peak``).
 
     Examples
     --------
@@ -428,79 +606,43 @@ def sample_cells(
             f"mechanism's query matrix {mechanism.queries.shape} is not census's {census.matrix.shape}: build it "
             "from census.matrix"
         )
+    _unread_cells(census)
     y = integer_valued(y, "y")
     if y.shape != (census.n_queries,):
         raise ValueError(f"y must hold one integer per query ({census.n_queries}), got shape {y.shape}")
-    draws, tune, chains, thin = (
-        positive_int(v, n) for v, n in ((draws, "draws"), (tune + 1, "tune"), (chains, "chains"), (thin, "thin"))
-    )
-    tune -= 1
+    draws, chains, thin = (positive_int(v, n) for v, n in ((draws, "draws"), (chains, "chains"), (thin, "thin")))
+    tune, revisit = _non_negative_int(tune, "tune"), _non_negative_int(revisit, "revisit")
+    if not isinstance(learn, bool | np.bool_):
+        raise ValueError(f"learn must be True or False, got {learn!r}")
+    workers = min(chains, resolve_cores(cores))
     prior = CellPrior(census, share_level)
     K, n_cells, n_leaves = prior.K, census.n_cells, census.geography.n_leaves
     cell_class = _classes(mechanism.invariant_matrix, n_cells)
-    hyper_in = dict(hyperparameters or {})
-    unknown = set(hyper_in) - {
-        "alpha",
-        "phi",
-        "mean",
-        "shares",
-        "alpha_prior",
-        "phi_prior",
-        "mean_prior",
-        "share_prior",
-    }
-    if unknown:
-        raise ValueError(f"hyperparameters: unknown keys {sorted(unknown)}")
     if initial is None:
         cells0 = _initial_cells(census, mechanism, y)
     else:
-        cells0 = integer_valued(initial, "initial").reshape(-1)
-        if cells0.size != n_cells or cells0.min() < 0:
-            raise ValueError(f"initial must hold {n_cells} non-negative counts")
+        cells0 = nonnegative_counts(initial, "initial").reshape(-1)
+        if cells0.size != n_cells:
+            raise ValueError(f"initial must hold {n_cells} counts (leaves x K, or flat), got {cells0.size}")
         if not mechanism.satisfies_invariants(cells0)[0]:
             raise ValueError("initial breaks the invariants A x = a")
-    table0 = cells0.reshape(n_leaves, K).astype(float)
-    totals0 = table0.sum(axis=1)
-    mean0 = np.array([totals0[prior.leaf_parent == p].mean() + 0.5 for p in range(prior.n_parents)])
-    shares0 = np.array([table0[prior.leaf_group == g].sum(axis=0) + 0.5 for g in range(prior.n_groups)])
-    shares0 /= shares0.sum(axis=1, keepdims=True)
-    alpha0 = np.broadcast_to(np.asarray(hyper_in.get("alpha", 20.0), dtype=float), (prior.n_groups,)).copy()
-    phi0 = float(hyper_in.get("phi", 10.0))
-    if "mean" in hyper_in:
-        mean0 = np.broadcast_to(np.asarray(hyper_in["mean"], dtype=float), (prior.n_parents,)).copy()
-    if "shares" in hyper_in:
-        shares0 = np.broadcast_to(np.asarray(hyper_in["shares"], dtype=float), (prior.n_groups, K)).copy()
-    for name, value in (("alpha", float(alpha0.min())), ("alpha", float(alpha0.max())), ("phi", phi0)):
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"hyperparameters: {name} must be finite and > 0, got {value!r}")
-    if np.any(~np.isfinite(mean0) | (mean0 <= 0)):
-        raise ValueError("hyperparameters: mean must be finite and > 0")
-    if np.any(~np.isfinite(shares0) | (shares0 <= 0)) or np.any(np.abs(shares0.sum(axis=1) - 1) > 1e-9):
-        raise ValueError("hyperparameters: shares must be positive and sum to one per group")
-    mu_a, sd_a = hyper_in.get("alpha_prior", (math.log(20.0), 1.5))
-    mu_p, sd_p = hyper_in.get("phi_prior", (math.log(10.0), 1.5))
-    mu_m, sd_m = hyper_in.get("mean_prior", (math.log(max(float(totals0.mean()), 1.0)), 3.0))
-    prior_vec = np.array([mu_a, sd_a, mu_p, sd_p, mu_m, sd_m, float(hyper_in.get("share_prior", 1.0))])
-    if np.any(~np.isfinite(prior_vec)) or min(sd_a, sd_p, sd_m, prior_vec[6]) <= 0:
-        raise ValueError(f"hyperparameters: prior settings must be finite with positive scales, got {prior_vec}")
+    alpha0, phi0, mean0, shares0, prior_vec, filled = _hyperparameters(
+        hyperparameters, prior, learn, cells0.reshape(n_leaves, K).astype(float)
+    )
     by_cell = mechanism.queries.tocsc()
     cq_ptr, cq_idx = by_cell.indptr.astype(np.int64), by_cell.indices.astype(np.int64)
     if step is None:
-        smallest = np.minimum.reduceat(mechanism.sigmas[cq_idx], cq_ptr[:-1]) if cq_idx.size else np.ones(1)
-        smallest = np.where(np.diff(cq_ptr) > 0, smallest, 1.0)
+        smallest = np.minimum.reduceat(mechanism.sigmas[cq_idx], cq_ptr[:-1])  # every cell is read (checked)
         step = max(2, int(round(2 * float(np.median(smallest)))))
-    step = positive_int(step, "step")
-    hyper_rounds = positive_int(hyper_rounds, "hyper_rounds")
-    p_leaf, p_sibling = (float(v) for v in partners)
-    if not (math.isfinite(window) and window >= 0):
-        raise ValueError(f"window must be a finite number >= 0, got {window!r}")
-    if not (math.isfinite(partner_floor) and partner_floor > 0):
-        raise ValueError(f"partner_floor must be a finite number > 0, got {partner_floor!r}")
-    for name, value in (("local", local), ("spread", spread), ("sibling_spread", sibling_spread)):
-        if not (0.0 <= value <= 1.0):
-            raise ValueError(f"{name} must be a probability, got {value!r}")
-    if not (p_leaf >= 0 and p_sibling >= 0 and p_leaf + p_sibling <= 1):
-        raise ValueError(f"partners must be two probabilities summing to at most 1, got {partners!r}")
+    step, hyper_rounds = positive_int(step, "step"), positive_int(hyper_rounds, "hyper_rounds")
+    p_leaf, p_sibling = _partners(partners)
+    window = _non_negative_finite(window, "window")
+    partner_floor = positive_finite(partner_floor, "partner_floor")
+    local, spread, sibling_spread = (
+        _probability(v, n) for v, n in ((local, "local"), (spread, "spread"), (sibling_spread, "sibling_spread"))
+    )
+    upper = _cell_bounds(mechanism, y, cells0)
+    dtype = _draws_dtype(mechanism, y, upper, cells0)
     classed = np.flatnonzero(cell_class >= 0)
     n_classes = int(cell_class.max()) + 1 if classed.size else 0
     class_ptr, class_order = _csr(cell_class[classed], max(n_classes, 1))
@@ -511,11 +653,9 @@ def sample_cells(
     spread_cells = _spread_candidates(mechanism.queries, y_f, mechanism.sigmas)
     seeds = root_seed(random_seed).spawn(chains)
     n_sweeps = tune + draws * thin
-    if revisit != 0:
-        revisit = positive_int(revisit, "revisit")
     watch = revisit > 0 and tune >= _WATCHED_SWEEPS
     outputs, states = [], []
-    all_cells = np.zeros((chains, draws, n_cells), dtype=np.int32)  # each chain fills its own slice
+    all_cells = np.zeros((chains, draws, n_cells), dtype=dtype)  # each chain fills its own slice
     for c in range(chains):
         stream = np.random.default_rng(seeds[c])
         rng_state = seeds[c].generate_state(4, np.uint64)
@@ -546,6 +686,7 @@ def sample_cells(
                 touched=np.zeros(int(np.diff(cq_ptr).max(initial=1)) * (2 * max(K, 2) + 2) + 2, dtype=np.int64),
                 extra=np.zeros(n_cells, dtype=np.int64),
                 tune_stats=np.zeros((5, n_cells if watch else 0)),
+                peak=np.zeros(1, dtype=np.int64),
             )
         )
         outputs.append(
@@ -573,27 +714,19 @@ def sample_cells(
                 prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64), s["log_phi"], s["log_mean"],
                 s["log_beta"], learn, s["steps"], prior_vec, parent_ptr, parent_leaves, group_ptr,
                 group_leaves, np.arange(n_leaves, dtype=np.int64), s["rng"], o["cells"], o["phi"], o["mean"],
-                o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"], float(window), float(local), hyper_rounds, p_leaf, p_sibling,
-                float(spread), 6, float(partner_floor), 0.8, 64, spread_cells, s["extra"], s["tune_stats"], float(sibling_spread),
+                o["beta"], o["accept"], s["shift"], s["stamp"], s["touched"], window, local, hyper_rounds, p_leaf,
+                p_sibling, spread, 6, partner_floor, 0.8, 64, spread_cells, s["extra"], s["tune_stats"], sibling_spread,
+                s["peak"],
             )  # fmt: skip
             done[c] += count
             with lock:
                 bar.update(count)
 
     started = time.perf_counter()
-    workers = min(chains, cores or os.cpu_count() or 1)
     interrupted = False
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for until in (tune, n_sweeps) if watch else (n_sweeps,):  # the slow cells are chosen between the two
-            futures = [pool.submit(run, c, until) for c in range(chains)]
-            try:
-                for future in futures:
-                    future.result()
-            except KeyboardInterrupt:
-                interrupted = True
-                stop.set()
-                for future in futures:
-                    future.result()
+            interrupted = _wait([pool.submit(run, c, until) for c in range(chains)], stop)
             if interrupted:
                 break
             if until == tune:
@@ -601,12 +734,17 @@ def sample_cells(
                 for s in states:
                     s["extra"][:] = slow
     bar.close()
-    seconds = time.perf_counter() - started
+    peak = max(int(s["peak"][0]) for s in states)
+    if peak > np.iinfo(dtype).max:  # the data's bound failed: never seen, but the draws would have wrapped
+        raise RuntimeError(f"sample_cells: a cell reached {peak:,}, past the {dtype} draws' range chosen from y")
     kept = min(max(0, d - tune) // thin for d in done)
-    return _tree(census, mechanism, y, prior, outputs, all_cells, kept, seconds, interrupted, tune, thin, step, learn)
+    attrs = {"sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
+             "thin": thin, "step": step, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
+             "cells_dtype": str(dtype), "cells_bound": float(upper.max(initial=0.0)), "cells_peak": peak}  # fmt: skip
+    return _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs)
 
 
-def _tree(census, mechanism, y, prior, outputs, all_cells, kept, seconds, interrupted, tune, thin, step, learn):
+def _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs):
     K = prior.K
     leaf_ids, labels = census.cell_coords()
     leaf_ids = np.array([str(v) for v in leaf_ids])
@@ -645,8 +783,5 @@ def _tree(census, mechanism, y, prior, outputs, all_cells, kept, seconds, interr
     tree = xr.DataTree.from_dict(
         {"posterior": posterior, "sample_stats": stats, "observed_data": observed, "constant_data": constant_data}
     )
-    tree.attrs.update(
-        {"sampler": "census cells (compiled Metropolis within Gibbs)", "sampling_seconds": seconds,
-         "interrupted": int(interrupted), "tune": tune, "thin": thin, "step": step, "learn": int(learn)}
-    )  # fmt: skip
+    tree.attrs.update({"sampler": "census cells (compiled Metropolis within Gibbs)", **attrs})
     return tree

@@ -101,15 +101,31 @@ def _query_ll(y, value, rate, power):
     return -rate * (r * r if power == 2 else r)
 
 
-@njit(cache=True, nogil=True)
-def _leaf_g(total, alpha, phi, log_ratio):
-    """The total-dependent part of a leaf's log prior: lgamma(N + phi) - lgamma(N + alpha) + N log(m / (phi + m))."""
-    return math.lgamma(total + phi) - math.lgamma(total + alpha) + total * log_ratio
+#: Where log_gamma_step turns to Stirling's series: past it, two log-gammas (above 1.3e7) would cancel to a
+#: difference that float64 holds to about 1e-9, and the series' first omitted term is below 1e-20.
+_STIRLING = 1e6
 
 
 @njit(cache=True, nogil=True)
-def _cell_h(n, aq):
-    return math.lgamma(n + aq) - math.lgamma(n + 1.0)
+def log_gamma_step(x, d):
+    """lgamma(x + d) - lgamma(x) for x > 0 and x + d > 0, accurate however large x is.
+
+    Where x and x + d are both past 1e6 it is Stirling's series, written so that no two large terms
+    cancel: (x + d - 1/2) log1p(d / x) + d (log x - 1) - d / (12 x (x + d)); at x = 4e15 the two
+    log-gammas alone are 1.4e17, whose difference float64 would round by +-16.
+
+    Examples
+    --------
+    >>> import math
+    >>> bool(abs(log_gamma_step(10.0, 2.5) - (math.lgamma(12.5) - math.lgamma(10.0))) < 1e-12)
+    True
+    >>> bool(abs(log_gamma_step(4e15, 1.0) - math.log(4e15)) < 1e-12)      # Gamma(x + 1) = x Gamma(x)
+    True
+    """
+    y = x + d
+    if x < _STIRLING or y < _STIRLING:
+        return math.lgamma(y) - math.lgamma(x)
+    return (y - 0.5) * math.log1p(d / x) + d * (math.log(x) - 1.0) - d / (12.0 * x * y)
 
 
 @njit(cache=True, nogil=True)
@@ -171,15 +187,23 @@ def _log_step(t, slope, curve, power, touched, n_touched, shift, y, values, rate
 
 
 @njit(cache=True, nogil=True)
-def _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves):
-    """sum over ``leaves`` of the negative binomial log pmf of N_l (mean m of its parent, size phi), less log N!."""
+def _nb_change(n, phi, m, new_phi, new_m):
+    """log NB(n; mean new_m, size new_phi) - log NB(n; mean m, size phi), no large terms cancelling (n up to 2^53)."""
+    out = log_gamma_step(n + phi, new_phi - phi) - log_gamma_step(phi, new_phi - phi)
+    out += phi * math.log1p(m / phi) - new_phi * math.log1p(new_m / new_phi)
+    return out + n * (math.log1p(phi / m) - math.log1p(new_phi / new_m))
+
+
+@njit(cache=True, nogil=True)
+def _phi_change(leaf_total, leaf_parent, leaves, phi, new_phi, log_mean, p, new_log_mean):
+    """The change of sum over ``leaves`` of the negative binomial log pmf of N_l (mean m of its parent, size phi)
+    when phi becomes ``new_phi`` and parent p's log mean ``new_log_mean`` (p < 0: no mean changes)."""
     total = 0.0
-    lp = math.lgamma(phi)
     for t in range(leaves.size):
         leaf = leaves[t]
         m = math.exp(log_mean[leaf_parent[leaf]])
-        n = leaf_total[leaf]
-        total += math.lgamma(n + phi) - lp + phi * math.log(phi / (phi + m)) + n * math.log(m / (phi + m))
+        new_m = math.exp(new_log_mean) if leaf_parent[leaf] == p else m
+        total += _nb_change(leaf_total[leaf], phi, m, new_phi, new_m)
     return total
 
 
@@ -196,48 +220,41 @@ def _beta_prior(log_beta_row, beta_sum, prior):
 
 
 @njit(cache=True, nogil=True)
-def _beta_change(cells, leaf_total, K, leaves, k, old_beta, new_beta, old_sum, new_sum):
-    """The change of the Dirichlet-multinomial log pmf of a group's leaves when beta_k and sum beta change
-    (the terms that do not depend on the leaf, lgamma of the sums and of beta_k, counted once per leaf)."""
+def _beta_change(cells, leaf_total, K, leaves, k, old_beta, new_beta, old_sum):
+    """The change of the Dirichlet-multinomial log pmf of a group's leaves when beta_k becomes ``new_beta`` (and
+    the sum of beta with it; the terms that do not depend on the leaf, of the sum and of beta_k, counted once per
+    leaf), by log-gamma steps (:func:`log_gamma_step`), exact at any count."""
+    delta = new_beta - old_beta
     out = 0.0
     nonzero = 0
     for t in range(leaves.size):
         leaf = leaves[t]
-        n_total = leaf_total[leaf]
-        out += math.lgamma(n_total + old_sum) - math.lgamma(n_total + new_sum)
+        out -= log_gamma_step(leaf_total[leaf] + old_sum, delta)
         n = cells[leaf * K + k]
         if n > 0:
             nonzero += 1
-            out += math.lgamma(n + new_beta) - math.lgamma(n + old_beta)
-    out += leaves.size * (math.lgamma(new_sum) - math.lgamma(old_sum))
-    out += nonzero * (math.lgamma(old_beta) - math.lgamma(new_beta))
-    return out
+            out += log_gamma_step(n + old_beta, delta)
+    out += leaves.size * log_gamma_step(old_sum, delta)
+    return out - nonzero * log_gamma_step(old_beta, delta)
 
 
 @njit(cache=True, nogil=True)
 def _scale_change(cells, leaf_total, K, leaves, beta_row, shift):
     """The change of the Dirichlet-multinomial log pmf of a group's leaves when every beta_k is multiplied by
-    exp(``shift``) (an empty cell's terms cancel)."""
-    factor = math.exp(shift)
+    exp(``shift``) (an empty cell's terms cancel), by log-gamma steps, exact at any count."""
+    grow = math.expm1(shift)
     old_sum = 0.0
     for k in range(K):
         old_sum += beta_row[k]
-    new_sum = old_sum * factor
     out = 0.0
     for t in range(leaves.size):
         leaf = leaves[t]
-        n_total = leaf_total[leaf]
-        out += (
-            math.lgamma(new_sum)
-            - math.lgamma(n_total + new_sum)
-            - math.lgamma(old_sum)
-            + math.lgamma(n_total + old_sum)
-        )
+        out += log_gamma_step(old_sum, old_sum * grow) - log_gamma_step(leaf_total[leaf] + old_sum, old_sum * grow)
         for k in range(K):
             n = cells[leaf * K + k]
             if n > 0:
                 b = beta_row[k]
-                out += math.lgamma(n + b * factor) - math.lgamma(b * factor) - math.lgamma(n + b) + math.lgamma(b)
+                out += log_gamma_step(n + b, b * grow) - log_gamma_step(b, b * grow)
     return out
 
 
@@ -338,7 +355,7 @@ def _line_draw(
         extra = ri if j < 0 else (ri - rj if lj != li else 0.0)
         gain = math.exp(extra)
         step_down = math.exp(-2.0 * curve)
-        anchor = int(math.floor(0.5 * slope / curve + 0.5))
+        anchor = int(math.floor(0.5 * slope / curve + 0.5)) if curve > 0.0 else lo  # curve 0: a flat likelihood
         if anchor < lo:
             anchor = lo
         if anchor > hi:
@@ -602,6 +619,7 @@ def census_sweeps(
     extra,
     tune_stats,
     p_spread_sibling,
+    peak,
 ):
     """Run sweeps ``first .. first + count - 1`` of one chain, keeping every ``thin``-th sweep after ``tune``.
 
@@ -618,7 +636,8 @@ def census_sweeps(
     shifted together; step sizes adapted during ``tune``). Over the second half
     of tuning, when ``tune_stats`` has a column per cell, each sweep's cells are added to its running
     sums (``_record_tuning``), from which the caller sets ``extra`` between tuning and sampling.
-    ``log_phi`` is a one-element array. Returns the sweeps run.
+    ``log_phi`` is a one-element array; ``peak[0]`` keeps the largest cell stored in ``out_cells``, whose
+    dtype the caller chose from a bound on the cells. Returns the sweeps run.
     """
     n_cells = cells.size
     n_leaves = n_cells // K
@@ -683,15 +702,9 @@ def census_sweeps(
         for _round in range(hyper_rounds if learn else 0):
             adapt = sweep < tune
             # phi
-            old = _phi_part(leaf_total, phi, log_mean, leaf_parent, all_leaves)
             new_log = log_phi[0] + steps[0] * _normal(rng)
-            new = _phi_part(leaf_total, math.exp(new_log), log_mean, leaf_parent, all_leaves)
-            lr = (
-                new
-                - old
-                - 0.5 * ((new_log - prior[2]) / prior[3]) ** 2
-                + 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2
-            )
+            lr = _phi_change(leaf_total, leaf_parent, all_leaves, phi, math.exp(new_log), log_mean, -1, 0.0)
+            lr += 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2 - 0.5 * ((new_log - prior[2]) / prior[3]) ** 2
             ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
             if ok:
                 log_phi[0] = new_log
@@ -702,14 +715,12 @@ def census_sweeps(
             for p in range(n_parents):
                 leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
                 current = log_mean[p]
-                old = _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves)
-                log_mean[p] = current + steps[1 + p] * _normal(rng)
-                new = _phi_part(leaf_total, phi, log_mean, leaf_parent, leaves)
-                lr = new - old - 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2
-                lr += 0.5 * ((current - prior[4]) / prior[5]) ** 2
+                proposal = current + steps[1 + p] * _normal(rng)
+                lr = _phi_change(leaf_total, leaf_parent, leaves, phi, phi, log_mean, p, proposal)
+                lr += 0.5 * ((current - prior[4]) / prior[5]) ** 2 - 0.5 * ((proposal - prior[4]) / prior[5]) ** 2
                 ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
-                if not ok:
-                    log_mean[p] = current
+                if ok:
+                    log_mean[p] = proposal
                 if adapt:
                     steps[1 + p] *= math.exp(0.05 * ((1.0 if ok else 0.0) - 0.3))
             # each group's Dirichlet parameters beta_k = alpha q_k, one at a time
@@ -724,7 +735,7 @@ def census_sweeps(
                     new_sum = beta_sum[g] - beta[g, k] + new_beta
                     log_beta[g, k] = value
                     lr = _beta_prior(log_beta[g], new_sum, prior) - old_prior
-                    lr += _beta_change(cells, leaf_total, K, leaves, k, beta[g, k], new_beta, beta_sum[g], new_sum)
+                    lr += _beta_change(cells, leaf_total, K, leaves, k, beta[g, k], new_beta, beta_sum[g])
                     ok = lr >= 0.0 or _uniform(rng) < math.exp(lr)
                     if ok:
                         beta[g, k] = new_beta
@@ -758,6 +769,8 @@ def census_sweeps(
             row = done // thin
             for c in range(n_cells):
                 out_cells[row, c] = cells[c]
+                if cells[c] > peak[0]:
+                    peak[0] = cells[c]
             out_phi[row] = log_phi[0]
             for p in range(n_parents):
                 out_mean[row, p] = log_mean[p]
