@@ -372,6 +372,26 @@ class _Normalizer:
         return self.peak + float(np.log(self.total))
 
 
+def pareto_k(log_weights) -> float:
+    """Pareto k of importance weights given their logs (any shape): the PSIS fit of their largest values that
+    :func:`importance_sample` reports; NaN where there are too few to fit (under ``MIN_PSIS_DRAWS``) or the
+    largest tie. Above ``PARETO_K_THRESHOLD`` (0.7) the weights' tail is too heavy for their mean to be trusted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> bool(pareto_k(rng.normal(0.0, 0.1, 4000)) < 0.5)              # nearly equal weights
+    True
+    >>> bool(pareto_k(np.log(rng.pareto(0.8, 4000) + 1.0)) > 0.7)      # weights of infinite mean
+    True
+    """
+    flat = np.ravel(np.asarray(log_weights, dtype=float))
+    if not flat.size:
+        return float("nan")
+    return _pareto_tail(flat, np.arange(flat.size), _tail_size(flat.size), float(flat.max()))[0]
+
+
 def _pareto_tail(
     top_w: np.ndarray, top_i: np.ndarray, tail: int, peak: float
 ) -> tuple[float, np.ndarray | None, np.ndarray | None]:
