@@ -30,10 +30,14 @@ Harvard Data Science Review, Special Issue 2.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction as F
 
 import numpy as np
 import pandas as pd
+
+from ..validation import positive_finite
+from .geography import CensusQueries
 
 __all__ = [
     "PRODUCTION_LEVEL_SHARES",
@@ -71,6 +75,13 @@ PRODUCTION_QUERY_SHARES = {
 def production_allocation(levels=("State", "County", "Tract", "Block_Group"), rho: float = PRODUCTION_RHO):
     """A table of the production allocation: level, query, level share, query share, rho_q and sigma_q.
 
+    Parameters
+    ----------
+    levels : sequence of str
+        Production level names (keys of ``PRODUCTION_LEVEL_SHARES``), each once.
+    rho : float
+        The total budget, a finite number > 0 (default the production 2.5562).
+
     Examples
     --------
     >>> table = production_allocation()
@@ -78,16 +89,30 @@ def production_allocation(levels=("State", "County", "Tract", "Block_Group"), rh
     >>> round(float(row["sigma"]), 3)
     2.227
     """
+    rho = positive_finite(rho, "rho")
     rows = []
-    for level in levels:
-        if level not in PRODUCTION_LEVEL_SHARES:
-            raise ValueError(f"levels: {level!r} is not one of {list(PRODUCTION_LEVEL_SHARES)}")
+    for level in _production_levels(levels):
         for query, share in PRODUCTION_QUERY_SHARES[level].items():
             rho_q = rho * float(PRODUCTION_LEVEL_SHARES[level]) * float(share)
             rows.append(
                 (level, query, float(PRODUCTION_LEVEL_SHARES[level]), float(share), rho_q, 1 / math.sqrt(rho_q))
             )
     return pd.DataFrame(rows, columns=["level", "query", "level_share", "query_share", "rho", "sigma"])
+
+
+def _production_levels(levels) -> list[str]:
+    """``levels`` as a non-empty list of distinct production level names (ValueError naming what is wrong)."""
+    if isinstance(levels, str) or not isinstance(levels, (list, tuple, np.ndarray, pd.Index)):
+        raise ValueError(f"levels must be a list or tuple of production level names, got {levels!r}")
+    levels = list(levels)
+    if not levels:
+        raise ValueError(f"levels must name at least one of {list(PRODUCTION_LEVEL_SHARES)}")
+    for level in levels:
+        if not isinstance(level, str) or level not in PRODUCTION_LEVEL_SHARES:
+            raise ValueError(f"levels: {level!r} is not one of {list(PRODUCTION_LEVEL_SHARES)}")
+        if levels.count(level) > 1:
+            raise ValueError(f"levels: {level!r} appears twice")
+    return levels
 
 
 def production_sigmas(census, levels=None, rho: float = PRODUCTION_RHO) -> np.ndarray:
@@ -111,8 +136,13 @@ def production_sigmas(census, levels=None, rho: float = PRODUCTION_RHO) -> np.nd
     >>> np.round(production_sigmas(q)[:3], 3).tolist()
     [1.1, 1.752, 2.227]
     """
-    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
-        raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
+    if not isinstance(census, CensusQueries):
+        raise TypeError(f"census must be a CensusQueries (from census_queries), got {type(census).__name__}")
+    rho = positive_finite(rho, "rho")
+    if levels is not None and not isinstance(levels, Mapping):
+        raise ValueError(
+            f"levels must be a dict of the geography's level names -> production level names, got {levels!r}"
+        )
     mapping = dict(levels or {})
     geo = census.geography
     out = np.empty(census.n_queries)

@@ -24,12 +24,16 @@ non-Hispanic white below half).
 
 from __future__ import annotations
 
+import numbers
+from collections import Counter
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from ..datasets import COVID_PA_DATA
 from ..rng import SeedLike, as_generator
-from ..validation import positive_int
+from ..validation import positive_int, unit_parameter
 from .geography import Geography
 
 __all__ = ["STATE_SHARES", "pa_county_populations", "synthetic_state"]
@@ -41,6 +45,8 @@ STATE_SHARES = np.array(
 STATE_SHARES = STATE_SHARES / STATE_SHARES.sum()
 #: Dirichlet concentrations (county around state, tract around county, block group around tract).
 CONCENTRATIONS = (30.0, 8.0, 50.0)
+#: The most tracts and block groups a synthetic state may have (about 8 times the US's block groups).
+MAX_UNITS = 2_000_000
 
 
 def pa_county_populations() -> pd.Series:
@@ -68,9 +74,10 @@ def synthetic_state(
 
     Parameters
     ----------
-    populations : pandas.Series, int or sequence of str, optional
-        County populations indexed by name; an int n takes the first n Pennsylvania counties, a
-        sequence of names those Pennsylvania counties (default all 67).
+    populations : pandas.Series, dict, int or sequence of str, optional
+        County populations (whole numbers >= 1) by name, as a Series indexed by name or a dict; an
+        int n (1 to 67) takes the first n Pennsylvania counties, a sequence of distinct names those
+        Pennsylvania counties (default all 67).
     random_seed : int or Generator
         The same seed and counties give the same state.
     tract_people, block_group_people : int
@@ -87,20 +94,21 @@ def synthetic_state(
     (4, 11)
     """
     populations = _county_populations(populations)
-    for name, value in (("tract_people", tract_people), ("block_group_people", block_group_people)):
-        positive_int(value, name)
+    tract_people = positive_int(tract_people, "tract_people")
+    block_group_people = positive_int(block_group_people, "block_group_people")
+    _check_scale(populations, tract_people, block_group_people)
     kappa = np.asarray(concentrations, dtype=float)
     if kappa.shape != (3,) or np.any(~np.isfinite(kappa) | (kappa <= 0)):
         raise ValueError(f"concentrations must be 3 finite positive numbers, got {concentrations!r}")
     rng = as_generator(random_seed)
     units, parents, made = ["State"], [None], {}
     for county, people in populations.items():
-        county = str(county)
+        people = int(people)
         units.append(county)
         parents.append("State")
         q_county = rng.dirichlet(kappa[0] * STATE_SHARES + 1e-3)
-        n_tracts = max(1, round(int(people) / tract_people))
-        tract_sizes = rng.multinomial(int(people), rng.dirichlet(np.full(n_tracts, 20.0)))
+        n_tracts = max(1, round(people / tract_people))
+        tract_sizes = rng.multinomial(people, rng.dirichlet(np.full(n_tracts, 20.0)))
         for t, tract_size in enumerate(tract_sizes):
             tract = f"{county}-T{t:03d}"
             units.append(tract)
@@ -118,18 +126,63 @@ def synthetic_state(
 
 
 def _county_populations(populations) -> pd.Series:
-    """County populations by name, from a Series, a count of Pennsylvania counties or their names."""
+    """County populations (int64) by name (str), from a Series or dict, a count of Pennsylvania counties or their
+    names; a ValueError names what is wrong with any other form."""
     pennsylvania = pa_county_populations()
     if populations is None:
         return pennsylvania
-    if isinstance(populations, (int, np.integer)) and not isinstance(populations, bool):
-        return pennsylvania.iloc[: positive_int(populations, "populations")]
-    if isinstance(populations, pd.Series):
-        if populations.empty or (populations <= 0).any():
-            raise ValueError("populations must hold at least one county, every population > 0")
-        return populations
-    names = [str(c) for c in populations]
-    unknown = [c for c in names if c not in pennsylvania.index]
+    if isinstance(populations, numbers.Real) or isinstance(populations, np.bool_):
+        count = positive_int(populations, "populations")
+        if count > len(pennsylvania):
+            raise ValueError(f"populations: {count} counties asked for, but Pennsylvania has {len(pennsylvania)}")
+        return pennsylvania.iloc[:count]
+    if isinstance(populations, (pd.Series, Mapping)):
+        return _given_populations(pd.Series(populations))
+    if isinstance(populations, str):
+        raise ValueError(
+            f"populations: give a list of county names, not one string ({[populations]!r}, not {populations!r})"
+        )
+    return pennsylvania[_county_names(populations, pennsylvania.index)]
+
+
+def _given_populations(populations: pd.Series) -> pd.Series:
+    """Check a Series of county populations: at least one, distinct names, whole numbers >= 1."""
+    names = _distinct([str(name) for name in populations.index])
+    if not names:
+        raise ValueError("populations must hold at least one county")
+    values = unit_parameter(populations.to_numpy(), "populations", positive_int, "positive integer")
+    return pd.Series(values, index=names, dtype=np.int64)
+
+
+def _county_names(names, known: pd.Index) -> list[str]:
+    """``names`` as a non-empty list of distinct Pennsylvania county names."""
+    try:
+        names = list(names)
+    except TypeError:
+        raise ValueError(
+            f"populations must be a Series or dict of populations, a count or a list of county names, got {names!r}"
+        ) from None
+    unknown = [name for name in names if not isinstance(name, str) or name not in known]
     if not names or unknown:
         raise ValueError(f"populations: {unknown or names!r} are not Pennsylvania counties (see pa_county_populations)")
-    return pennsylvania[names]
+    return _distinct(names)
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """``names`` after checking that none appears twice."""
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise ValueError(f"populations: county {repeated[0]!r} appears twice")
+    return names
+
+
+def _check_scale(populations: pd.Series, tract_people: int, block_group_people: int) -> None:
+    """Refuse a state of more than ``MAX_UNITS`` tracts and block groups (it would exhaust time and memory)."""
+    people = populations.to_numpy(dtype=float)
+    units = np.maximum(1, np.round(people / tract_people)).sum() + people.sum() / block_group_people
+    if units > MAX_UNITS:
+        raise ValueError(
+            f"populations, tract_people and block_group_people make about {units:,.0f} tracts and block groups, "
+            f"more than {MAX_UNITS:,} (the whole US has about 240,000 block groups): check the populations "
+            f"({populations.sum():,} people) and the unit sizes ({tract_people}, {block_group_people})"
+        )
