@@ -150,27 +150,103 @@ def gamma_poisson_window_value(shape, log_q, lo, step, peak, peak_log):
 
 
 @njit(cache=True, nogil=True)
-def gamma_poisson_window_draws(shape, log_q, lo, step, peak, constant, u):
-    """Exact draws of the counts given the parameters: for each draw d and coordinate i, the k of the window drawn
-    with probability proportional to exp(t_j) (module docstring), at u[d, i] uniform on [0, 1) (inverse CDF).
+def tail_share(edge, inner, total):
+    """A bound on the mass beyond a window's edge relative to the window's total: ``edge`` is the edge's term,
+    ``inner`` its neighbour inside, ``total`` the window's sum (any common scale). Terms that are log-concave in k
+    (the supported priors times the noise) fall outward at least as fast as edge / inner, so the mass beyond is at
+    most the geometric series edge r / (1 - r), r = edge / inner; 1 where the terms do not fall outward.
 
-    ``shape`` and ``log_q`` are (draws, coordinates); ``lo``, ``step`` and ``peak`` as in
-    :func:`gamma_poisson_window`, and ``constant`` the c_j themselves (width, coordinates), read only where the
-    recurrence's terms would overflow (then the terms are computed from their logarithms).
+    Examples
+    --------
+    >>> round(float(tail_share(1e-3, 1e-2, 1.0)), 6)    # r = 0.1: 1e-3 * 0.1 / 0.9
+    0.000111
+    >>> float(tail_share(2.0, 1.0, 10.0))                # rising outward: no bound
+    1.0
+    """
+    if not edge > 0.0:
+        return 0.0
+    if not inner > edge:
+        return 1.0
+    ratio = edge / inner
+    return min(edge / total * ratio / (1.0 - ratio), 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _edge_share(edge, inner, innermost, total):
+    """``tail_share`` at one edge, or 1 where the three terms nearest it are not log-concave (edge * innermost >
+    inner^2): the geometric bound's assumption fails there."""
+    if edge * innermost > inner * inner:
+        return 1.0
+    return tail_share(edge, inner, total)
+
+
+@njit(cache=True, nogil=True)
+def _edge_mass(w, width, total, open_low, open_high):
+    """The bound on the omitted mass relative to the window's (``_edge_share`` at each open edge) of one
+    coordinate's terms ``w[:width]`` (a common scale, summing to ``total``); 1 at an open edge of a window of
+    fewer than 3 values."""
+    bound = 0.0
+    if open_low:
+        bound += _edge_share(w[0], w[1], w[2], total) if width > 2 else 1.0
+    if open_high:
+        bound += _edge_share(w[width - 1], w[width - 2], w[width - 3], total) if width > 2 else 1.0
+    return min(bound, 1.0)
+
+
+@njit(cache=True, nogil=True)
+def window_edge_mass(log_terms, lo, top):
+    """Per coordinate i, a bound on the mass its window omits relative to the mass it keeps: ``log_terms``
+    (width, coordinates) are log p(x_i = k | theta) + log pi(y_i | k) over k = lo_i, ..., lo_i + width - 1 (up to
+    a constant per coordinate), ``top`` the largest value of x_i's support (inf where there is none); an edge at
+    x_i's support (0 below, ``top`` above) omits nothing (``tail_share``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> k = np.arange(0, 30)[:, None]
+    >>> terms = stats.poisson.logpmf(k, 10.0) + stats.norm.logpdf(12.0, k, 2.0)
+    >>> bound = window_edge_mass(terms, np.array([0]), np.array([np.inf]))
+    >>> tail = np.exp(stats.poisson.logpmf(np.arange(30, 200), 10.0) + stats.norm.logpdf(12.0, np.arange(30, 200), 2.0))
+    >>> bool(tail.sum() / np.exp(terms).sum() <= bound[0] < 1e-12)
+    True
+    """
+    width, units = log_terms.shape
+    out = np.empty(units)
+    w = np.empty(width)
+    for i in range(units):
+        top_term = -math.inf
+        for j in range(width):
+            top_term = max(top_term, log_terms[j, i])
+        total = 0.0
+        for j in range(width):
+            w[j] = math.exp(log_terms[j, i] - top_term) if top_term > -math.inf else 0.0
+            total += w[j]
+        out[i] = _edge_mass(w, width, total, lo[i] > 0, lo[i] + width - 1 < top[i]) if total > 0 else 1.0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def gamma_poisson_window_checked_draws(shape, log_q, lo, step, peak, constant, u):
+    """(the draws of :func:`gamma_poisson_window_draws`, and per draw the largest bound over the coordinates on the
+    mass the window omits relative to the mass it keeps: :func:`window_edge_mass` of the same terms, from the
+    recurrence's weights at no extra cost).
 
     Examples
     --------
     >>> import numpy as np
     >>> from scipy import special
-    >>> k = np.arange(4, 7)[:, None]                  # a window of 3 counts from 4, one coordinate: with shape 1
-    >>> c = np.log(np.array([[0.2], [0.5], [0.3]])) - special.gammaln(k + 1.0)   # and q 1, the weights are these
-    >>> args = (np.ones((2, 1)), np.zeros((2, 1)), np.array([4]), np.exp(np.diff(c, axis=0)), np.array([1]), c)
-    >>> gamma_poisson_window_draws(*args, np.array([[0.1], [0.99]])).ravel().tolist()
-    [4, 6]
+    >>> k = np.arange(4, 7)[:, None]
+    >>> c = np.log(np.array([[0.2], [0.5], [0.3]])) - special.gammaln(k + 1.0)
+    >>> args = (np.ones((1, 1)), np.zeros((1, 1)), np.array([4]), np.exp(np.diff(c, axis=0)), np.array([1]), c)
+    >>> counts, edge = gamma_poisson_window_checked_draws(*args, np.array([[0.5]]))
+    >>> counts.ravel().tolist(), bool(edge[0] > 0.1)      # a window of 3 counts omits much of these weights
+    ([5], True)
     """
     draws, units = shape.shape
     width = step.shape[0] + 1
     out = np.empty((draws, units), dtype=np.int64)
+    edge = np.zeros(draws)
     w = np.empty(width)
     for d in range(draws):
         for i in range(units):
@@ -195,6 +271,7 @@ def gamma_poisson_window_draws(shape, log_q, lo, step, peak, constant, u):
                 for j in range(width):
                     w[j] = math.exp(w[j] - top)
                     total += w[j]
+            edge[d] = max(edge[d], _edge_mass(w, width, total, lo[i] > 0, True))
             threshold = u[d, i] * total
             running, chosen = 0.0, -1
             for j in range(width):
@@ -204,4 +281,26 @@ def gamma_poisson_window_draws(shape, log_q, lo, step, peak, constant, u):
                     if running > threshold:
                         break
             out[d, i] = lo[i] + chosen
-    return out
+    return out, edge
+
+
+@njit(cache=True, nogil=True)
+def gamma_poisson_window_draws(shape, log_q, lo, step, peak, constant, u):
+    """Exact draws of the counts given the parameters: for each draw d and coordinate i, the k of the window drawn
+    with probability proportional to exp(t_j) (module docstring), at u[d, i] uniform on [0, 1) (inverse CDF).
+
+    ``shape`` and ``log_q`` are (draws, coordinates); ``lo``, ``step`` and ``peak`` as in
+    :func:`gamma_poisson_window`, and ``constant`` the c_j themselves (width, coordinates), read only where the
+    recurrence's terms would overflow (then the terms are computed from their logarithms).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import special
+    >>> k = np.arange(4, 7)[:, None]                  # a window of 3 counts from 4, one coordinate: with shape 1
+    >>> c = np.log(np.array([[0.2], [0.5], [0.3]])) - special.gammaln(k + 1.0)   # and q 1, the weights are these
+    >>> args = (np.ones((2, 1)), np.zeros((2, 1)), np.array([4]), np.exp(np.diff(c, axis=0)), np.array([1]), c)
+    >>> gamma_poisson_window_draws(*args, np.array([[0.1], [0.99]])).ravel().tolist()
+    [4, 6]
+    """
+    return gamma_poisson_window_checked_draws(shape, log_q, lo, step, peak, constant, u)[0]

@@ -72,6 +72,7 @@ def warm_up() -> dict:
     windows.gamma_poisson_window_draws(
         np.ones((1, 1)), np.zeros((1, 1)), *window[2:], np.zeros((2, 1)), np.zeros((1, 1))
     )
+    windows.window_edge_mass(np.zeros((3, 1)), np.zeros(1, dtype=np.int64), np.full(1, np.inf))
     compiled = {
         name: len(function.signatures)
         for name, function in (*vars(kernels).items(), *vars(windows).items(), ("draw_columns", draw_columns))

@@ -44,6 +44,7 @@ from ..kernels.augmentation import (
     site_prior_move,
     site_release_move,
 )
+from ._constants import NotConstantError, constant_shape, graph_constant
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import (  # noqa: F401  (the conjugate steps and graph helpers, where they were)
     FAMILIES,
@@ -51,7 +52,6 @@ from .families import (  # noqa: F401  (the conjugate steps and graph helpers, w
     ConjugateBeta,
     ConjugateDirichlet,
     ConjugateGamma,
-    _constant,
     dependents,
     gamma_poisson_rate,
     latent_family,
@@ -69,8 +69,9 @@ class PrivacyAugmentationState(StepMethodState):
 
 
 def _common_constant(variable, what: str) -> float:
-    """A constant that must take one value across coordinates."""
-    values = np.unique(_constant(variable, what))
+    """A constant of the graph (``graph_constant``: a ``NotConstantError`` where it depends on a model variable)
+    that must take one value across coordinates."""
+    values = np.unique(graph_constant(variable, what))
     if values.size != 1:
         raise ValueError(f"{what} must be the same for every coordinate, got {values}")
     return float(values[0])
@@ -158,9 +159,9 @@ def privacy_latents(model: pm.Model) -> list:
 
 
 def _plain_noise(op, release, x_rv, centre, params):
-    """(rate, power, noise sd) of a ``pm.Normal`` (power 2, rate 1 / (2 sigma^2)) or ``pm.Laplace`` (power 1,
-    rate 1 / b) release of x itself with one constant scale; else None, with an :class:`AugmentationWarning`
-    saying why and what to write for the compiled kernel."""
+    """((rate, power, noise sd), None) of a ``pm.Normal`` (power 2, rate 1 / (2 sigma^2)) or ``pm.Laplace`` (power
+    1, rate 1 / b) release of x itself with one constant scale; else (None, why not), with an
+    :class:`AugmentationWarning` saying why and what to write for the compiled kernel."""
     scale_name, written, mechanism = _PLAIN_NOISE[type(op)]
     reason = None
     if centre is not x_rv:
@@ -168,8 +169,10 @@ def _plain_noise(op, release, x_rv, centre, params):
     else:
         try:
             scale = _common_constant(params[0], scale_name)
+        except NotConstantError as err:
+            reason = f"its {scale_name} depends on the model variable {err.variable}"
         except ValueError:
-            reason = f"its {scale_name} varies by coordinate or depends on the model"
+            reason = f"its {scale_name} varies by coordinate"
     if reason is not None:
         warnings.warn(
             f"{release.name} = {written}(...) releases {x_rv.name}, but {reason}: ppdinfer's compiled "
@@ -181,10 +184,10 @@ def _plain_noise(op, release, x_rv, centre, params):
             AugmentationWarning,
             stacklevel=5,
         )
-        return None
+        return None, f"{release.name}: {reason}"
     if isinstance(op, NormalRV):
-        return 1 / (2 * scale**2), 2, scale
-    return 1 / scale, 1, float(np.sqrt(2.0) * scale)
+        return (1 / (2 * scale**2), 2, scale), None
+    return (1 / scale, 1, float(np.sqrt(2.0) * scale)), None
 
 
 #: the least frequency of an adapted move after tuning (so none is ever dropped)
@@ -194,44 +197,45 @@ MOVES = ("prior", "release", "local")
 
 
 def _separable_release(model, x_rv, children):
-    """(y, rate, power, norm, noise sd) when x's only child is an observed release of x itself whose log
-    density is the compiled kernel's -rate * sum |y - x| ** power (or the norm), else None.
+    """((y, rate, power, norm, noise sd), None) when x's only child is an observed release of x itself whose log
+    density is the compiled kernel's -rate * sum |y - x| ** power (or the norm), else (None, why not).
 
     The release may be a :class:`~ppdinfer.pymc.Release` of a mechanism with additive noise, a ppdinfer noise
     distribution, or PyMC's own ``pm.Normal`` / ``pm.Laplace`` with mu = x and one constant scale (power 2,
     rate 1 / (2 sigma^2); power 1, rate 1 / b); a plain release that misses the kernel by its centre or its
-    scale is named in an :class:`AugmentationWarning`."""
+    scale is named in an :class:`AugmentationWarning`. Its parameters must be constants of the graph
+    (``graph_constant``): a kernel reads them once."""
     if len(children) != 1 or children[0] not in model.observed_RVs:
-        return None
+        return None, f"{x_rv.name} feeds {[term.name for term in children]}, not one observed release"
     release = children[0]
     op = release.owner.op
     _, _, centre, *params = release.owner.inputs
     if type(op) in _PLAIN_NOISE:  # the plain PyMC release: pm.Normal or pm.Laplace noise
-        found = _plain_noise(op, release, x_rv, centre, params)
-        return None if found is None else (model.rvs_to_values[release], *found[:2], False, found[2])
+        found, why = _plain_noise(op, release, x_rv, centre, params)
+        return (None, why) if found is None else ((model.rvs_to_values[release], *found[:2], False, found[2]), None)
     if centre is not x_rv:
-        return None
+        return None, f"{release.name} is not centred on {x_rv.name} itself"
     y = model.rvs_to_values[release]
     if isinstance(op, ReleaseRV):
         noise = op.mechanism.additive_noise  # what the mechanism declares: iid additive noise, or None
         if noise is None:
-            return None
-        return y, noise.rate, noise.power, False, op.mechanism.noise_scale()
+            return None, f"{release.name}'s mechanism declares no additive noise"
+        return (y, noise.rate, noise.power, False, op.mechanism.noise_scale()), None
     if not isinstance(op, _NOISE_OPS):
-        return None
+        return None, f"{release.name} is a {type(op).__name__}, not additive noise"
     try:
         if isinstance(op, DiscreteLaplaceRV):
-            rate = _common_constant(params[0] / params[1], "epsilon / sensitivity")
+            rate = _common_constant(params[0] / params[1], f"{release.name}'s epsilon / sensitivity")
             a = np.exp(-rate)
-            return y, rate, 1, False, float(np.sqrt(2 * a) / (1 - a))
+            return (y, rate, 1, False, float(np.sqrt(2 * a) / (1 - a))), None
         if isinstance(op, LatticeL2RV):
-            rate = _common_constant(params[0] / (2 * params[1]), "epsilon / (2 sigma)")
+            rate = _common_constant(params[0] / (2 * params[1]), f"{release.name}'s epsilon / (2 sigma)")
             # ||y - x||_2 ~ Gamma(n, rate): about sqrt(n) / rate per coordinate
-            return y, rate, 2, True, float(np.sqrt(int(y.shape[-1].eval())) / rate)
-        sigma = _common_constant(params[0], "sigma")
-        return y, 1 / (2 * sigma**2), 2, False, sigma
-    except ValueError:  # parameters that vary by coordinate or with the model: the generic moves
-        return None
+            return (y, rate, 2, True, float(np.sqrt(constant_shape(y, f"{release.name}'s shape")[-1]) / rate)), None
+        sigma = _common_constant(params[0], f"{release.name}'s sigma")
+        return (y, 1 / (2 * sigma**2), 2, False, sigma), None
+    except ValueError as err:  # parameters that vary by coordinate or with the model: the generic moves
+        return None, str(err)
 
 
 class _SeparableLikelihood:
@@ -499,8 +503,10 @@ class PrivacyAugmentation(BlockedStep):
         self.sweeps = sweeps
         self.family = found.family
         self.kind = found.family.code  # the kernel's code of x's family
-        separable = _separable_release(model, x_rv, children)
+        separable, why = _separable_release(model, x_rv, children)
         self.compiled = separable is not None
+        #: what the moves evaluate, and why: recorded in the posterior's attrs by ``ppdinfer.pymc.sample``
+        self.kernel = "the compiled kernel" if self.compiled else f"the model's log density ({why})"
         self._likelihood = (
             _SeparableLikelihood(*separable)
             if self.compiled

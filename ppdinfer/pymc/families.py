@@ -63,6 +63,7 @@ from ..kernels.augmentation import (
     POISSON,
     pair_family,
 )
+from ._constants import NotConstantError, constant_shape, graph_constant
 
 __all__ = [
     "FAMILIES",
@@ -80,14 +81,6 @@ __all__ = [
     "latent_family",
     "multinomial_child",
 ]
-
-
-def _constant(variable, what: str) -> np.ndarray:
-    """The value of a graph input that must not depend on model variables."""
-    try:
-        return np.asarray(variable.eval(), dtype=float)
-    except Exception as err:  # a free variable in the graph
-        raise ValueError(f"{what} must be a constant for PrivacyAugmentation") from err
 
 
 def dependents(model: pm.Model, rv) -> list:
@@ -141,9 +134,8 @@ def multinomial_child(model, theta_rv):
 
 
 def rv_shape(rv) -> tuple[int, ...]:
-    if all(n is not None for n in rv.type.shape):  # static: no function to compile
-        return tuple(int(n) for n in rv.type.shape)
-    return tuple(int(n) for n in rv.shape.eval())
+    """``rv``'s shape, inferred from its parameters (``constant_shape``)."""
+    return constant_shape(rv, f"the shape of {rv.name}")
 
 
 def _conjugate_parent(model, x_rv, graph, op):
@@ -159,12 +151,10 @@ def _conjugate_parent(model, x_rv, graph, op):
 
 
 def _graph_at(model, graph, rv, value, shape) -> np.ndarray:
-    """``graph`` with ``rv`` replaced by the constant ``value``, broadcast to ``shape``; a ValueError where it
-    still depends on a model variable."""
+    """``graph`` with ``rv`` replaced by the constant ``value``, broadcast to ``shape``; a
+    ``NotConstantError`` where it still depends on a model variable."""
     replaced = graph_replace(graph, {rv: pt.as_tensor_variable(value)}, strict=False)
-    if any(other in set(model.basic_RVs) for other in ancestors([replaced])):
-        raise ValueError("the graph depends on model variables")
-    return np.broadcast_to(np.asarray(replaced.eval(), dtype=float), shape)
+    return np.broadcast_to(graph_constant(replaced, f"{rv.name}'s parameter graph"), shape)
 
 
 def gamma_poisson_rate(model, x_rv):
@@ -195,7 +185,7 @@ def gamma_poisson_rate(model, x_rv):
         exposure = _graph_at(model, mu, rate, np.ones(shape), shape)
         trial = np.random.default_rng(0).uniform(0.5, 2.0, shape)
         linear = np.allclose(_graph_at(model, mu, rate, trial, shape), trial * exposure, rtol=1e-12)
-    except Exception:  # a shape or an exposure that depends on the model's point
+    except ValueError:  # a shape or an exposure that depends on the model's point
         return None
     if not linear or np.any(exposure <= 0):
         return None
@@ -230,7 +220,7 @@ def beta_binomial_rate(model, x_rv):
             return None
         trial = np.random.default_rng(0).uniform(0.1, 0.9, shape)
         identity = np.array_equal(_graph_at(model, prob, p, trial, shape), trial)
-    except Exception:  # a shape or a probability that depends on the model's point
+    except ValueError:  # a shape or a probability that depends on the model's point
         return None
     return p if identity else None
 
@@ -560,8 +550,8 @@ def _dirichlet_multinomial(model, x_rv):
     ):
         return None
     try:
-        alpha = _constant(theta_rv.owner.inputs[-1], "the Dirichlet concentration")
-    except ValueError:  # a concentration that depends on the model: theta stays a variable of its own
+        alpha = graph_constant(theta_rv.owner.inputs[-1], f"{theta_rv.name}'s Dirichlet concentration")
+    except NotConstantError:  # a concentration that depends on the model: theta stays a variable of its own
         return None
     return theta_rv, x_rv.owner.inputs[2:3], {"alpha": alpha}
 

@@ -13,9 +13,19 @@ nearly all of the sum lies in a window around y_i:
 
 The noise density f(e) = exp(log_norm - rate |e|^power) decreases in |e|, so the omitted part is at
 most 2 (f(d) + \int_d^\infty f) whatever theta is (p(k | theta) <= 1), with d the half-width of the
-window; :func:`marginalize` picks the smallest whole d whose bound is below ``tol`` (1e-12 by default:
-about 7.3 noise sds for Gaussian noise) and reports it. The window is intersected with the prior's
-support (x >= 0; x <= n for a binomial with constant n).
+window; :func:`marginalize` starts from the smallest whole d whose bound is below ``tol`` (1e-12 by default:
+about 7.3 noise sds for Gaussian noise), intersected with the prior's support (x >= 0; x <= n for a binomial
+with constant n). That bound is absolute; what matters is the omitted part relative to the kept part, which is
+small only where the prior agrees with y. The terms p(k | theta) pi(y_i | k) are log-concave in k for the
+supported priors and noises, so beyond an edge where they fall they fall at least geometrically, and the edge
+terms bound the omitted mass relative to the kept mass
+(``ppdinfer.kernels.windows.window_edge_mass``). That bound is checked at the model's start point before
+sampling (a window that fails it is widened to where the start point's posterior of x lies, or the model is
+refused: ``method="auto"`` then augments), and again on every posterior draw when x is drawn: the largest is the
+posterior's ``ppdinfer_omitted_mass_bound``; above ``tol``, :func:`ppdinfer.pymc.sample` reruns once with
+windows widened at the draws that fell short, then augments (``method="auto"``) or warns
+(``method="marginalize"``, :class:`OmittedMassWarning`). A window's edges, the noise's scale and a binomial's n
+must be constants of the graph (no random variable among their ancestors); otherwise x is not summed out.
 
 :func:`marginalize` returns a clone of the model with x (and, with ``conjugate``, a Gamma rate of a
 Poisson x or a Beta probability of a binomial x, integrated out in closed form: the negative
@@ -32,14 +42,18 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import xarray as xr
+from pymc.initial_point import make_initial_point_fn
+from pymc.logprob.transforms import LogOddsTransform, LogTransform
 from pymc.model.fgraph import fgraph_from_model, model_from_fgraph, model_potential
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
@@ -54,9 +68,10 @@ from pytensor.tensor.random.basic import (
 from scipy import special
 
 from ..kernels.resampling import draw_columns
-from ..kernels.windows import gamma_poisson_window_draws
+from ..kernels.windows import gamma_poisson_window_checked_draws, window_edge_mass
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
+from ._constants import graph_constant
 from .augmentation import privacy_latents
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
@@ -75,6 +90,7 @@ __all__ = [
     "NUTPIE_COMPILE_SECONDS",
     "PROCESS_START_SECONDS",
     "MarginalModel",
+    "OmittedMassWarning",
     "SummedOut",
     "choose_method",
     "marginalize",
@@ -131,8 +147,11 @@ class SummedOut:
 
     ``lo`` is the window's first value per coordinate (x's shape), ``width`` the number of values (one
     for every coordinate), ``half_width`` the noise distance d that sets it, ``bound`` the largest bound
-    over the coordinates on the omitted part of each coordinate's sum (below ``tol``), ``family`` the prior
-    summed (``"gamma_poisson"``: x's Gamma rate integrated out too, ``conjugate`` its name).
+    over the coordinates on the omitted part of each coordinate's sum from the noise's tail alone (below
+    ``tol``), ``start_bound`` the largest bound on the omitted mass relative to the kept mass (prior times
+    likelihood) at the model's start point (below ``tol``: the window is widened until it is), ``widened`` the
+    width before that (None where the noise's window sufficed), ``family`` the prior summed (``"gamma_poisson"``:
+    x's Gamma rate integrated out too, ``conjugate`` its name).
 
     Examples
     --------
@@ -144,8 +163,8 @@ class SummedOut:
     ...     x = pm.Poisson("x", 20.0, shape=2)
     ...     y = Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
     >>> found = marginalize(model).latents[0]
-    >>> found.name, found.width, found.lo.tolist(), found.bound < 1e-12
-    ('x', 30, [4, 11], True)
+    >>> found.name, found.width, found.lo.tolist(), found.bound < 1e-12, found.start_bound < 1e-12
+    ('x', 30, [4, 11], True, True)
     """
 
     name: str
@@ -158,6 +177,10 @@ class SummedOut:
     half_width: np.ndarray
     bound: float
     tol: float
+    start_bound: float = float("nan")
+    widened: int | None = None
+    # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
+    _top: object = field(repr=False, default=None)
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
     _weights: object = field(repr=False, default=None)
     _conjugate_draw: object = field(repr=False, default=None)
@@ -175,12 +198,6 @@ class SummedOut:
         return self.width * self.units
 
 
-def _constant_value(graph, model, what: str) -> np.ndarray:
-    if any(var in set(model.basic_RVs) for var in ancestors([graph])):
-        raise ValueError(f"{what} depends on the model's variables: the window around y must be fixed")
-    return np.asarray(graph.eval(), dtype=float)
-
-
 def _noise(model, x_rv, release):
     """(log pi(y | k) as a function of a grid of k, y, log_norm, rate, power) of a release of x itself with
     additive noise of a known tail; a ValueError saying why not."""
@@ -189,7 +206,7 @@ def _noise(model, x_rv, release):
     _, _, centre, *params = release.owner.inputs
     if centre is not x_rv:
         raise ValueError(f"{name} is not centred on {x_rv.name} itself: it cannot be summed out")
-    y = np.asarray(model.rvs_to_values[release].eval(), dtype=float)
+    y = graph_constant(model.rvs_to_values[release], f"{release.name}'s observed value")
     if isinstance(op, ReleaseRV):
         noise = op.mechanism.additive_noise
         if noise is None:
@@ -209,7 +226,7 @@ def _noise(model, x_rv, release):
             f"{name} is a {type(op).__name__}, not additive noise with a known tail (a ppdinfer Release of an "
             "additive mechanism, DiscreteLaplace, DiscreteGaussian, pm.Normal or pm.Laplace): it cannot be summed out"
         )
-    values = [_constant_value(p, model, f"{name}: its scale") for p in params]
+    values = [graph_constant(p, f"{name}: its scale") for p in params]
     if isinstance(op, NormalRV):
         sigma = values[0]
         log_norm, rate, power = -0.5 * np.log(2 * np.pi * sigma**2), 1 / (2 * sigma**2), 2
@@ -289,19 +306,16 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
 
 
 def _latent_window(x_rv, y, log_norm, rate, power, tol):
-    """(lo, width, half_width, bound): the window of x around y, inside x's support."""
+    """(lo, width, half_width, bound, top): the noise's window of x around y, inside x's support, whose largest
+    value per coordinate is ``top`` (a binomial's n, else inf)."""
     d = np.broadcast_to(window_half_width(log_norm, rate, power, tol), y.shape)
-    lo = np.maximum(np.ceil(y - d), 0)
-    hi = np.floor(y + d)
-    if isinstance(x_rv.owner.op, BinomialRV):
-        try:
-            n = np.broadcast_to(np.asarray(x_rv.owner.inputs[2].eval(), dtype=float), y.shape)
-            hi, lo = np.minimum(hi, n), np.minimum(lo, n)
-        except Exception:  # n depends on the model: the prior's log pmf is -inf beyond it
-            pass
+    top = np.full(y.shape, np.inf)
+    if isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
+        top = np.broadcast_to(graph_constant(x_rv.owner.inputs[2], f"the number of trials n of {x_rv.name}"), y.shape)
+    lo, hi = _noise_window(y, d, top)
     width = int(max(np.max(hi - lo + 1), 1))
     bound = float(np.max(_tail_bound(d, log_norm, rate, power)))
-    return lo.astype(np.int64), width, d, bound
+    return lo.astype(np.int64), width, d, bound, top
 
 
 def marginalize(
@@ -319,7 +333,9 @@ def marginalize(
         \sum_i \log \sum_{k = lo_i}^{lo_i + W - 1} \exp\big(\log p(x_i = k \mid \theta) + \log \pi(y_i \mid k)\big),
 
     with the window [lo_i, lo_i + W) covering |k - y_i| <= d (:func:`window_half_width`), so the omitted
-    mass is below ``tol`` per coordinate whatever theta is (``SummedOut.bound``).
+    mass is below ``tol`` per coordinate whatever theta is (``SummedOut.bound``), and, at the model's start point,
+    below ``tol`` relative to the mass the window keeps (``SummedOut.start_bound``; the window is widened where it
+    is not, ``SummedOut.widened``). The noise's scale and a binomial's n must be constants of the graph.
 
     Parameters
     ----------
@@ -385,8 +401,8 @@ def marginalize(
         found = latent_family(model, x_rv, collapse=True) if conjugate else None
         if found is not None and not found.family.collapsed:
             found = None
-        lo, width, d, bound = _latent_window(x_rv, y, log_norm, rate, power, tol)
-        plans.append((x_rv, release, found, loglik, y, lo, width, d, bound))
+        lo, width, d, bound, top = _latent_window(x_rv, y, log_norm, rate, power, tol)
+        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top))
         removed |= {x_rv, release} | ({found.conjugate} if found is not None else set())
     for det in model.deterministics:
         reads = removed & set(ancestors([det], blockers=set(model.basic_RVs) - removed))
@@ -395,7 +411,110 @@ def marginalize(
                 f"the Deterministic {det.name} reads {sorted(v.name for v in reads)}, which are summed out: "
                 "remove it or use method='augment'"
             )
-    return _build(model, plans, tol, conjugate, recurrence)
+    return _checked_at(model, plans, tol, conjugate, recurrence)
+
+
+class _Plan(NamedTuple):
+    """One latent's summing out, before the model is built: x, its release, its family, the noise, the window."""
+
+    x_rv: object
+    release: object
+    found: object
+    loglik: object
+    y: np.ndarray
+    lo: np.ndarray
+    width: int
+    d: np.ndarray
+    bound: float
+    top: np.ndarray
+
+
+#: How far :func:`marginalize` looks past the noise's window for the posterior's mass at the start point (widths on
+#: each side), and the most cells it evaluates there
+_SEARCH_WIDTHS = 8
+_SEARCH_CELLS = 4_000_000
+
+
+def _checked_at(model, plans, tol, conjugate, recurrence, points=None) -> MarginalModel:
+    """The marginal model whose every window omits at most ``tol`` of the mass it keeps (prior times likelihood,
+    ``ppdinfer.kernels.windows.window_edge_mass``) at each of ``points`` (untransformed values by name; by
+    default the model's start point): the noise's windows where they do, else windows widened to where the
+    points' posteriors of x lie. Where even those do not, a ValueError (so ``method="auto"`` augments) if the points
+    are where the posterior lies (posterior draws, or the start point of a model with nothing left to sample);
+    else (a start point that may lie far from the posterior) the widened model, whose draws are checked."""
+    marginal = _build(model, plans, tol, conjugate, recurrence)
+    posterior = points is not None or not marginal.model.free_RVs
+    points = [_start_point(marginal.model)] if points is None else points
+    marginal = marginal.with_start_bounds(points)
+    short = [latent.start_bound > tol for latent in marginal.latents]
+    if not any(short):
+        return marginal
+    searched = [_searched(plan) if wide else plan for plan, wide in zip(plans, short, strict=True)]
+    search = _build(model, searched, tol, conjugate, recurrence)
+    widened = [
+        _posterior_window(plan, [search.log_terms(latent, point) for point in points], tol) if wide else plan
+        for plan, latent, wide in zip(searched, search.latents, short, strict=True)
+    ]
+    marginal = _build(model, widened, tol, conjugate, recurrence).with_start_bounds(points)
+    for latent in marginal.latents:
+        if posterior and latent.start_bound > tol:
+            raise ValueError(
+                f"{latent.name}: its window (widened to {latent.width} values) may omit {latent.start_bound:.2g} of "
+                f"the posterior mass it keeps, more than tol = {tol:g}: the release does not pin x near y; use "
+                "method='augment'"
+            )
+    marginal.latents = tuple(
+        replace(latent, widened=plan.width if wide else None)
+        for latent, plan, wide in zip(marginal.latents, plans, short, strict=True)
+    )
+    return marginal
+
+
+def _start_point(model) -> dict:
+    """The marginal model's start point: its free variables' initial values (untransformed), by name."""
+    start = model.initial_point()
+    point = {}
+    for rv in model.free_RVs:
+        backward = _NUMPY_BACKWARD.get(type(model.rvs_to_transforms.get(rv)))
+        if backward is None:  # another transform: PyMC's own untransformed start point (a function to compile)
+            return make_initial_point_fn(model=model, return_transformed=False)(0)
+        point[rv.name] = backward(start[model.rvs_to_values[rv].name])
+    return point
+
+
+#: the inverse of PyMC's log and log-odds transforms (and of none) in NumPy: no function to compile
+_NUMPY_BACKWARD = {type(None): np.asarray, LogTransform: np.exp, LogOddsTransform: special.expit}
+
+
+def _searched(plan: _Plan) -> _Plan:
+    """``plan`` with its window extended ``_SEARCH_WIDTHS`` widths on each side (inside x's support, at most
+    ``_SEARCH_CELLS`` cells)."""
+    extra = min(_SEARCH_WIDTHS * plan.width, _SEARCH_CELLS // (2 * plan.lo.size))
+    lo = np.maximum(plan.lo - extra, 0)
+    hi = np.minimum(plan.lo + plan.width - 1 + extra, plan.top)
+    return plan._replace(lo=lo, width=int(np.max(hi - lo + 1)))
+
+
+def _posterior_window(plan: _Plan, log_terms: list, tol: float) -> _Plan:
+    """The window of ``plan`` (a searched one) cut down to the noise's window's values plus every value outside it
+    that holds more than a hundredth of ``tol`` of x's posterior at one of the points (``log_terms``: one width x
+    coordinates array per point)."""
+    lo, hi = _noise_window(plan.y, plan.d, plan.top)
+    for terms in log_terms:
+        mass = np.exp(terms - special.logsumexp(terms, axis=0, keepdims=True))
+        below, above = np.cumsum(mass, axis=0), np.cumsum(mass[::-1], axis=0)[::-1]
+        keep = (below > tol / 100) & (above > tol / 100)
+        first = np.where(keep.any(axis=0), keep.argmax(axis=0), 0)
+        last = np.where(keep.any(axis=0), plan.width - 1 - keep[::-1].argmax(axis=0), plan.width - 1)
+        lo = np.minimum(lo, plan.lo + first.reshape(plan.lo.shape))
+        hi = np.maximum(hi, plan.lo + last.reshape(plan.lo.shape))
+    return plan._replace(lo=lo.astype(np.int64), width=int(np.max(hi - lo + 1)))
+
+
+def _noise_window(y, d, top):
+    """(lo, hi): the values within d of y, inside the support 0, ..., top (at least ``top`` itself)."""
+    lo = np.minimum(np.maximum(np.ceil(y - d), 0), top)
+    return lo, np.minimum(np.floor(y + d), top)
 
 
 def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
@@ -409,7 +528,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
     summed = []
     drop = []
     potentials = []
-    for x_rv, release, found, loglik, y, lo, width, d, bound in plans:
+    for x_rv, release, found, loglik, y, lo, width, d, bound, top in plans:
         grid = lo[None] + np.arange(width).reshape((width,) + (1,) * lo.ndim)
         noise_logp = loglik(grid)  # a constant: the noise's scale and y are fixed
         x_fg = memo[x_rv].owner.inputs[0]
@@ -443,6 +562,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     half_width=d,
                     bound=bound,
                     tol=tol,
+                    _top=top,
                 ),
                 weights,
                 conjugate_draw,
@@ -471,20 +591,15 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         used = [name for name in inputs if any(inputs[name] in ancestors([g]) for g in graphs)]
         function = pytensor.function([inputs[n] for n in used], graphs, on_unused_input="ignore", mode="FAST_RUN")
         latents.append(
-            _replace(
+            replace(
                 record,
                 _weights=(function, used),
                 _conjugate_draw=None if conjugate_draw is None else conjugate_draw[0],
                 _window=None if window is None else window[1],
             )
         )
-    return MarginalModel(new, tuple(latents), model, {rec.name: y for rec, _, _, _, y, _ in summed})
-
-
-def _replace(record, **changes):
-    from dataclasses import replace
-
-    return replace(record, **changes)
+    observed = {rec.name: y for rec, _, _, _, y, _ in summed}
+    return MarginalModel(new, tuple(latents), model, observed, (tuple(plans), tol, conjugate, recurrence))
 
 
 def _in_new_model(outputs, fgraph, new):
@@ -527,6 +642,8 @@ class MarginalModel:
     latents: tuple
     original: pm.Model
     observed: dict
+    # what built it (the plans, tol, conjugate, recurrence): widened_for rebuilds from it
+    _source: tuple = field(repr=False, default=())
 
     @property
     def bound(self) -> float:
@@ -543,17 +660,65 @@ class MarginalModel:
         ``MARGINAL_SECONDS_PER_CELL`` x cells)."""
         return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells
 
+    def log_terms(self, latent: SummedOut, values: dict) -> np.ndarray:
+        """log p(x = k | theta) + log pi(y | k) over ``latent``'s window (width x coordinates, up to a constant per
+        coordinate) at the free variables' untransformed ``values`` (by name)."""
+        function, used = latent._weights
+        outputs = [np.asarray(out, dtype=float) for out in function(*(values[name] for name in used))]
+        if latent._window is None:
+            return outputs[0].reshape(latent.width, -1)
+        shape, log_q = (np.broadcast_to(out, latent.lo.shape).reshape(-1) for out in outputs[:2])
+        grid = latent.lo.reshape(-1) + np.arange(latent.width)[:, None]
+        return special.gammaln(grid + shape) + grid * log_q + latent._window[2]
+
+    def with_start_bounds(self, points: list) -> MarginalModel:
+        """This model with each latent's ``start_bound``: the largest bound over its coordinates and ``points``
+        (untransformed values by name) on the mass its window omits relative to the mass it keeps
+        (``ppdinfer.kernels.windows.window_edge_mass``)."""
+        latents = tuple(
+            replace(latent, start_bound=max(self._omitted(latent, point) for point in points))
+            for latent in self.latents
+        )
+        return replace(self, latents=latents)
+
+    def widened_for(self, idata, most: int = 8) -> MarginalModel:
+        """This model rebuilt with windows that hold the posterior mass at the ``most`` draws of ``idata`` (a fit of
+        this model) whose windows omit the most; a ValueError where no window within reach does."""
+        posterior = idata["posterior"]
+        names = [rv.name for rv in self.model.free_RVs]
+        flat = {name: posterior[name].values.reshape(-1, *posterior[name].shape[2:]) for name in names}
+        draws = [
+            {name: flat[name][i] for name in names} for i in range(posterior.sizes["chain"] * posterior.sizes["draw"])
+        ]
+        omitted = [max(self._omitted(latent, draw) for latent in self.latents) for draw in draws]
+        worst = [draws[i] for i in np.argsort(omitted)[::-1][:most]]
+        plans, tol, conjugate, recurrence = self._source
+        return _checked_at(self.original, plans, tol, conjugate, recurrence, worst)
+
+    def _omitted(self, latent: SummedOut, point: dict) -> float:
+        """The largest bound over ``latent``'s coordinates on the relative omitted mass at ``point``."""
+        return float(np.max(self._edge_mass(latent, self.log_terms(latent, point))))
+
+    @staticmethod
+    def _edge_mass(latent: SummedOut, log_terms: np.ndarray) -> np.ndarray:
+        """Per coordinate, the bound on the omitted mass relative to the kept mass of ``log_terms``."""
+        return window_edge_mass(log_terms, latent.lo.reshape(-1), np.asarray(latent._top, dtype=float).reshape(-1))
+
     def draw_latents(self, idata, random_seed=None):
         """``idata`` with each summed-out latent x (and its conjugate variable) drawn exactly per posterior draw.
 
         x_i | theta, y is the window's normalized weights p(k | theta) pi(y_i | k) (an inverse-CDF draw per
         coordinate); a collapsed Gamma rate or Beta probability is then drawn from its conditional given x.
-        x goes into the posterior group under its name with its dims, and y into ``observed_data``.
+        x goes into the posterior group under its name with its dims, and y into ``observed_data``. The same
+        weights bound, per draw, the mass each window omits relative to the mass it keeps
+        (``ppdinfer.kernels.windows.window_edge_mass``): the largest over the draws is the posterior's
+        ``ppdinfer_omitted_mass_bound``, and ``ppdinfer_omitted_mass_start`` the same at the start point.
         """
         posterior = idata["posterior"].to_dataset()
         n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
         chain_seeds = root_seed(random_seed).spawn(n_chain)
         new_vars = {}
+        edge = np.zeros((n_chain, n_draw))  # the largest relative omitted mass per draw, over every latent
         for latent in self.latents:
             x = np.empty((n_chain, n_draw, *latent.lo.shape), dtype=np.int64)
             conj = None if latent._conjugate_draw is None else np.empty((n_chain, n_draw, *latent.lo.shape))
@@ -564,7 +729,7 @@ class MarginalModel:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 draw_chain = self._draw_chain if latent._window is None else self._draw_chain_by_recurrence
                 jobs = [
-                    pool.submit(draw_chain, latent, values, c, np.random.default_rng(seed), x, conj, lock)
+                    pool.submit(draw_chain, latent, values, c, np.random.default_rng(seed), x, conj, edge, lock)
                     for c, seed in enumerate(chain_seeds)
                 ]
                 for job in jobs:
@@ -585,8 +750,15 @@ class MarginalModel:
             {
                 "ppdinfer_method": "marginalize",
                 "ppdinfer_summed_out": ", ".join(latent.name for latent in self.latents),
-                "ppdinfer_omitted_mass_bound": self.bound,
+                "ppdinfer_omitted_mass_bound": float(edge.max(initial=0.0)),
+                "ppdinfer_omitted_mass_start": max(latent.start_bound for latent in self.latents),
+                "ppdinfer_noise_tail_bound": self.bound,
                 "ppdinfer_window_cells": self.cells,
+                "ppdinfer_window_widened": ", ".join(
+                    f"{latent.name}: {latent.widened} -> {latent.width} values"
+                    for latent in self.latents
+                    if latent.widened is not None
+                ),
             }
         )
         idata["posterior"] = xr.DataTree(posterior)
@@ -599,7 +771,7 @@ class MarginalModel:
         return idata
 
     @staticmethod
-    def _draw_chain_by_recurrence(latent, values, c, rng, x, conj, lock):
+    def _draw_chain_by_recurrence(latent, values, c, rng, x, conj, edge, lock):
         """As :meth:`_draw_chain` for a collapsed gamma-Poisson summed by recurrence: every draw's shape and log q
         (and the conjugate's parameters), then all the chain's counts in one compiled call and its rates in one."""
         function, used = latent._weights
@@ -616,21 +788,26 @@ class MarginalModel:
         stacked = [np.stack([row[k] for row in outputs]) for k in range(len(outputs[0]))]  # each (draws, *shape)
         flat = [a.reshape(n_draw, -1) for a in stacked[:2]]
         u = rng.random(flat[0].shape)
-        counts = gamma_poisson_window_draws(flat[0], flat[1], latent.lo.reshape(-1), step, peak, constant, u)
+        counts, omitted = gamma_poisson_window_checked_draws(
+            flat[0], flat[1], latent.lo.reshape(-1), step, peak, constant, u
+        )
         x[c] = counts.reshape(n_draw, *shape)
+        edge[c] = np.maximum(edge[c], omitted)
         if conj is not None:
             conj[c] = latent._conjugate_draw(rng, x[c].astype(float), *stacked[2:])
 
     @staticmethod
-    def _draw_chain(latent, values, c, rng, x, conj, lock):
-        """Chain c's draws of ``latent`` (and its conjugate) into ``x[c]`` (and ``conj[c]``), given the parameters'
-        draws ``values``: the window's weights computed under ``lock``, the inverse-CDF draws (compiled, without the
-        GIL) in parallel with the other chains'."""
+    def _draw_chain(latent, values, c, rng, x, conj, edge, lock):
+        """Chain c's draws of ``latent`` (and its conjugate) into ``x[c]`` (and ``conj[c]``), and each draw's bound
+        on the relative omitted mass into ``edge[c]``, given the parameters' draws ``values``: the window's weights
+        computed under ``lock``, the inverse-CDF draws (compiled, without the GIL) in parallel with the other
+        chains'."""
         function, used = latent._weights
         for d in range(x.shape[1]):
             with lock:
                 outputs = [np.array(out, dtype=float) for out in function(*(values[name][c, d] for name in used))]
             log_weights = outputs[0].reshape(latent.width, -1)
+            edge[c, d] = max(edge[c, d], float(np.max(MarginalModel._edge_mass(latent, log_weights))))
             x[c, d] = latent.lo + draw_columns(log_weights, rng.random(log_weights.shape[1])).reshape(latent.lo.shape)
             if conj is not None:
                 params = [np.broadcast_to(p, latent.lo.shape) for p in outputs[1:]]
@@ -744,8 +921,11 @@ def sample_marginal(marginal: MarginalModel, *, marginal_step: str = "auto", **k
     :meth:`MarginalModel.seconds_per_draw`) uses PyMC's own NUTS unless ``nuts_sampler`` is given, and runs its
     chains in one process (same draws). Where nothing is left to sample (every parameter integrated out), the
     draws of x are independent and exact. The posterior's attrs record the method, the sampler of the continuous
-    variables and why (``ppdinfer_step``, ``ppdinfer_step_reason``), the latents summed out and the bound on the
-    omitted mass, and ``sampling_time_latents`` the seconds the exact draws of x took.
+    variables and why (``ppdinfer_step``, ``ppdinfer_step_reason``), the latents summed out, the bounds on the
+    omitted mass relative to the kept mass (``ppdinfer_omitted_mass_bound``, the largest over the draws;
+    ``ppdinfer_omitted_mass_start``, at the start point), the noise's own tail bound
+    (``ppdinfer_noise_tail_bound``), the windows widened (``ppdinfer_window_widened``), and
+    ``sampling_time_latents`` the seconds the exact draws of x took.
 
     Examples
     --------
@@ -923,7 +1103,48 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_st
             "NUTS samples them; pass step only with method='augment'"
         )
     kwargs = {key: value for key, value in kwargs.items() if key != "step"}
-    return record_method(sample_marginal(found, marginal_step=marginal_step, **kwargs), "marginalize", reason), reason
+    idata = sample_marginal(found, marginal_step=marginal_step, **kwargs)
+    short = _short_windows(idata, tol)
+    if short:  # the posterior lies where the windows hold little: once more, with windows widened at those draws
+        try:
+            found = found.widened_for(idata)
+        except ValueError as err:
+            short = f"{short}; {err}"
+        else:
+            idata = sample_marginal(found, marginal_step=marginal_step, **kwargs)
+            widened = idata["posterior"].attrs["ppdinfer_window_widened"]
+            reason += f"; rerun with windows widened at the draws where the first run's fell short ({widened})"
+            short = _short_windows(idata, tol)
+    if short and method == "auto":
+        return None, f"{short}: augmented instead"
+    if short:
+        warnings.warn(f"method='marginalize': {short}; use method='augment'", OmittedMassWarning, stacklevel=3)
+    return record_method(idata, "marginalize", reason), reason
+
+
+def _short_windows(idata, tol: float) -> str | None:
+    """Why the windows of a marginal fit fall short on its posterior draws (its ``ppdinfer_omitted_mass_bound``
+    above ``tol``), or None."""
+    omitted = idata["posterior"].attrs["ppdinfer_omitted_mass_bound"]
+    if omitted <= tol:
+        return None
+    return (
+        f"summing out: on the posterior draws the windows may omit {omitted:.2g} of the mass they keep, more than "
+        f"tol = {tol:g} (the release does not pin x where the posterior lies)"
+    )
+
+
+class OmittedMassWarning(UserWarning):
+    """``method="marginalize"`` summed x out over windows that, on the posterior draws, may omit more than ``tol``
+    of the posterior mass they keep (the posterior's ``ppdinfer_omitted_mass_bound``); ``method="auto"`` augments
+    instead.
+
+    Examples
+    --------
+    >>> from ppdinfer.pymc.marginal import OmittedMassWarning
+    >>> issubclass(OmittedMassWarning, UserWarning)
+    True
+    """
 
 
 def record_method(idata, method: str, reason: str):

@@ -27,6 +27,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from ..mechanisms.base import Mechanism
 from ..validation import resolvable_release
+from ._constants import NotConstantError, constant_shape
 from .distributions import integer_centre, known_value
 from .likelihood import release_log_density
 
@@ -208,8 +209,8 @@ def _check_release(name: str, mechanism, x, observed, z=None) -> None:
     check_binomial_counts(x, f"Release {name!r}")
     x = pt.as_tensor_variable(x)
     try:
-        x_shape = tuple(int(n) for n in x.shape.eval())
-    except Exception:  # a shape that depends on model variables: PyMC checks it when sampling
+        x_shape = constant_shape(x, f"Release {name!r}: the shape of x")
+    except NotConstantError:  # a shape that depends on model variables: PyMC checks it when sampling
         return
     try:
         expected = tuple(mechanism.release_shape(x_shape))

@@ -16,7 +16,7 @@ from pytensor.tensor.random.basic import DirichletRV
 from ._arguments import _check_sample_arguments
 from ._slice import SeparableSlice, separable_release
 from .augmentation import _RELEASES, AugmentationWarning, PrivacyAugmentation, privacy_latents
-from .families import FAMILIES, dependents, latent_family, multinomial_child
+from .families import FAMILIES, ConjugateStep, dependents, latent_family, multinomial_child
 from .marginal import record_method, sum_out_if_chosen
 from .release import ReleaseRV
 
@@ -225,11 +225,13 @@ def sample(
     """``pm.sample`` with the privacy-aware steps assigned; NUTS (PyMC's default) for the rest.
 
     ``method`` picks how the integer latents are handled: ``"augment"`` (the data-augmentation steps below),
-    ``"marginalize"`` (each latent summed out over a window that omits at most ``tol`` per coordinate,
-    :func:`ppdinfer.pymc.marginal.marginalize`, then NUTS, any ``nuts_sampler``, on the continuous model and x
-    drawn exactly per draw), or ``"auto"`` (the default: summing out where every latent can be and the
-    predicted cost per draw is lower, :func:`ppdinfer.pymc.marginal.choose_method`). The posterior's attrs
-    ``ppdinfer_method`` and ``ppdinfer_method_reason`` say which ran and why. Where x is summed out,
+    ``"marginalize"`` (each latent summed out over a window that omits at most ``tol`` of the posterior mass it
+    keeps, checked at the start point and on every draw, :func:`ppdinfer.pymc.marginal.marginalize`, then NUTS, any
+    ``nuts_sampler``, on the continuous model and x drawn exactly per draw), or ``"auto"`` (the default: summing
+    out where every latent can be, its noise scale and support are constants of the graph and the predicted cost
+    per draw is lower, :func:`ppdinfer.pymc.marginal.choose_method`; augmenting where the windows still fall short
+    on the draws after one rerun with wider ones). The posterior's attrs ``ppdinfer_method`` and
+    ``ppdinfer_method_reason`` say which ran and why. Where x is summed out,
     ``marginal_step`` picks the sampler of what is left (:func:`ppdinfer.pymc.marginal.sample_marginal`): by
     default an independence Metropolis sampler where at most a few unconstrained dimensions remain and no NUTS
     setting is given, NUTS otherwise; ``ppdinfer_step`` and ``ppdinfer_step_reason`` say which ran and why.
@@ -296,7 +298,42 @@ def sample(
                 )
         finally:
             _IN_SAMPLE.reset(token)
-    return record_guarantees(model, record_method(idata, "augment", reason))
+    return record_guarantees(model, record_steps(record_method(idata, "augment", reason), model, steps))
+
+
+def record_steps(idata, model: pm.Model, steps):
+    """``idata`` with what the data augmentation ran in its posterior's attrs: ``ppdinfer_augmentation`` (each
+    latent and what its moves evaluate: the compiled kernel, or the model's log density and why) and
+    ``ppdinfer_conjugate`` (each variable drawn exactly by a conjugate step, and the step).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import xarray as xr
+    >>> from ppdinfer.pymc import DiscreteLaplace
+    >>> from ppdinfer.pymc.sampling import assign_steps, record_steps
+    >>> with pm.Model() as model:
+    ...     e = pm.HalfNormal("e", 2.0)
+    ...     x = pm.Poisson("x", 9.0, shape=2)
+    ...     y = DiscreteLaplace("y", mu=x, epsilon=e, observed=[8, 11])
+    >>> tree = record_steps(xr.DataTree(children={"posterior": xr.DataTree()}), model, assign_steps(model))
+    >>> tree["posterior"].attrs["ppdinfer_augmentation"].startswith("x: the model's log density (y's epsilon")
+    True
+    """
+    if not (isinstance(idata, xr.DataTree) and "posterior" in idata.children):
+        return idata
+    names = {value: rv.name for rv, value in model.rvs_to_values.items()}
+    idata["posterior"].attrs.update(
+        {
+            "ppdinfer_augmentation": "; ".join(
+                f"{names[step.vars[0]]}: {step.kernel}" for step in steps if isinstance(step, PrivacyAugmentation)
+            ),
+            "ppdinfer_conjugate": ", ".join(
+                f"{names[step.vars[0]]} ({type(step).__name__})" for step in steps if isinstance(step, ConjugateStep)
+            ),
+        }
+    )
+    return idata
 
 
 def _step_values(*step_lists) -> set:
