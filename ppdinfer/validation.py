@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -40,13 +41,17 @@ def probability(value, name: str, *, open_interval: bool = True) -> float:
     --------
     >>> probability(0.25, "delta"), probability(1, "p", open_interval=False)
     (0.25, 1.0)
+    >>> probability("1", "p", open_interval=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: p must be a number in [0, 1], got '1'
     """
+    bounds = "(0, 1)" if open_interval else "[0, 1]"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+        raise ValueError(f"{name} must be a number in {bounds}, got {value!r}")
     value = float(value)
     inside = 0 < value < 1 if open_interval else 0 <= value <= 1
     if not inside:
-        bounds = "(0, 1)" if open_interval else "[0, 1]"
         raise ValueError(f"{name} must lie in {bounds}, got {value!r}")
     return value
 
@@ -74,10 +79,48 @@ def positive_int(value, name: str) -> int:
     return value
 
 
+def non_negative_int(value, name: str) -> int:
+    """Return ``value`` as an int after checking that it is one whole number >= 0 (not a bool), at most 2^53.
+
+    Examples
+    --------
+    >>> non_negative_int(0, "tune"), non_negative_int(5.0, "tune")
+    (0, 5)
+    >>> non_negative_int(-1, "tune")
+    Traceback (most recent call last):
+    ...
+    ValueError: tune must be non-negative, got -1
+    """
+    if isinstance(value, bool | np.bool_) or np.ndim(value) != 0:
+        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    return int(nonnegative_counts(value, name))
+
+
 #: Largest magnitude of an integer value: 2^53, so that the float64 likelihood kernels see it exactly
 #: and a release (value + noise) stays far inside int64.
 MAX_INTEGER = 2**53
 _LARGEST, _SMALLEST = np.int64(MAX_INTEGER), np.int64(-MAX_INTEGER)
+
+
+def as_array(values, name: str, dtype=None) -> np.ndarray:
+    """``np.asarray(values, dtype)``, with a ValueError naming ``name`` where NumPy cannot make one array of it:
+    ragged rows, or (with a numeric ``dtype``) entries that are not numbers.
+
+    Examples
+    --------
+    >>> as_array([[1, 2], [3, 4]], "table").shape
+    (2, 2)
+    >>> as_array([[1, 2], [3]], "table")
+    Traceback (most recent call last):
+    ...
+    ValueError: table must be a rectangular array of numbers (rows of one length), got [[1, 2], [3]]
+    """
+    try:
+        return np.asarray(values, dtype=dtype)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{name} must be a rectangular array of numbers (rows of one length), got {reprlib.repr(values)}"
+        ) from err
 
 
 def integer_valued(values, name: str) -> np.ndarray:
@@ -88,8 +131,8 @@ def integer_valued(values, name: str) -> np.ndarray:
     >>> integer_valued([3.0, -2], "y")
     array([ 3, -2])
     """
-    arr = np.asarray(values)
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number):
+    arr = as_array(values, name)
+    if arr.dtype.kind not in "iuf":  # not bools, complex numbers, text or objects
         raise ValueError(f"{name} must hold integers, got {values!r}")
     if arr.dtype.kind in "iu":  # whole numbers already: only the magnitude to check, by two reductions
         # compared with NumPy scalars: a Python int of a value above 256 (which CPython does not cache)
@@ -129,10 +172,7 @@ def finite_array(values, name: str) -> np.ndarray:
     >>> finite_array([1, 2.5], "y")
     array([1. , 2.5])
     """
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be numeric, got {values!r}") from err
+    arr = as_array(values, name, np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {values!r}")
     return arr
@@ -147,7 +187,7 @@ def probability_vector(values, name: str, tolerance: float = 1e-9) -> np.ndarray
     >>> probability_vector([0.25, 0.75], "shares")
     array([0.25, 0.75])
     """
-    vector = np.asarray(values, dtype=float)
+    vector = as_array(values, name, np.float64)
     if vector.ndim != 1 or vector.size < 2 or not np.all(np.isfinite(vector)) or np.any(vector < 0):
         raise ValueError(f"{name} must be a vector of at least 2 non-negative finite numbers, got {values!r}")
     if abs(vector.sum() - 1) > tolerance:
@@ -180,7 +220,7 @@ def unit_parameter(value, name: str, check, requirement: str, size: int | None =
     >>> unit_parameter([2, 3], "n", positive_int, "positive integer", size=2)
     array([2, 3])
     """
-    array = np.asarray(value)
+    array = as_array(value, name)
     if array.ndim == 0:
         return check(value, name)
     if array.ndim != 1 or array.size == 0 or not np.issubdtype(array.dtype, np.number) or array.dtype == bool:
@@ -223,7 +263,7 @@ def resolvable_release(y, noise, name: str = "y") -> None:
     ...
     ValueError: y = 1e+17 is too large for the noise (standard deviation 1.41): ...
     """
-    values = np.asarray(y, dtype=float)
+    values = as_array(y, name, np.float64)
     if noise is None or noise.discrete or values.size == 0:
         return
     scale = math.sqrt(2.0) / noise.rate if noise.power == 1 else math.sqrt(0.5 / noise.rate)

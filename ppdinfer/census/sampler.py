@@ -110,7 +110,15 @@ from ..inference.parallel import resolve_cores
 from ..kernels.census import census_sweeps, log_gamma_step
 from ..mechanisms.noisy_measurements import NoisyMeasurements
 from ..rng import SeedLike, root_seed
-from ..validation import MAX_INTEGER, integer_valued, nonnegative_counts, positive_finite, positive_int, probability
+from ..validation import (
+    MAX_INTEGER,
+    integer_valued,
+    non_negative_int,
+    nonnegative_counts,
+    positive_finite,
+    positive_int,
+    probability,
+)
 from .baselines import gls_estimate, largest_remainder
 from .geography import CensusQueries
 
@@ -308,13 +316,6 @@ def _csr(groups: np.ndarray, n: int):
     order = np.argsort(groups, kind="stable").astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n))]).astype(np.int64)
     return ptr, order
-
-
-def _non_negative_int(value, name: str) -> int:
-    """``value`` as an int >= 0: one whole number (not a bool)."""
-    if isinstance(value, bool | np.bool_) or np.ndim(value) != 0:
-        raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
-    return int(nonnegative_counts(value, name))
 
 
 def _non_negative_finite(value, name: str) -> float:
@@ -611,7 +612,7 @@ def sample_cells(
     if y.shape != (census.n_queries,):
         raise ValueError(f"y must hold one integer per query ({census.n_queries}), got shape {y.shape}")
     draws, chains, thin = (positive_int(v, n) for v, n in ((draws, "draws"), (chains, "chains"), (thin, "thin")))
-    tune, revisit = _non_negative_int(tune, "tune"), _non_negative_int(revisit, "revisit")
+    tune, revisit = non_negative_int(tune, "tune"), non_negative_int(revisit, "revisit")
     if not isinstance(learn, bool | np.bool_):
         raise ValueError(f"learn must be True or False, got {learn!r}")
     workers = min(chains, resolve_cores(cores))

@@ -42,6 +42,10 @@ each family names (``COLUMNS[code]``):
   ratio = e / b;
 - Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob).
 
+A move's prior ratio is taken whole, by log-gamma steps (``ppdinfer.kernels.special.log_gamma_step``), never
+as the difference of two log priors, which float64 rounds by +-16 at a count of 4e15; a prior draw of a
+Poisson count of mean 1e7 or more comes from ``ppdinfer.kernels.special.poisson_draw``, not NumPy's generator.
+
 For a multinomial x (a public total) the moves act on a pair (i, j) and keep x_i + x_j,
 so every state visited has the public total exactly; a sweep pairs the cells at random (disjoint
 pairs from a random permutation), so each cell is moved once per sweep. With a conjugate Dirichlet(alpha) on the
@@ -57,6 +61,8 @@ import math
 
 import numpy as np
 from numba import njit
+
+from .special import log_gamma_step, poisson_draw
 
 MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL = 0, 1, 2, 3, 4, 5
 #: the named columns of each family's packed parameters (the kernels read them by position)
@@ -112,28 +118,41 @@ def _upper(code, params, k):
 
 
 @njit(cache=True, nogil=True)
-def _log_prior(code, x, params, k):
-    """Unnormalized log prior of coordinate k at x (binomial: trials n, prob p; Poisson: mean; Gamma-Poisson:
-    a rate ~ Gamma(shape r, rate b) integrated out of Poisson(e rate), ratio e / b, a negative binomial;
-    Beta-Binomial: trials n and the Beta's a, b)."""
-    if x < 0 or x > _upper(code, params, k):
+def _power_log_ratio(x, d, log_p):
+    """w(x + d) - w(x) for w(x) = x log p - log x! (a Poisson or multinomial cell), by a log-gamma step."""
+    return d * log_p - log_gamma_step(x + 1.0, d)
+
+
+@njit(cache=True, nogil=True)
+def _rising_log_ratio(x, d, a):
+    """w(x + d) - w(x) for w(x) = log Gamma(x + a) - log x! (a cell with a conjugate prior integrated out)."""
+    return log_gamma_step(x + a, d) - log_gamma_step(x + 1.0, d)
+
+
+@njit(cache=True, nogil=True)
+def _log_prior_ratio(code, x, candidate, params, k):
+    """log prior(candidate) - log prior(x) of coordinate k (x in the support), -inf off the support.
+
+    Each family's ratio is taken whole, by log-gamma steps (binomial: trials n, prob p; Poisson: mean;
+    Gamma-Poisson: a rate ~ Gamma(shape r, rate b) integrated out of Poisson(e rate), ratio e / b, a negative
+    binomial; Beta-Binomial: trials n and the Beta's a, b): the two log priors themselves reach 1.4e17 at
+    x = 4e15, where float64 holds them only to +-16.
+    """
+    if candidate < 0 or candidate > _upper(code, params, k):
         return -np.inf
+    d = float(candidate - x)
+    if d == 0.0:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
+        return 0.0
     if code == GAMMA_POISSON:
-        n, p = params[k, 0], params[k, 1]
-        return math.lgamma(x + n) - math.lgamma(x + 1.0) + (x * math.log(p / (1.0 + p)) if x > 0 else 0.0)
+        r, q = params[k, 0], params[k, 1]
+        return _rising_log_ratio(x, d, r) + d * math.log(q / (1.0 + q))
     if code == BINOMIAL:
         n, p = params[k, 0], params[k, 1]
-        return (
-            -math.lgamma(x + 1.0)
-            - math.lgamma(n - x + 1.0)
-            + (x * math.log(p) if x > 0 else 0.0)
-            + ((n - x) * math.log1p(-p) if n > x else 0.0)
-        )
-    if code == BETA_BINOMIAL:  # C(n, x) B(x + a, n - x + b), B(a, b) dropped
+        return _power_log_ratio(x, d, math.log(p)) + _power_log_ratio(n - x, -d, math.log1p(-p))
+    if code == BETA_BINOMIAL:  # C(n, x) B(x + a, n - x + b)
         n, a, b = params[k, 0], params[k, 1], params[k, 2]
-        return math.lgamma(x + a) + math.lgamma(n - x + b) - math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0)
-    p = params[k, 0]
-    return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
+        return _rising_log_ratio(x, d, a) + _rising_log_ratio(n - x, -d, b)
+    return _power_log_ratio(x, d, math.log(params[k, 0]))
 
 
 @njit(cache=True, nogil=True)
@@ -146,11 +165,10 @@ def _local_step(scale):
 
 
 @njit(cache=True, nogil=True)
-def _cell_log_weight(collapsed, x, p):
-    """log prior weight of one cell: x log p - log x! (multinomial) or log Gamma(x + alpha) - log x!."""
-    if collapsed:
-        return math.lgamma(x + p) - math.lgamma(x + 1.0)
-    return (x * math.log(p) if x > 0 else 0.0) - math.lgamma(x + 1.0)
+def _cell_log_ratio(collapsed, x, d, p):
+    """A cell's log prior weight from x to x + d: that of log Gamma(x + alpha) - log x! (collapsed, p = alpha)
+    or of x log p - log x! (multinomial)."""
+    return _rising_log_ratio(x, d, p) if collapsed else _power_log_ratio(x, d, math.log(p))
 
 
 # -- the moves: one implementation, shared by the compiled sweeps below and by the sweeps
@@ -221,31 +239,34 @@ def _interval_draw(lo, hi, b):
 
 @njit(cache=True, nogil=True)
 def _cell_ratio(collapsed, x, p):
-    """exp(w(x + 1) - w(x)) of :func:`_cell_log_weight` w: (x + alpha) / (x + 1), or p / (x + 1)."""
+    """A cell's one-step prior ratio from x to x + 1: (x + alpha) / (x + 1), or p / (x + 1)."""
     return (x + p) / (x + 1.0) if collapsed else p / (x + 1.0)
+
+
+#: The longest transfer whose prior ratio is a product of one-step ratios (one log instead of four log-gamma steps)
+SHORT_TRANSFER = 8
 
 
 @njit(cache=True, nogil=True)
 def _pair_log_prior_ratio(collapsed, x, params, i, new_i, j, new_j):
-    """log prior(new) - log prior(x) of a transfer within the pair (i, j); -inf off the support. A transfer of
-    at most 8 multiplies the cells' one-step ratios (one log instead of eight log-gammas)."""
+    """log prior(new) - log prior(x) of a transfer within the pair (i, j); -inf off the support.
+
+    A transfer of at most ``SHORT_TRANSFER`` multiplies the cells' one-step ratios where that product is a
+    positive finite number; otherwise (a longer transfer, a product that under- or overflows) each cell's ratio
+    is taken by log-gamma steps, so that no two large log-gammas cancel.
+    """
     pi, pj = params[i, 1], params[j, 1]
     if new_i < 0 or new_j < 0 or not pi > 0 or not pj > 0:
         return -np.inf
     step = new_i - x[i]
-    if abs(step) > 8:
-        return (
-            _cell_log_weight(collapsed, new_i, pi)
-            + _cell_log_weight(collapsed, new_j, pj)
-            - _cell_log_weight(collapsed, x[i], pi)
-            - _cell_log_weight(collapsed, x[j], pj)
-        )
-    if step < 0:  # the transfer from i to j: swap the roles
-        i, j, step, pi, pj = j, i, -step, pj, pi
-    ratio = 1.0
-    for k in range(step):  # cell i climbs from x_i, cell j falls from x_j
-        ratio *= _cell_ratio(collapsed, x[i] + k, pi) / _cell_ratio(collapsed, x[j] - k - 1, pj)
-    return math.log(ratio)
+    if abs(step) <= SHORT_TRANSFER:
+        up, down, p_up, p_down = (i, j, pi, pj) if step >= 0 else (j, i, pj, pi)
+        ratio = 1.0
+        for k in range(abs(step)):  # cell ``up`` climbs, cell ``down`` falls
+            ratio *= _cell_ratio(collapsed, x[up] + k, p_up) / _cell_ratio(collapsed, x[down] - k - 1, p_down)
+        if 0.0 < ratio < np.inf:
+            return math.log(ratio)
+    return _cell_log_ratio(collapsed, x[i], float(step), pi) + _cell_log_ratio(collapsed, x[j], float(-step), pj)
 
 
 @njit(cache=True, nogil=True)
@@ -293,10 +314,10 @@ def site_prior_move(code, params, k):
     if code == BINOMIAL:
         return np.random.binomial(int(params[k, 0]), params[k, 1])
     if code == GAMMA_POISSON:
-        return np.random.poisson(np.random.gamma(params[k, 0], 1.0) * params[k, 1])
+        return poisson_draw(np.random.gamma(params[k, 0], 1.0) * params[k, 1])
     if code == BETA_BINOMIAL:
         return np.random.binomial(int(params[k, 0]), np.random.beta(params[k, 1], params[k, 2]))
-    return np.random.poisson(params[k, 0])
+    return poisson_draw(params[k, 0])
 
 
 @njit(cache=True, nogil=True)
@@ -306,7 +327,7 @@ def site_release_move(code, x, params, centre, scale, k):
     c = min(max(centre[k], 0.0), _upper(code, params, k))
     b = _decay(0.5 * scale[k])
     candidate = _interval_draw(c, c, b)
-    log_ratio = _log_prior(code, candidate, params, k) - _log_prior(code, x[k], params, k)
+    log_ratio = _log_prior_ratio(code, x[k], candidate, params, k)
     return candidate, log_ratio + (abs(x[k] - c) - abs(candidate - c)) * math.log(b)
 
 
@@ -314,7 +335,7 @@ def site_release_move(code, x, params, centre, scale, k):
 def site_local_move(code, x, params, scale, k):
     """A symmetric step of coordinate k: (candidate, log prior ratio), -inf off the support."""
     candidate = x[k] + _local_step(scale[k])
-    return candidate, _log_prior(code, candidate, params, k) - _log_prior(code, x[k], params, k)
+    return candidate, _log_prior_ratio(code, x[k], candidate, params, k)
 
 
 @njit(cache=True, nogil=True)

@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .special import log_gamma_step
+
 _M53 = 1.0 / 9007199254740992.0
 
 
@@ -99,33 +101,6 @@ def _normal(state):
 def _query_ll(y, value, rate, power):
     r = abs(y - value)
     return -rate * (r * r if power == 2 else r)
-
-
-#: Where log_gamma_step turns to Stirling's series: past it, two log-gammas (above 1.3e7) would cancel to a
-#: difference that float64 holds to about 1e-9, and the series' first omitted term is below 1e-20.
-_STIRLING = 1e6
-
-
-@njit(cache=True, nogil=True)
-def log_gamma_step(x, d):
-    """lgamma(x + d) - lgamma(x) for x > 0 and x + d > 0, accurate however large x is.
-
-    Where x and x + d are both past 1e6 it is Stirling's series, written so that no two large terms
-    cancel: (x + d - 1/2) log1p(d / x) + d (log x - 1) - d / (12 x (x + d)); at x = 4e15 the two
-    log-gammas alone are 1.4e17, whose difference float64 would round by +-16.
-
-    Examples
-    --------
-    >>> import math
-    >>> bool(abs(log_gamma_step(10.0, 2.5) - (math.lgamma(12.5) - math.lgamma(10.0))) < 1e-12)
-    True
-    >>> bool(abs(log_gamma_step(4e15, 1.0) - math.log(4e15)) < 1e-12)      # Gamma(x + 1) = x Gamma(x)
-    True
-    """
-    y = x + d
-    if x < _STIRLING or y < _STIRLING:
-        return math.lgamma(y) - math.lgamma(x)
-    return (y - 0.5) * math.log1p(d / x) + d * (math.log(x) - 1.0) - d / (12.0 * x * y)
 
 
 @njit(cache=True, nogil=True)
