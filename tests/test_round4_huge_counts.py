@@ -180,6 +180,26 @@ def test_a_poisson_count_of_4e15_has_the_enumerated_posterior():
     assert abs(offsets.std() - exact_sd) < 0.6, offsets.std()
 
 
+def test_summing_out_refuses_counts_whose_log_pmf_float64_cannot_difference():
+    """pm.logp of Poisson(4e15) over a window jumps by +-16 (exact changes ~1e-15): summed out, E(x - y) came out
+    -7.0 (sd 0.72) against 0 (sd 3); marginalize now refuses, and auto augments (exact, as above)."""
+    mean, y = 4 * 10**15, 4 * 10**15 + 0.5
+    with pm.Model() as model:
+        x = pm.Poisson("x", float(mean), initval=int(y))
+        pm.Normal("obs", x, 3.0, observed=y)
+    with model, pytest.raises(ValueError, match="window reaches counts of 4e.15.*method='augment'"):
+        ppm.sample(method="marginalize", draws=10, tune=10, chains=1, progressbar=False)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(
+            draws=300, tune=100, chains=1, random_seed=3, progressbar=False, compute_convergence_checks=False
+        )
+    assert idata["posterior"].attrs["ppdinfer_method"] == "augment"
+    assert "window reaches counts" in idata["posterior"].attrs["ppdinfer_method_reason"]
+    offsets = idata["posterior"]["x"].values.ravel() - y
+    assert abs(offsets.mean()) < 1.0 and abs(offsets.std() - 3.0) < 0.8
+
+
 # -- the argument checkers ---------------------------------------------------------------------------
 
 

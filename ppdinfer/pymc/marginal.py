@@ -87,6 +87,7 @@ __all__ = [
     "INDEPENDENCE_SECONDS_PER_DRAW",
     "MARGINAL_SECONDS_PER_CELL",
     "MARGINAL_SECONDS_PER_DRAW",
+    "MAX_SUMMED_COUNT",
     "NUTPIE_COMPILE_SECONDS",
     "PROCESS_START_SECONDS",
     "MarginalModel",
@@ -98,6 +99,10 @@ __all__ = [
     "window_half_width",
 ]
 
+#: The largest count a window may reach: its terms hold log-gammas of about k log k, which float64 carries to about
+#: 1e-16 of that (2e-7 at 1e8, but +-16 at 4e15, more than the terms' differences); beyond it x is augmented, whose
+#: moves take the prior's ratios exactly (``ppdinfer.kernels.special.log_gamma_step``).
+MAX_SUMMED_COUNT = 1e8
 #: priors whose log pmf PyMC evaluates elementwise on a window (the families' latents, and NegBin)
 _SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV)
 #: noise distributions written as the release (their class, scale parameter, and what the noise is)
@@ -313,6 +318,12 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
     if isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
         top = np.broadcast_to(graph_constant(x_rv.owner.inputs[2], f"the number of trials n of {x_rv.name}"), y.shape)
     lo, hi = _noise_window(y, d, top)
+    if np.max(hi) > MAX_SUMMED_COUNT:
+        raise ValueError(
+            f"{x_rv.name}'s window reaches counts of {np.max(hi):.3g}: its terms' log pmfs (about k log k) are carried "
+            f"by float64 only to about {np.max(hi) * np.log(np.max(hi)) * 2.2e-16:.2g}, too coarse for their differences "
+            f"(summing out takes counts up to {MAX_SUMMED_COUNT:.0e}); use method='augment', exact at any count"
+        )
     width = int(max(np.max(hi - lo + 1), 1))
     bound = float(np.max(_tail_bound(d, log_norm, rate, power)))
     return lo.astype(np.int64), width, d, bound, top
