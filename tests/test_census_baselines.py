@@ -157,7 +157,7 @@ def test_the_simplex_solver_finds_the_dense_solvers_optimum(seed):
     y = q.matrix @ rng.integers(0, 8, size=q.n_cells) + rng.normal(0, sigmas)
     kids = geo.children[geo.child_ptr[0] : geo.child_ptr[1]]
     parent = np.array([12.0, 3.0, 0.0])  # includes an empty category: the bound x >= 0 is active
-    G, b = _normal_equations(_observations(q, y, sigmas, {}), kids, 3)
+    G, b = _normal_equations(_observations(q, y, sigmas), kids, 3)
     start = np.repeat(parent[None, :] / kids.size, kids.size, axis=0)
     fast = _simplex_least_squares(G, b, parent, start, True, 1e-10, 100_000)
     dense = _dense_children_solution(q, y, sigmas, parent, kids)

@@ -8,12 +8,16 @@ O(units x K^3), never a dense solve:
 
 - upward: a leaf's subtree estimate is ``P_l = (H_l^T R_l^{-1} H_l)^{-1}``, ``s_l = P_l H_l^T R_l^{-1} y_l``
   (the finest level must measure every cell); an inner node sums its children's estimates
-  (``s = sum s_c``, ``P = sum P_c``) and combines the sum with its own measurements by inverse-variance
-  weighting (a Kalman update: ``G = P H^T (H P H^T + R)^{-1}``, ``s_u = s + G (y_u - H s)``,
-  ``P_u = P - G H P``);
+  (``s = sum s_c``, ``P = sum P_c``) and combines the sum with its own measurements in information
+  form (``P_u = (P^{-1} + H^T R^{-1} H)^{-1}``, ``s_u = s + P_u H^T R^{-1} (y_u - H s)``); an exact total
+  restricts it to the plane of the contrasts;
 - downward: the root's estimate is final; each child takes its share of its parent's correction in
-  proportion to its variance, ``s~_c = s_c + P_c P^+ (s~_u - s)``, with
-  ``P~_c = P_c - P_c P^+ P_c + P_c P^+ P~_u P^+ P_c``.
+  proportion to its variance, ``s~_c = s_c + P_c P^{-1} (s~_u - s)``, with
+  ``P~_c = P_c P^{-1} (P - P_c) + P_c P^{-1} P~_u P^{-1} P_c`` (``P - P_c`` summed from the other children).
+
+Every covariance is thus a sum of positive semidefinite ones or the inverse of a sum of precisions,
+never a difference of larger ones, and the means move by Cholesky solves: the estimates keep their
+digits when the sigmas span orders of magnitude (a ratio up to ``GLS_SIGMA_RATIO``, refused beyond).
 
 This is Hay et al.'s (2010) two-pass consistent estimator generalised to per-query variances and a
 K-cell table per node (Cumings-Menon et al. describe the same structure for the 2020 noisy measurements).
@@ -41,8 +45,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 from scipy.optimize import lsq_linear
 
+from ..invariants import checked_invariants
+from ..validation import finite_array, integer_valued, positive_finite, positive_int, vector
 from .geography import CensusQueries
 
 __all__ = ["GLSResult", "gls_estimate", "largest_remainder", "topdown_estimate"]
@@ -88,13 +95,32 @@ def _checked(census: CensusQueries, y, sigmas):
     return y, sigmas
 
 
+def _sigma_scale(sigmas: np.ndarray) -> float:
+    """The geometric middle of the noise scales: dividing by it keeps every variance and weight near 1."""
+    return float(np.sqrt(sigmas.min()) * np.sqrt(sigmas.max()))
+
+
+#: Widest ratio of the largest to the smallest noise scale the GLS takes. Against a 50-digit solve on
+#: small trees: at 6e4 the cells' sds are good to 5e-7 and the means to 6e-7 (of the largest |mean|), at
+#: 1e5 to 1e-6 and 1e-6, at 1e6 only to 5e-4 and 2e-4.
+GLS_SIGMA_RATIO = 1e5
+
+
+def _resolvable_range(sigmas: np.ndarray) -> None:
+    """Refuse noise scales that span more than ``GLS_SIGMA_RATIO``, past which float64 loses the estimates."""
+    ratio = float(sigmas.max() / sigmas.min())
+    if ratio > GLS_SIGMA_RATIO:
+        raise ValueError(
+            f"sigmas span [{sigmas.min():.4g}, {sigmas.max():.4g}], a ratio of {ratio:.3g} > {GLS_SIGMA_RATIO:.3g}: "
+            "in double precision the GLS estimates and standard deviations lose their digits over so wide a range"
+        )
+
+
 def _unit_totals(census: CensusQueries, invariants) -> dict[int, float]:
     """Invariant rows that are unit totals, as {unit index: total}; any other row is refused."""
     if invariants is None:
         return {}
-    A, a = invariants
-    A = np.atleast_2d(np.asarray(A.toarray() if hasattr(A, "toarray") else A))
-    a = np.asarray(a).reshape(-1)
+    A, a = checked_invariants(invariants, census.n_cells)
     geo, width = census.geography, census.table.n_cells
     out = {}
     for r in range(A.shape[0]):
@@ -109,8 +135,8 @@ def _unit_totals(census: CensusQueries, invariants) -> dict[int, float]:
     return out
 
 
-def _observations(census: CensusQueries, y, sigmas, totals):
-    """Per unit: (H, y, variances) of its measurements, invariant totals appended with variance 0."""
+def _observations(census: CensusQueries, y, sigmas):
+    """Per unit: (H, y, variances) of its measurements."""
     K = census.table.n_cells
     rows: dict[int, list] = {}
     for q in range(census.n_queries):
@@ -118,21 +144,121 @@ def _observations(census: CensusQueries, y, sigmas, totals):
         h = np.zeros(K)
         h[list(census.table.groups(str(census.kind[q]))[int(census.part[q])])] = 1.0
         rows.setdefault(u, []).append((h, y[q], sigmas[q] ** 2))
-    for u, total in totals.items():
-        rows.setdefault(u, []).append((np.ones(K), total, 0.0))
     return {
         u: (np.array([r[0] for r in v]), np.array([r[1] for r in v]), np.array([r[2] for r in v]))
         for u, v in rows.items()
     }
 
 
-def _condition(s, P, H, obs, var):
-    """The Kalman update of N(s, P) by obs = H s + e, e ~ N(0, diag(var)) (var 0: exact)."""
-    S = H @ P @ H.T + np.diag(var)
-    gain = np.linalg.lstsq(S, H @ P, rcond=None)[0].T  # P H^T S^+ (S symmetric)
-    s_new = s + gain @ (obs - H @ s)
-    P_new = P - gain @ H @ P
-    return s_new, (P_new + P_new.T) / 2
+def _require_detailed_leaves(geography, obs: dict, K: int) -> None:
+    """Refuse a finest unit whose measurements do not identify every cell of its table."""
+    for u in geography.leaves[::-1]:  # the last first, as the upward pass meets them
+        H = obs[int(u)][0] if int(u) in obs else np.zeros((0, K))
+        if H.shape[0] == 0 or np.linalg.matrix_rank(H) < K:
+            raise ValueError(
+                f"gls_estimate: unit {geography.ids[u]!r} (finest level) does not measure every cell; "
+                "the finest level needs the 'detailed' query"
+            )
+
+
+def _spd_inverse(matrix: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite matrix (by Cholesky), symmetric to the last bit."""
+    inverse = scipy.linalg.cho_solve(scipy.linalg.cho_factor(matrix), np.eye(matrix.shape[0]))
+    return (inverse + inverse.T) / 2
+
+
+def _others(P: np.ndarray) -> np.ndarray:
+    """For each of m covariances (m, K, K), the sum of the other m - 1, by prefix and suffix sums: sums of
+    positive semidefinite matrices only, never a total minus a part."""
+    zero = np.zeros((1,) + P.shape[1:])
+    before = np.concatenate([zero, np.cumsum(P, axis=0)[:-1]])
+    after = np.concatenate([np.cumsum(P[::-1], axis=0)[::-1][1:], zero])
+    return before + after
+
+
+class _TreeGLS:
+    """The two passes of the tree GLS for per-unit information matrices ``info`` (K x K, H^T R^-1 H) and
+    exact unit ``totals``: the covariances once, then :meth:`means` for the information vectors.
+
+    Every covariance is a sum of positive semidefinite ones or the inverse of a sum of precisions
+    (information form), never a difference of larger matrices, and the means are moved by solves
+    with those precisions (Cholesky), not by products with explicit inverses, so variances that span
+    many orders of magnitude keep their digits; an exact total is a constraint on the plane of the
+    contrasts (sum zero).
+    """
+
+    def __init__(self, geography, info: np.ndarray, totals: dict):
+        geo, K = geography, info.shape[-1]
+        n = geo.n_units
+        self.geography, self.info, self.totals = geo, info, totals
+        frames = (np.eye(K), scipy.linalg.null_space(np.ones((1, K))))  # free; the total exact
+        up, exact = np.zeros((n, K, K)), np.zeros(n, dtype=bool)
+        sums = np.zeros((n, K, K))
+        self.update: dict = {}  # unit -> (frame, Cholesky of its precision there): m += solve(h - J m)
+        self.fix: dict = {}  # unit -> f: an exact total t moves the mean by (t - sum(m)) f
+        self.split: dict = {}  # inner unit -> (frame, Cholesky of its children's summed covariance there)
+        for u in range(n - 1, -1, -1):  # breadth-first order reversed: children before parents
+            kids = self.kids(u)
+            if kids.size == 0:
+                P = _spd_inverse(info[u])
+                self.update[u] = (frames[0], scipy.linalg.cho_factor(info[u]))
+            else:
+                sums[u], exact[u] = up[kids].sum(axis=0), exact[kids].all()
+                frame = frames[int(exact[u])]
+                self.split[u] = (frame, scipy.linalg.cho_factor(frame.T @ sums[u] @ frame))
+                P = sums[u]
+                if np.any(info[u]):
+                    precision = _spd_inverse(frame.T @ P @ frame) + frame.T @ info[u] @ frame
+                    P = frame @ _spd_inverse(precision) @ frame.T
+                    self.update[u] = (frame, scipy.linalg.cho_factor(precision))
+            if u in totals and not exact[u]:  # a total the children's already fix adds nothing
+                precision, plane = _spd_inverse(P), frames[1]
+                P = plane @ _spd_inverse(plane.T @ precision @ plane) @ plane.T
+                self.fix[u] = (np.ones(K) - P @ precision.sum(axis=1)) / K
+                exact[u] = True
+            up[u] = (P + P.T) / 2
+        self.up, self.covariance = up, up.copy()
+        for u, (frame, factor) in reversed(self.split.items()):  # parents before children
+            kids = self.kids(u)
+            inverse = frame @ scipy.linalg.cho_solve(factor, frame.T)
+            gains = up[kids] @ inverse  # (m, K, K)
+            # the children's covariance given their sum, P_c P^-1 (P - P_c), plus the sum's own
+            spread = gains @ _others(up[kids]) + gains @ self.covariance[u] @ np.transpose(gains, (0, 2, 1))
+            self.covariance[kids] = (spread + np.transpose(spread, (0, 2, 1))) / 2
+
+    def kids(self, u: int) -> np.ndarray:
+        geo = self.geography
+        return geo.children[geo.child_ptr[u] : geo.child_ptr[u + 1]]
+
+    def means(self, vectors: np.ndarray) -> np.ndarray:
+        """The leaves' GLS tables for per-unit information vectors ``vectors`` (H^T R^-1 y)."""
+        n, K = vectors.shape
+        up, sums = np.zeros((n, K)), np.zeros((n, K))
+        for u in range(n - 1, -1, -1):
+            m = sums[u] = up[self.kids(u)].sum(axis=0)
+            if u in self.update:
+                frame, factor = self.update[u]
+                m = m + frame @ scipy.linalg.cho_solve(factor, frame.T @ (vectors[u] - self.info[u] @ m))
+            if u in self.fix:
+                m = m + (self.totals[u] - m.sum()) * self.fix[u]
+            up[u] = m
+        est = up.copy()
+        for u, (frame, factor) in reversed(self.split.items()):
+            # each child's share of its parent's correction: P_c P^-1 (s_u - sum of the children's)
+            share = frame @ scipy.linalg.cho_solve(factor, frame.T @ (est[u] - sums[u]))
+            est[self.kids(u)] = up[self.kids(u)] + self.up[self.kids(u)] @ share
+        return est[self.geography.leaves]
+
+    def unit_tables(self, leaf_tables: np.ndarray) -> np.ndarray:
+        """Every unit's table as the sum of its leaves' (added up the tree: exactly consistent)."""
+        geo = self.geography
+        tables = np.zeros((geo.n_units, leaf_tables.shape[1]))
+        tables[geo.leaves] = leaf_tables
+        for u in range(geo.n_units - 1, -1, -1):
+            kids = self.kids(u)
+            if kids.size:
+                tables[u] = tables[kids].sum(axis=0)
+        return tables
 
 
 def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult:
@@ -152,11 +278,20 @@ def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult
     sigmas : float or array_like
         The noise standard deviations, one per query (or one for all).
     invariants : tuple (A, a), optional
-        Exact unit totals (each row of A the 0/1 indicator of one unit's cells).
+        Exact unit totals (each row of A the 0/1 indicator of one unit's cells), which some table of
+        non-negative integers must satisfy (:func:`ppdinfer.invariants.checked_invariants`).
 
     Returns
     -------
     GLSResult
+        Real estimates, unbiased and unconstrained: a cell (or a unit without an invariant) may come out
+        negative where the measurements point there; every unit's table is the sum of its leaves'.
+
+    Raises
+    ------
+    ValueError
+        Bad input, a finest unit that does not measure every cell, or sigmas spanning a ratio above
+        ``GLS_SIGMA_RATIO``.
 
     Examples
     --------
@@ -174,54 +309,25 @@ def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult
     Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm. HDSR.
     """
     y, sigmas = _checked(census, y, sigmas)
+    _resolvable_range(sigmas)
+    scale = _sigma_scale(sigmas)
     geo, K = census.geography, census.table.n_cells
-    totals = _unit_totals(census, invariants)
-    obs = _observations(census, y, sigmas, totals)
-    n = geo.n_units
-    up_s, up_P = np.zeros((n, K)), np.zeros((n, K, K))
-    sum_s, sum_P = np.zeros((n, K)), np.zeros((n, K, K))
-    for u in range(n - 1, -1, -1):  # breadth-first order reversed: children before parents
-        kids = geo.children[geo.child_ptr[u] : geo.child_ptr[u + 1]]
-        H, values, var = obs.get(u, (np.zeros((0, K)), np.zeros(0), np.zeros(0)))
-        if kids.size == 0:
-            noisy = var > 0
-            info = H[noisy].T @ (H[noisy] / var[noisy, None])
-            if np.linalg.matrix_rank(info) < K:
-                raise ValueError(
-                    f"gls_estimate: unit {geo.ids[u]!r} (finest level) does not measure every cell; "
-                    "the finest level needs the 'detailed' query"
-                )
-            P = np.linalg.inv(info)
-            s = P @ (H[noisy].T @ (values[noisy] / var[noisy]))
-            if np.any(~noisy):
-                s, P = _condition(s, (P + P.T) / 2, H[~noisy], values[~noisy], var[~noisy])
-        else:
-            sum_s[u], sum_P[u] = up_s[kids].sum(axis=0), up_P[kids].sum(axis=0)
-            s, P = sum_s[u], sum_P[u]
-            if H.shape[0]:
-                s, P = _condition(s, P, H, values, var)
-        up_s[u], up_P[u] = s, P
-    est, cov = up_s.copy(), up_P.copy()
-    for u in range(n):
-        kids = geo.children[geo.child_ptr[u] : geo.child_ptr[u + 1]]
-        if kids.size == 0:
-            continue
-        inverse = np.linalg.pinv(sum_P[u], hermitian=True)
-        gains = up_P[kids] @ inverse  # (m, K, K)
-        est[kids] = up_s[kids] + gains @ (est[u] - sum_s[u])
-        middle = cov[u] - sum_P[u]
-        cov[kids] = up_P[kids] + gains @ middle @ np.transpose(gains, (0, 2, 1))
+    obs = _observations(census, y, sigmas / scale)
+    _require_detailed_leaves(geo, obs, K)
+    info, vectors = _normal_equations(obs, range(geo.n_units), K)
+    tree = _TreeGLS(geo, info, _unit_totals(census, invariants))
+    leaves = tree.means(vectors)
+    est, cov = tree.unit_tables(leaves), tree.covariance * scale**2
     groups = np.zeros((census.n_queries, K))
     for q in range(census.n_queries):
         groups[q, list(census.table.groups(str(census.kind[q]))[int(census.part[q])])] = 1.0
     q_est = np.einsum("qk,qk->q", groups, est[census.unit])
     q_var = np.einsum("qk,qkl,ql->q", groups, cov[census.unit], groups)
-    leaves = geo.leaves
-    cell_var = np.diagonal(cov[leaves], axis1=1, axis2=2)
+    cell_var = np.diagonal(cov[geo.leaves], axis1=1, axis2=2)
     return GLSResult(
         q_est,
         np.sqrt(np.maximum(q_var, 0.0)),
-        est[leaves],
+        leaves,
         np.sqrt(np.maximum(cell_var, 0.0)),
         est,
         cov,
@@ -232,20 +338,22 @@ def largest_remainder(values, total: int) -> np.ndarray:
     """Non-negative integers summing to ``total``, as close as possible to ``values`` rescaled to that sum.
 
     Each value is scaled so the sum is ``total``, floored, and the shortfall goes one by one to the
-    largest fractional parts (ties to the first). Zero values stay zero unless all are zero (then the
-    total is spread evenly).
+    largest fractional parts (ties to the first). Negative values count as zero; zero values stay zero
+    unless all are zero (then the total is spread evenly).
 
     Examples
     --------
     >>> largest_remainder([1.4, 2.6, 0.0, 3.0], 7).tolist()
     [1, 3, 0, 3]
     """
-    values = np.maximum(np.asarray(values, dtype=float), 0.0)
+    values = np.maximum(vector(values, "values"), 0.0)
+    total = integer_valued(total, "total")
+    if total.ndim != 0 or total < 0:
+        raise ValueError(f"total must be >= 0 and one whole number, got {total.tolist()!r}")
     total = int(total)
-    if total < 0:
-        raise ValueError(f"total must be >= 0, got {total}")
-    if values.sum() <= 0:
+    if values.max() <= 0:
         values = np.ones_like(values)
+    values = values / values.max()  # the sum cannot overflow
     scaled = values * (total / values.sum())
     floor = np.floor(scaled).astype(np.int64)
     short = total - int(floor.sum())
@@ -270,10 +378,11 @@ def project_columns(values, sums) -> np.ndarray:
     >>> project_columns(np.array([[-1.0], [-2.0]]), np.array([0.0])).tolist()    # a sum of 0: all zero
     [[0.0], [0.0]]
     """
-    values = np.asarray(values, dtype=float)
-    sums = np.asarray(sums, dtype=float)
-    if values.ndim != 2 or sums.shape != (values.shape[1],) or np.any(sums < 0):
-        raise ValueError(f"values must be (m, g) and sums g non-negative numbers, got {values.shape}, {sums.shape}")
+    values, sums = finite_array(values, "values"), finite_array(sums, "sums")
+    if values.ndim != 2 or values.size == 0:
+        raise ValueError(f"values must be a non-empty (m, g) array, got shape {values.shape}")
+    if sums.shape != (values.shape[1],) or np.any(sums < 0):
+        raise ValueError(f"sums must hold {values.shape[1]} non-negative numbers (one per column), got {sums!r}")
     m = values.shape[0]
     ordered = -np.sort(-values, axis=0)
     cumulative = np.cumsum(ordered, axis=0) - sums[None, :]
@@ -307,7 +416,10 @@ def _simplex_least_squares(G, b, sums, start, columns: bool, tol: float, limit: 
         K = G.shape[-1]
         plane = np.eye(K) - 1.0 / K
         curvature = float(np.linalg.eigvalsh(plane @ G[0] @ plane)[-1])
-    curvature = max(curvature, 1e-12)
+    scale = float(np.abs(G).max())
+    if scale == 0:  # nothing measured: every feasible table is optimal
+        return project_columns(start, sums) if columns else project_columns(start.T, sums).T
+    curvature = max(curvature, 1e-12 * scale)  # relative: the weights' scale cancels from every step
 
     def project(v):
         return project_columns(v, sums) if columns else project_columns(v.T, sums).T
@@ -357,10 +469,12 @@ def topdown_estimate(
     sigmas : float or array_like
         The noise standard deviations (inverse-variance weights).
     invariants : tuple (A, a), optional
-        Only the root's total is supported (the state total of the 2020 release).
+        Only the root's total is supported (the state total of the 2020 release); a root without one
+        needs a measurement.
     tol, limit : float, int
-        Each solve stops when no cell moves by more than ``tol`` in an iteration, or after ``limit``
-        iterations.
+        Each solve stops when no cell moves by more than ``tol`` (in counts, whatever the sigmas' scale:
+        the estimate does not change when every sigma is multiplied by one constant) in an iteration, or
+        after ``limit`` iterations.
 
     Returns
     -------
@@ -389,23 +503,28 @@ def topdown_estimate(
     Duchi, J. et al. (2008). Efficient projections onto the l1-ball for learning in high dimensions. ICML.
     """
     y, sigmas = _checked(census, y, sigmas)
+    tol, limit = positive_finite(tol, "tol"), positive_int(limit, "limit")
     geo, K = census.geography, census.table.n_cells
     totals = _unit_totals(census, invariants)
     if set(totals) - {0}:
         raise ValueError("topdown_estimate: only an invariant total of the root unit is supported")
-    obs = _observations(census, y, sigmas, {})
+    obs = _observations(census, y, sigmas / _sigma_scale(sigmas))
     fixed = np.zeros((geo.n_units, K), dtype=np.int64)
     G, b = _normal_equations(obs, [0], K)
     if 0 in totals:
         root = _simplex_least_squares(G, b, np.array([totals[0]]), np.full((1, K), totals[0] / K), False, tol, limit)[0]
         root_total = int(totals[0])
-    else:  # no invariant: the root's non-negative least squares (a tiny ridge keeps a total-only root solvable)
-        H, values, var = obs.get(0, (np.zeros((0, K)), np.zeros(0), np.ones(0)))
-        rows = np.vstack([H / np.sqrt(var)[:, None], 1e-6 * np.eye(K)])
+    else:  # no invariant: the root's non-negative least squares (a ridge, relative to the weights, keeps a
+        # total-only root solvable)
+        if 0 not in obs:
+            raise ValueError("topdown_estimate: the root unit has no measurement and no invariant total")
+        H, values, var = obs[0]
+        weighted = H / np.sqrt(var)[:, None]
+        rows = np.vstack([weighted, 1e-6 * np.abs(weighted).max() * np.eye(K)])
         targets = np.concatenate([values / np.sqrt(var), np.zeros(K)])
         root = lsq_linear(rows, targets, bounds=(0, np.inf), method="bvls").x
         root_total = int(round(root.sum()))
-    fixed[0] = largest_remainder(root, max(root_total, 0))
+    fixed[0] = largest_remainder(root, root_total)
     for u in range(geo.n_units):
         kids = geo.children[geo.child_ptr[u] : geo.child_ptr[u + 1]]
         if kids.size == 0:

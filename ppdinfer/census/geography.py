@@ -28,6 +28,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from ..invariants import checked_invariants
+from ..validation import integer_valued, nonnegative_counts
+
 __all__ = ["CensusQueries", "Geography", "TableSpec", "census_queries"]
 
 
@@ -40,6 +43,20 @@ def _is_root_marker(value) -> bool:
         return bool(pd.isna(value))
     except (TypeError, ValueError):
         return False
+
+
+def _sequence(values, name: str) -> list:
+    """``values`` as a list; a lone string (a sequence of characters, not of ids or names) is refused."""
+    if isinstance(values, str) or not np.iterable(values):
+        raise TypeError(f"{name} must be a sequence (a list or array), got {values!r}")
+    return list(values)
+
+
+def _hashable(value, name: str) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a hashable id, got {value!r} ({type(value).__name__})") from None
 
 
 class Geography:
@@ -62,7 +79,10 @@ class Geography:
     ------
     ValueError
         A duplicate id, an orphan (parent id not present), no root or more than one root, a unit on a
-        cycle, leaves at different depths, or level_names of the wrong length; the message names the unit.
+        cycle, leaves at different depths, or level_names of the wrong length or repeated; the message
+        names the unit.
+    TypeError
+        units, parents or level_names a string rather than a sequence, or an id that is not hashable.
 
     Examples
     --------
@@ -75,8 +95,7 @@ class Geography:
     """
 
     def __init__(self, units, parents, level_names=None):
-        units = list(units)
-        parents = list(parents)
+        units, parents = _sequence(units, "units"), _sequence(parents, "parents")
         if len(units) != len(parents):
             raise ValueError(f"units and parents must have the same length, got {len(units)} and {len(parents)}")
         if not units:
@@ -85,11 +104,14 @@ class Geography:
         for i, unit in enumerate(units):
             if _is_root_marker(unit):
                 raise ValueError(f"units: unit number {i} has no id ({unit!r})")
+            _hashable(unit, f"units: unit number {i}")
             if unit in position:
                 raise ValueError(f"units: unit {unit!r} appears twice")
             position[unit] = i
         roots = [units[i] for i, p in enumerate(parents) if _is_root_marker(p)]
         for i, p in enumerate(parents):
+            if not _is_root_marker(p):
+                _hashable(p, f"parents: the parent of unit {units[i]!r}")
             if not _is_root_marker(p) and p not in position:
                 raise ValueError(f"parents: unit {units[i]!r} has parent {p!r}, which is not a unit (an orphan)")
             if not _is_root_marker(p) and p == units[i]:
@@ -115,7 +137,9 @@ class Geography:
             raise ValueError(f"parents: unit {stray!r} is on a cycle (it never reaches the root {roots[0]!r})")
         new_index = np.empty(len(units), dtype=np.int64)
         new_index[np.array(order)] = np.arange(len(units))
-        self.ids = np.array([units[i] for i in order], dtype=object)
+        self.ids = np.empty(len(units), dtype=object)  # filled, not built: tuple ids stay one id each
+        self.ids[:] = [units[i] for i in order]
+        self._position = {unit: int(k) for k, unit in enumerate(self.ids)}
         self.parent = np.array([-1 if _is_root_marker(parents[i]) else new_index[position[parents[i]]] for i in order])
         self.parent = self.parent.astype(np.int64)
         self.depth = np.array([depth_of[i] for i in order], dtype=np.int64)
@@ -131,9 +155,13 @@ class Geography:
         self.n_levels = finest + 1
         if level_names is None:
             level_names = [f"level{d}" for d in range(self.n_levels)]
-        level_names = [str(name) for name in level_names]
+        level_names = [str(name) for name in _sequence(level_names, "level_names")]
         if len(level_names) != self.n_levels:
             raise ValueError(f"level_names must name {self.n_levels} levels (root first), got {level_names!r}")
+        if len(set(level_names)) != len(level_names):
+            raise ValueError(
+                f"level_names must be distinct (a repeated name could never be addressed), got {level_names!r}"
+            )
         self.level_names = tuple(level_names)
         self.child_ptr = np.concatenate([[0], np.cumsum(n_children)]).astype(np.int64)
         self.children = np.arange(1, len(units), dtype=np.int64)  # breadth first: children grouped by parent
@@ -160,6 +188,8 @@ class Geography:
         >>> Geography.from_frame(frame).n_units
         3
         """
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
         for column in (unit, parent):
             if column not in frame.columns:
                 raise ValueError(f"frame has no column {column!r} (columns: {list(frame.columns)})")
@@ -188,11 +218,27 @@ class Geography:
         return np.flatnonzero(self.depth == self.level_names.index(name))
 
     def index(self, unit) -> int:
-        """The position of unit id ``unit`` in breadth-first order."""
-        hits = np.flatnonzero(self.ids == unit)
-        if hits.size == 0:
+        """The position of unit id ``unit`` in breadth-first order.
+
+        Examples
+        --------
+        >>> Geography([("PA", 0), ("PA", 1)], [None, ("PA", 0)]).index(("PA", 1))
+        1
+        """
+        _hashable(unit, "unit")
+        if unit not in self._position:
             raise ValueError(f"unit {unit!r} is not in the geography")
-        return int(hits[0])
+        return self._position[unit]
+
+
+def _cell_group(group, margin: str, n_cells: int) -> tuple:
+    """One group of a margin: distinct whole cell indices in 0..n_cells - 1 (a repeat would count a cell twice)."""
+    cells = integer_valued(_sequence(group, f"a group of margin {margin!r}"), f"a group of margin {margin!r}")
+    if cells.ndim != 1 or cells.size == 0 or cells.min() < 0 or cells.max() >= n_cells:
+        raise ValueError(f"margins: margin {margin!r} has a group {group!r} outside 0..{n_cells - 1} or empty")
+    if np.unique(cells).size != cells.size:
+        raise ValueError(f"margins: margin {margin!r} has a group {group!r} that lists a cell twice")
+    return tuple(int(k) for k in cells)
 
 
 @dataclass(frozen=True)
@@ -217,7 +263,7 @@ class TableSpec:
     margins: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        labels = tuple(str(label) for label in self.labels)
+        labels = tuple(str(label) for label in _sequence(self.labels, "labels"))
         if not labels:
             raise ValueError("labels must name at least one cell")
         if len(set(labels)) != len(labels):
@@ -225,13 +271,13 @@ class TableSpec:
         object.__setattr__(self, "labels", labels)
         margins = {}
         for name, groups in dict(self.margins).items():
-            if name in ("total", "detailed"):
-                raise ValueError(f"margins: {name!r} is a reserved query kind")
-            groups = tuple(tuple(int(k) for k in group) for group in groups)
-            for group in groups:
-                if not group or min(group) < 0 or max(group) >= len(labels):
-                    raise ValueError(f"margins: margin {name!r} has a group {group!r} outside 0..{len(labels) - 1}")
-            margins[str(name)] = groups
+            name = str(name)
+            if name in ("total", "detailed") or name in margins:
+                raise ValueError(f"margins: {name!r} is a reserved query kind or named twice")
+            groups = tuple(_cell_group(group, name, len(labels)) for group in _sequence(groups, f"margin {name!r}"))
+            if not groups:
+                raise ValueError(f"margins: margin {name!r} has no group (it would make no query)")
+            margins[name] = groups
         object.__setattr__(self, "margins", margins)
 
     @property
@@ -307,7 +353,11 @@ class CensusQueries:
         return self.matrix.tocsc()
 
     def cell_queries(self, cell: int) -> np.ndarray:
-        """The query indices containing cell ``cell``."""
+        """The query indices containing cell ``cell`` (0 <= cell < n_cells)."""
+        index = integer_valued(cell, "cell")
+        if index.ndim != 0 or not 0 <= index < self.n_cells:
+            raise ValueError(f"cell must be one cell index in 0..{self.n_cells - 1}, got {cell!r}")
+        cell = int(index)
         csc = self.by_cell
         return csc.indices[csc.indptr[cell] : csc.indptr[cell + 1]]
 
@@ -334,6 +384,9 @@ class CensusQueries:
     def unit_invariants(self, units, totals) -> tuple[np.ndarray, np.ndarray]:
         """(A, a): the invariants 'the total of unit u is totals[i]' for each listed unit id.
 
+        The totals must be whole non-negative counts that some table satisfies (a unit's total at least
+        the sum of its listed parts, a unit listed twice with one total): refused otherwise.
+
         Examples
         --------
         >>> geo = Geography(["t", "b1", "b2"], [None, "t", "t"])
@@ -342,8 +395,8 @@ class CensusQueries:
         >>> A.tolist(), a.tolist()
         ([[1, 1, 1, 1]], [10])
         """
-        units = list(units)
-        totals = np.asarray(totals)
+        units = _sequence(units, "units")
+        totals = nonnegative_counts(totals, "totals")
         if totals.shape != (len(units),):
             raise ValueError(f"totals must hold one value per unit ({len(units)}), got shape {totals.shape}")
         geo, width = self.geography, self.table.n_cells
@@ -351,7 +404,7 @@ class CensusQueries:
         for row, unit in enumerate(units):
             u = geo.index(unit)
             A[row, geo.leaf_start[u] * width : geo.leaf_stop[u] * width] = 1
-        return A, totals.astype(np.int64)
+        return checked_invariants((A, totals), self.n_cells, "unit_invariants")
 
     def cell_coords(self) -> tuple[np.ndarray, tuple]:
         """(unit ids of the leaves, table labels): the coordinates of a (unit, cell) array of cells."""
@@ -381,7 +434,9 @@ def census_queries(geography: Geography, table: TableSpec, queries: dict) -> Cen
     for level, kinds in queries.items():
         if level not in geography.level_names:
             raise ValueError(f"queries: level {level!r} is not one of {geography.level_names}")
-        kinds = [kinds] if isinstance(kinds, str) else list(kinds)
+        kinds = [kinds] if isinstance(kinds, str) else _sequence(kinds, f"queries: the kinds of level {level!r}")
+        if not kinds:
+            raise ValueError(f"queries: level {level!r} lists no query kind")
         for kind in kinds:
             table.groups(kind)  # refuses an unknown kind, naming it
         if len(set(kinds)) != len(kinds):

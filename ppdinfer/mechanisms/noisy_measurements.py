@@ -40,10 +40,11 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from ..invariants import checked_invariants
 from ..rng import SeedLike, as_generator
 from ..validation import integer_valued, nonnegative_counts
 from .base import Mechanism
-from .gaussian import DiscreteGaussian, discrete_gaussian_log_normalizer
+from .gaussian import DiscreteGaussian
 from .guarantee import Guarantee
 from .laplace import DiscreteLaplace
 
@@ -93,32 +94,20 @@ def _scales(sigmas, n_queries: int) -> np.ndarray:
     return arr
 
 
-def _invariants(invariants, n_cells: int):
-    if invariants is None:
-        return None, None
-    try:
-        A, a = invariants
-    except (TypeError, ValueError):
-        raise ValueError("invariants must be a pair (A, a) with A n = a") from None
-    A = integer_valued(A.toarray() if sp.issparse(A) else A, "invariants A")
-    A = A.reshape(1, -1) if A.ndim == 1 else A
-    a = integer_valued(a, "invariants a").reshape(-1)
-    if A.ndim != 2 or A.shape[1] != n_cells or A.shape[0] != a.size:
-        raise ValueError(f"invariants: A must be (m, {n_cells}) and a of length m, got {A.shape} and {a.shape}")
-    for r in range(A.shape[0]):
-        if not A[r].any():
-            if a[r] != 0:
-                raise ValueError(f"invariants: row {r} sums no cell but requires {int(a[r])}")
-        elif np.all(A[r] >= 0) and a[r] < 0:
-            raise ValueError(
-                f"invariants: row {r} requires a sum of non-negative cells to be {int(a[r])} < 0, outside the support"
+def _families(sigmas: np.ndarray, noise: str) -> dict:
+    """One noise law per distinct scale (DiscreteGaussian(sigma), or DiscreteLaplace of scale s), each
+    checked as it is built: a scale whose log density double precision cannot compute (a NaN at
+    sigma = 1e-160, an overflow at 1e155) is refused, naming the query and the range."""
+    families = {}
+    for scale in np.unique(sigmas):
+        try:
+            families[scale] = (
+                DiscreteGaussian(float(scale)) if noise == "gaussian" else DiscreteLaplace(1.0 / float(scale))
             )
-    solution, *_ = np.linalg.lstsq(A.astype(float), a.astype(float), rcond=None)
-    residual = A @ solution - a
-    if np.abs(residual).max(initial=0.0) > 1e-6 * (1 + np.abs(a).max(initial=0)):
-        row = int(np.argmax(np.abs(residual)))
-        raise ValueError(f"invariants contradict each other: no table satisfies them all (row {row} cannot hold)")
-    return A, a
+        except ValueError as error:
+            query = int(np.flatnonzero(sigmas == scale)[0])
+            raise ValueError(f"sigmas: query {query} has noise scale {float(scale)!r}: {error}") from None
+    return families
 
 
 class NoisyMeasurements(Mechanism):
@@ -141,11 +130,14 @@ class NoisyMeasurements(Mechanism):
     queries : array_like or scipy.sparse matrix
         (Q, C) 0/1 query matrix; every row sums at least one cell.
     sigmas : float or array_like
-        One noise scale per query (> 0, finite), or one for all.
+        One noise scale per query, or one for all: for Gaussian noise in [1e-100, 1e15] (those of
+        :class:`DiscreteGaussian`, whose log density double precision computes), for Laplace noise any
+        whose rate 1 / s is finite; refused otherwise, naming the query.
     noise : {'gaussian', 'laplace'}
         The noise family.
     invariants : tuple (A, a), optional
-        Exact linear invariants A n = a (integer A and a), published without noise.
+        Exact linear invariants A n = a (integer A and a), published without noise; refused unless some
+        table of non-negative integer cells satisfies them (:func:`ppdinfer.invariants.checked_invariants`).
 
     Examples
     --------
@@ -175,18 +167,13 @@ class NoisyMeasurements(Mechanism):
         self.noise = noise
         self.queries = _query_matrix(queries)
         self.sigmas = _scales(sigmas, self.queries.shape[0])
-        self.invariant_matrix, self.invariant_values = _invariants(invariants, self.queries.shape[1])
-        if noise == "gaussian":
-            self.rates = 1.0 / (2.0 * self.sigmas**2)
-            self.power = 2
-            distinct = np.unique(self.sigmas)
-            norms = {s: discrete_gaussian_log_normalizer(float(s)) for s in distinct}
-            self.log_norms = -np.array([norms[s] for s in self.sigmas])
-        else:
-            self.rates = 1.0 / self.sigmas
-            self.power = 1
-            # P(e) = tanh(rate / 2) exp(-rate |e|)
-            self.log_norms = np.log(np.tanh(self.rates / 2.0))
+        self.invariant_matrix, self.invariant_values = (
+            (None, None) if invariants is None else checked_invariants(invariants, self.queries.shape[1])
+        )
+        self._families = _families(self.sigmas, noise)
+        self.power = 2 if noise == "gaussian" else 1
+        self.rates = np.array([self._families[s].rate for s in self.sigmas])
+        self.log_norms = np.array([self._families[s].log_norm for s in self.sigmas])
         self._by_cell = self.queries.tocsc()
 
     @property
@@ -259,9 +246,8 @@ class NoisyMeasurements(Mechanism):
         rng = as_generator(random_seed)
         exact = np.asarray(self.queries @ x, dtype=np.int64)
         noise = np.empty(self.n_queries, dtype=np.int64)
-        for scale in np.unique(self.sigmas):
+        for scale, family in self._families.items():
             where = np.flatnonzero(self.sigmas == scale)
-            family = DiscreteGaussian(float(scale)) if self.noise == "gaussian" else DiscreteLaplace(1.0 / scale)
             noise[where] = family.release(np.zeros(where.size, dtype=np.int64), random_seed=rng, secure=secure)
         return exact + noise
 
