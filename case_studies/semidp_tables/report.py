@@ -120,7 +120,7 @@ def assess(fig2: xr.Dataset, fig3: xr.Dataset) -> list[Claim]:
                 f"Census persons tables, rho = {CENSUS_RHO} zCDP, delta = {CENSUS_DELTA:g}, "
                 + ("as advertised (DP)" if k == 1 else f"Semi-DP with a(t) = {k}: rho = {account.rho:g}"),
                 f"eps = {printed}",
-                f"eps = {account.epsilon_bound:.5f} (were the noise continuous Gaussian: {account.epsilon_gaussian:.3f}; the Census noise is discrete, so this is no guarantee)",
+                f"eps = {account.epsilon_bound:.5f} (if the noise were continuous Gaussian: {account.epsilon_gaussian:.3f}; none here)",
                 round(account.epsilon_bound, 5) == printed,
             )
         )
