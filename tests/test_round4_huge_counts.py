@@ -200,6 +200,19 @@ def test_summing_out_refuses_counts_whose_log_pmf_float64_cannot_difference():
     assert abs(offsets.mean()) < 1.0 and abs(offsets.std() - 3.0) < 0.8
 
 
+def test_the_poisson_data_model_draws_a_mean_of_4e15_with_its_sd_and_tails():
+    """NumPy's rng.poisson at 4e15: sd 1.23 sqrt(mean), 3 % beyond 3 sd; the data model's draws are exact there and
+    NumPy's own below NUMPY_POISSON_LIMIT (the same seeds give the same draws as before)."""
+    from ppdinfer.generators import Poisson
+
+    z = (Poisson()(np.full(20_000, 4e15), None, np.random.default_rng(5)) - 4e15) / np.sqrt(4e15)
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1.0) < 0.02 and (np.abs(z) > 3).mean() < 0.005
+    ordinary = Poisson(exposure=[2.0, 3.0])(np.array([[1.0, 2.0]] * 5), None, np.random.default_rng(6))
+    np.testing.assert_array_equal(ordinary, np.random.default_rng(6).poisson(np.array([[2.0, 6.0]] * 5)))
+    with pytest.raises(ValueError, match="exceeds 2\\^53"):
+        Poisson()(np.array([1e17]), None, np.random.default_rng(0))
+
+
 # -- the argument checkers ---------------------------------------------------------------------------
 
 

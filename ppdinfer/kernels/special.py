@@ -100,3 +100,22 @@ def poisson_draw(lam):
             bound = (right if right_tail else left) + j * slope
         if k >= 0 and math.log(1.0 - np.random.random()) <= _poisson_log_ratio(k, m, log_lam) - bound:
             return k
+
+
+@njit(cache=True, nogil=True)
+def poisson_draws(means, seed):
+    """Independent draws of Poisson(means[i]) by :func:`poisson_draw`, with numba's generator seeded by ``seed``
+    (a seed taken from a numpy Generator makes them follow its stream).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> means = np.array([4e15, 2.5e7])
+    >>> bool(np.all(poisson_draws(means, 7) == poisson_draws(means, 7)))
+    True
+    """
+    np.random.seed(seed)
+    out = np.empty(means.size, dtype=np.int64)
+    for i in range(means.size):
+        out[i] = poisson_draw(means[i])
+    return out
