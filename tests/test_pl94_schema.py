@@ -82,3 +82,38 @@ def test_bad_queries_and_coarsenings_are_refused():
         PERSON.coarsen({"hhgq": (((0,), (1, 2)), ("a", "b"))})
     with pytest.raises(ValueError, match="last axis"):
         PERSON.coarsen({"hispanic": None}).collapse(np.zeros(14))
+
+
+def test_summed_measurements_are_the_finest_functions_of_the_coarse_cells():
+    coarse = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
+    # cenrace: the six races alone stay single values, the 57 combinations sum into one
+    assert coarse.sums["cenrace"] == tuple((k,) for k in range(6)) + (tuple(range(6, 63)),)
+    assert coarse.sums["hhgq"] == (tuple(range(8)),)  # hhgq summed out: only its total is a function
+    assert len(coarse.sums["detailed"]) == 28 and max(len(s) for s in coarse.sums["detailed"]) == 8 * 57
+    cells = np.random.default_rng(5).integers(0, 4, size=2016)
+    small = coarse.collapse(cells)
+    for query, sums in coarse.sums.items():
+        values = np.array([cells[list(g)].sum() for g in PERSON.query_groups(query)])
+        summed = [values[list(s)].sum() for s in sums]
+        groups = coarse.summed_table.groups(query)
+        assert summed == [small[list(g)].sum() for g in groups], query
+
+
+def test_summed_noise_error_is_measured_not_assumed():
+    from ppdinfer.census.summed_noise import summed_noise_error
+    from ppdinfer.mechanisms import DiscreteGaussian
+
+    assert summed_noise_error([4.06] * 456) < 1e-8  # production block-group detailed cells
+    assert summed_noise_error([2.0]) == 0.0
+    # sd 0.3: the convolution of two discrete Gaussians, by direct sums, is far from one
+    k = np.arange(-30, 31)
+    one, two = DiscreteGaussian(0.3), DiscreteGaussian(np.sqrt(0.18))
+    pmf = np.exp(-(k**2) / (2 * 0.09) + one.log_norm)
+    direct = np.convolve(pmf, pmf)[30:-30]
+    target = np.exp(-(k**2) / (2 * 0.18) + two.log_norm)
+    near = np.abs(k) <= 5 * np.sqrt(0.18)
+    assert summed_noise_error([0.09, 0.09]) == pytest.approx(
+        np.max(np.abs(np.log(direct[near] / target[near]))), rel=1e-6
+    )
+    with pytest.raises(ValueError, match="variances"):
+        summed_noise_error([1.0, 0.0])

@@ -69,12 +69,21 @@ class Coarsening:
     ``cell_of[k]`` is the coarse cell of fine cell k; ``table`` the coarse TableSpec (its margins: the kept
     queries other than total and detailed, named as in the file); ``kept`` and ``dropped`` name the
     queries that are, and are not, exact functions of the coarse cells.
+
+    ``sums[query]`` lists, for every query, the finest sums of its values that are functions of the coarse
+    cells (the connected components of its values linked by a shared coarse cell; one value each for a
+    kept query), and ``summed_table`` is the coarse TableSpec whose margins are those sums: a dropped
+    query's values, summed so, are measurements of the coarse cells whose noise is a sum of independent
+    noises (see :func:`ppdinfer.census.summed_noise_error` for how close such a sum is to one discrete
+    Gaussian).
     """
 
     cell_of: np.ndarray
     table: TableSpec
     kept: tuple
     dropped: tuple
+    sums: dict
+    summed_table: TableSpec
 
     def collapse(self, cells) -> np.ndarray:
         """Fine cells (..., n_fine) summed into coarse cells (..., n_coarse)."""
@@ -239,17 +248,21 @@ class HistogramSchema:
             for choice in product(*(labels for _, labels in kept_axes))
         )
         queries = self.default_queries() if queries is None else tuple(queries)
-        kept, dropped, margins = [], [], {}
+        kept, dropped, margins, sums, summed_margins = [], [], {}, {}, {}
         for query in queries:
-            coarse_groups = _coarse_groups(self.query_groups(query), cell_of)
-            if coarse_groups is None:
+            groups = self.query_groups(query)
+            sums[query], coarse_groups = _components(groups, cell_of)
+            if query not in ("total", "detailed"):
+                summed_margins[query] = coarse_groups
+            if len(sums[query]) < len(groups):
                 dropped.append(query)
                 continue
             kept.append(query)
             if query not in ("total", "detailed"):
                 margins[query] = coarse_groups
-        table = TableSpec(labels, margins)
-        return Coarsening(cell_of, table, tuple(kept), tuple(dropped))
+        return Coarsening(
+            cell_of, TableSpec(labels, margins), tuple(kept), tuple(dropped), sums, TableSpec(labels, summed_margins)
+        )
 
 
 def _select(index: np.ndarray, selector: list) -> np.ndarray:
@@ -271,16 +284,33 @@ def _partition(groups, n_levels: int, axis: str) -> tuple:
     return groups
 
 
-def _coarse_groups(groups: tuple, cell_of: np.ndarray):
-    """Each fine group as a group of coarse cells, or None where some group splits a coarse cell."""
-    size = np.bincount(cell_of)
-    out = []
-    for group in groups:
-        hit, counts = np.unique(cell_of[list(group)], return_counts=True)
-        if np.any(counts != size[hit]):
-            return None
-        out.append(tuple(int(c) for c in hit))
-    return tuple(out)
+def _components(groups: tuple, cell_of: np.ndarray) -> tuple[tuple, tuple]:
+    """The finest sums of a query's values that are functions of the coarse cells: (value indices of each sum,
+    coarse cells of each sum), ordered by their first value. Two values touching one coarse cell must be summed
+    together (the coarse cell's people may be in either), so the sums are the connected components."""
+    root = list(range(len(groups)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    owner: dict[int, int] = {}
+    for value, group in enumerate(groups):
+        for coarse in np.unique(cell_of[list(group)]).tolist():
+            if coarse in owner:
+                root[find(value)] = find(owner[coarse])
+            else:
+                owner[coarse] = value
+    members: dict[int, list[int]] = {}
+    for value in range(len(groups)):
+        members.setdefault(find(value), []).append(value)
+    components = sorted(members.values())
+    cells = tuple(
+        tuple(sorted({c for v in comp for c in np.unique(cell_of[list(groups[v])]).tolist()})) for comp in components
+    )
+    return tuple(tuple(comp) for comp in components), cells
 
 
 _HHGQ = (
