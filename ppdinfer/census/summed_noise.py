@@ -56,7 +56,7 @@ def summed_noise_error(variances) -> float:
 
     Examples
     --------
-    >>> summed_noise_error([4.06] * 456) < 1e-9     # a block group's 'detailed' summed over 456 cells
+    >>> summed_noise_error([4.06] * 456) < 1e-8     # a block group's 'detailed' summed over 456 cells
     True
     >>> round(summed_noise_error([0.04, 0.04]), 2)  # sd 0.2: a sum of two is far from one discrete Gaussian
     5.55
