@@ -252,6 +252,12 @@ class HistogramSchema:
         for query in queries:
             groups = self.query_groups(query)
             sums[query], coarse_groups = _components(groups, cell_of)
+            if query == "detailed":  # one sum per coarse cell (each fine cell is one value): in the coarse cells' order
+                order = np.argsort([cells[0] for cells in coarse_groups])
+                sums[query], coarse_groups = (
+                    tuple(sums[query][i] for i in order),
+                    tuple(coarse_groups[i] for i in order),
+                )
             if query not in ("total", "detailed"):
                 summed_margins[query] = coarse_groups
             if len(sums[query]) < len(groups):
