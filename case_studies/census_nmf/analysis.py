@@ -31,6 +31,7 @@ __all__ = [
     "Z90",
     "cell_frame",
     "error_table",
+    "estimand_cells",
     "fit_release",
     "randomized_coverage",
 ]
@@ -40,7 +41,32 @@ ESTIMATORS = ("posterior", "gls", "topdown")
 #: Cells are classed by their true count: small (< 50) and large (>= 50).
 SIZE_CLASSES = ("< 50", ">= 50")
 SUMMARY_LEVELS = ("County", "Tract", "Block_Group")
-WHITE, HISPANIC = 0, slice(7, 14)
+
+
+def estimand_cells(labels) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean masks over a table's cells: non-Hispanic white, and Hispanic (any race, any other axis).
+
+    Reads the labels of ``TableSpec.hispanic_race()`` ('not_hispanic:white') and of the PL94 tables
+    ('votingage=18+, hispanic=not, cenrace=white').
+
+    Examples
+    --------
+    >>> white, hispanic = estimand_cells(["not_hispanic:white", "not_hispanic:black", "hispanic:white"])
+    >>> white.tolist(), hispanic.tolist()
+    ([True, False, False], [False, False, True])
+    >>> estimand_cells(["hispanic=not, cenrace=white", "hispanic=hispanic, cenrace=white"])[1].tolist()
+    [False, True]
+    """
+    fields = [dict(part.split("=", 1) for part in label.split(", ")) if "=" in label else None for label in labels]
+    if all(f is None for f in fields):
+        white = np.array([label == "not_hispanic:white" for label in labels])
+        hispanic = np.array([label.startswith("hispanic:") for label in labels])
+    else:
+        white = np.array([f.get("hispanic") == "not" and f.get("cenrace") == "white" for f in fields])
+        hispanic = np.array([f.get("hispanic") == "hispanic" for f in fields])
+    if not white.any() or not hispanic.any():
+        raise ValueError(f"the table's labels name no non-Hispanic white or no Hispanic cell: {list(labels)[:4]} ...")
+    return white, hispanic
 
 
 def randomized_coverage(draws: np.ndarray, truth: np.ndarray, level: float = 0.9) -> np.ndarray:
@@ -96,15 +122,17 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, truth: np.ndarray, ch
     return {key: np.concatenate(value) for key, value in out.items()}
 
 
-def _majority_minority(cells: np.ndarray, geo) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _majority_minority(
+    cells: np.ndarray, geo, white, hispanic
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per tract, from draws: P(majority-minority), Hispanic share mean, 5 % and 95 % quantiles."""
     tracts = geo.level("Tract")
     summed = np.add.reduceat(cells.astype(np.int64), geo.leaf_start[tracts], axis=2)
     flat = summed.reshape(-1, *summed.shape[2:])
     total = np.maximum(flat.sum(axis=-1), 1)
-    white = flat[..., WHITE] / total
-    share = flat[..., HISPANIC].sum(axis=-1) / total
-    return (white < 0.5).mean(axis=0), share.mean(axis=0), *np.quantile(share, [0.05, 0.95], axis=0)
+    white_share = flat[..., white].sum(axis=-1) / total
+    share = flat[..., hispanic].sum(axis=-1) / total
+    return (white_share < 0.5).mean(axis=0), share.mean(axis=0), *np.quantile(share, [0.05, 0.95], axis=0)
 
 
 def fit_release(
@@ -195,10 +223,11 @@ def fit_release(
     cells = pd.concat(frames, ignore_index=True)
     tracts = geo.level("Tract")
     truth = setup.level_truth("Tract")
-    p_post, share_mean, share_lo, share_hi = _majority_minority(draws_cells, geo)
+    white, hispanic = estimand_cells(census.table.labels)
+    p_post, share_mean, share_lo, share_hi = _majority_minority(draws_cells, geo, white, hispanic)
     estimate, covariance = gls.unit_estimate[tracts], gls.unit_covariance[tracts]
     contrast = -0.5 * np.ones(estimate.shape[1])
-    contrast[WHITE] += 1.0
+    contrast[white] += 1.0
     margin = estimate @ contrast
     margin_sd = np.sqrt(np.maximum(np.einsum("k,ukl,l->u", contrast, covariance, contrast), 1e-12))
     normal_cdf = np.vectorize(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)))
@@ -207,16 +236,16 @@ def fit_release(
         {
             "unit": geo.ids[tracts].astype(str),
             "total": truth.sum(axis=1),
-            "true_share": truth[:, HISPANIC].sum(axis=1) / np.maximum(truth.sum(axis=1), 1),
-            "true_majority_minority": truth[:, WHITE] < 0.5 * truth.sum(axis=1),
+            "true_share": truth[:, hispanic].sum(axis=1) / np.maximum(truth.sum(axis=1), 1),
+            "true_majority_minority": truth[:, white].sum(axis=1) < 0.5 * truth.sum(axis=1),
             "post_prob": p_post,
             "post_share": share_mean,
             "post_share_lo": share_lo,
             "post_share_hi": share_hi,
             "gls_prob": normal_cdf(-margin / margin_sd),
-            "gls_share": estimate[:, HISPANIC].sum(axis=1) / np.maximum(estimate.sum(axis=1), 1),
-            "topdown_prob": (td_tract[:, WHITE] < 0.5 * td_tract.sum(axis=1)).astype(float),
-            "topdown_share": td_tract[:, HISPANIC].sum(axis=1) / np.maximum(td_tract.sum(axis=1), 1),
+            "gls_share": estimate[:, hispanic].sum(axis=1) / np.maximum(estimate.sum(axis=1), 1),
+            "topdown_prob": (td_tract[:, white].sum(axis=1) < 0.5 * td_tract.sum(axis=1)).astype(float),
+            "topdown_share": td_tract[:, hispanic].sum(axis=1) / np.maximum(td_tract.sum(axis=1), 1),
         }
     )
     info["max_rhat"] = float(np.nanmax(cells["post_rhat"])) if cells["post_rhat"].notna().any() else float("nan")
