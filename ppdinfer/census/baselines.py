@@ -150,11 +150,20 @@ def _observations(census: CensusQueries, y, sigmas):
     }
 
 
+def _rank(H: np.ndarray) -> int:
+    """The rank of a 0/1 measurement matrix: the cells measured alone (a row with one 1) plus the rank of the
+    other rows on the other cells (a 'detailed' query leaves nothing to decompose)."""
+    alone = np.zeros(H.shape[1], dtype=bool)
+    alone[np.flatnonzero(H[H.sum(axis=1) == 1].any(axis=0))] = True
+    rest = H[:, ~alone]
+    return int(alone.sum()) + (np.linalg.matrix_rank(rest) if rest.size else 0)
+
+
 def _require_detailed_leaves(geography, obs: dict, K: int) -> None:
     """Refuse a finest unit whose measurements do not identify every cell of its table."""
     for u in geography.leaves[::-1]:  # the last first, as the upward pass meets them
         H = obs[int(u)][0] if int(u) in obs else np.zeros((0, K))
-        if H.shape[0] == 0 or np.linalg.matrix_rank(H) < K:
+        if H.shape[0] == 0 or _rank(H) < K:
             raise ValueError(
                 f"gls_estimate: unit {geography.ids[u]!r} (finest level) does not measure every cell; "
                 "the finest level needs the 'detailed' query"
@@ -261,6 +270,23 @@ class _TreeGLS:
         return tables
 
 
+def _query_moments(census: CensusQueries, est: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's estimate and variance from its unit's table and covariance, unit by unit (never a
+    (queries, K, K) array: 2,016-cell tables would need hundreds of GB)."""
+    K = census.table.n_cells
+    q_est, q_var = np.empty(census.n_queries), np.empty(census.n_queries)
+    order = np.argsort(census.unit, kind="stable")
+    bounds = np.flatnonzero(np.diff(census.unit[order])) + 1
+    for rows in np.split(order, bounds):
+        u = int(census.unit[rows[0]])
+        groups = np.zeros((rows.size, K))
+        for i, q in enumerate(rows):
+            groups[i, list(census.table.groups(str(census.kind[q]))[int(census.part[q])])] = 1.0
+        q_est[rows] = groups @ est[u]
+        q_var[rows] = ((groups @ cov[u]) * groups).sum(axis=1)
+    return q_est, q_var
+
+
 def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult:
     r"""The weighted least squares estimate of every cell and query from noisy measurements, in linear time.
 
@@ -318,11 +344,7 @@ def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult
     tree = _TreeGLS(geo, info, _unit_totals(census, invariants))
     leaves = tree.means(vectors)
     est, cov = tree.unit_tables(leaves), tree.covariance * scale**2
-    groups = np.zeros((census.n_queries, K))
-    for q in range(census.n_queries):
-        groups[q, list(census.table.groups(str(census.kind[q]))[int(census.part[q])])] = 1.0
-    q_est = np.einsum("qk,qk->q", groups, est[census.unit])
-    q_var = np.einsum("qk,qkl,ql->q", groups, cov[census.unit], groups)
+    q_est, q_var = _query_moments(census, est, cov)
     cell_var = np.diagonal(cov[geo.leaves], axis1=1, axis2=2)
     return GLSResult(
         q_est,

@@ -23,6 +23,7 @@ Harvard Data Science Review, Special Issue 2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -300,13 +301,16 @@ class TableSpec:
             labels, {"hispanic": (tuple(range(7)), tuple(range(7, 14))), "race": tuple((k, k + 7) for k in range(7))}
         )
 
+    @cached_property
+    def _whole_and_cells(self) -> dict:
+        """The groups of 'total' and 'detailed', built once (queries ask for them per row)."""
+        return {"total": (tuple(range(self.n_cells)),), "detailed": tuple((k,) for k in range(self.n_cells))}
+
     def groups(self, kind: str) -> tuple:
         """The cell groups of a query kind: one group of every cell ('total'), one per cell ('detailed'),
         or the margin's groups."""
-        if kind == "total":
-            return (tuple(range(self.n_cells)),)
-        if kind == "detailed":
-            return tuple((k,) for k in range(self.n_cells))
+        if kind in ("total", "detailed"):
+            return self._whole_and_cells[kind]
         if kind not in self.margins:
             raise ValueError(f"query kind {kind!r} is not 'total', 'detailed' or a margin of {sorted(self.margins)}")
         return self.margins[kind]
