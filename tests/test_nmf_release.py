@@ -23,6 +23,7 @@ class FakeFile:
         )
         self.levels = ("State", "County", "Block_Group")
         self.truth, self.bypassed, self._queries = truth, set(bypassed), queries
+        self.state_total = None
         geo = self.geography
         self.unit_truth = np.array(
             [truth[geo.leaf_start[u] : geo.leaf_stop[u]].sum(axis=0) for u in range(geo.n_units)]
@@ -30,6 +31,9 @@ class FakeFile:
 
     def queries(self, level):
         return self._queries
+
+    def constraint_names(self, level):
+        return ()
 
     def measurements(self, level, query):
         geo = self.geography
@@ -66,7 +70,8 @@ def test_full_histogram_rows_are_the_file_values(truth):
 def test_coarse_table_sums_values_and_variances(truth):
     source = FakeFile(truth)
     coarse = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
-    census, mechanism, y = measurement_release(source, coarse, state_total=int(truth.sum()))
+    source.state_total = int(truth.sum())
+    census, mechanism, y = measurement_release(source, coarse)
     np.testing.assert_array_equal(census.matrix @ coarse.collapse(truth).ravel(), y)
     detailed = (census.kind == "detailed") & (census.unit == 4)
     assert detailed.sum() == 28
@@ -99,7 +104,7 @@ def test_truncated_geography_and_bad_levels(truth):
     source = FakeFile(truth)
     cut, index = truncated_geography(source.geography, "County")
     assert cut.n_leaves == 2 and list(source.geography.ids[index]) == list(cut.ids)
-    with pytest.raises(ValueError, match="Tract"):
+    with pytest.raises(ValueError, match="'Tract' was not read"):
         measurement_release(source, levels=["Tract"])
     with pytest.raises(TypeError, match="Coarsening"):
         measurement_release(source, table="votingage")
