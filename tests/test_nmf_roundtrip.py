@@ -56,7 +56,10 @@ def test_bypassed_block_groups_and_the_release_of_the_truth(written):
     coarse = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
     census, mechanism, y = nmf.release(coarse)
     truth = state.aggregate("Block_Group")  # block groups x 2016, sparse
-    order = [state.geography.level("Block_Group").tolist().index(state.geography.index(c)) for c in census.geography.ids[census.geography.leaves]]
+    order = [
+        state.geography.level("Block_Group").tolist().index(state.geography.index(c))
+        for c in census.geography.ids[census.geography.leaves]
+    ]
     cells = coarse.collapse(np.asarray(truth[order].todense())).ravel()
     assert mechanism.satisfies_invariants(cells)[0]
     z = (y - census.matrix @ cells) / mechanism.sigmas
