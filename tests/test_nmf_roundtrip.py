@@ -64,3 +64,27 @@ def test_bypassed_block_groups_and_the_release_of_the_truth(written):
     assert mechanism.satisfies_invariants(cells)[0]
     z = (y - census.matrix @ cells) / mechanism.sigmas
     assert abs(z.mean()) < 4 / np.sqrt(z.size) and abs(z.var() - 1) < 0.1  # noise of the written variances
+
+
+def test_topdown_over_the_files_unmeasured_root_follows_the_measurements(written):
+    # the file's geography has an unmeasured root ('US') over the state: TopDown used to split its categories
+    # evenly and bind every child to that split (county cells off by thousands); now the root's table is GLS's
+    from ppdinfer.census import gls_estimate, topdown_estimate
+
+    root, state = written
+    nmf = read_nmf(root, 42, levels=["State", "County", "Tract", "Block_Group"], state_total=int(state.persons.sum()))
+    coarse = PERSON.coarsen({"hispanic": None, "cenrace": "major"})
+    census, mechanism, y = nmf.release(coarse)
+    invariants = (mechanism.invariant_matrix, mechanism.invariant_values)
+    geo = census.geography
+    counties = geo.level("County")
+    truth = np.array(
+        [coarse.collapse(np.asarray(state.aggregate("County")[i].todense()))[0] for i in range(len(counties))]
+    )
+    order = [list(state.geography.ids[state.geography.level("County")]).index(c) for c in geo.ids[counties]]
+    truth = truth[order]
+    td = topdown_estimate(census, y, mechanism.sigmas, invariants)
+    td_counties = np.add.reduceat(td, geo.leaf_start[counties], axis=0)
+    gls = gls_estimate(census, y, mechanism.sigmas, invariants).unit_estimate[counties]
+    rmse_td, rmse_gls = (np.sqrt(np.mean((e - truth) ** 2)) for e in (td_counties, gls))
+    assert rmse_td < 3 * rmse_gls + 3, (rmse_td, rmse_gls)

@@ -235,8 +235,11 @@ def test_baseline_arguments_are_checked():
     with pytest.raises(ValueError, match="limit must be a positive integer"):
         topdown_estimate(q, y, 1.0, limit=0)
     bare = census_queries(q.geography, q.table, {"level2": ["detailed"]})
-    with pytest.raises(ValueError, match="root unit has no measurement"):  # before: all zeros
-        topdown_estimate(bare, y[-8:], 1.0)
+    # an unmeasured root takes its table from all the measurements (GLS), not an even split or all zeros
+    cells = topdown_estimate(bare, y[-8:], 1.0)
+    expected = np.maximum(gls_estimate(bare, y[-8:], 1.0).unit_estimate[0], 0)
+    assert cells.min() >= 0 and cells.sum() == round(expected.sum())
+    np.testing.assert_array_less(np.abs(cells.sum(axis=0) - expected), 1.0 + 1e-9)
     with pytest.raises(ValueError, match="total must hold integers"):
         largest_remainder([1.0, 2.0], 7.5)  # before: 7
     with pytest.raises(ValueError, match="values must be finite"):

@@ -150,6 +150,12 @@ def _observations(census: CensusQueries, y, sigmas):
     }
 
 
+#: The information (relative to the smallest of a measured leaf's cells) that an unmeasured leaf (a unit the
+#: spine optimization bypassed) gets: a variance a billion times larger, the Bureau's GLS's infinite one in
+#: the limit; its table is then its ancestors' and siblings' measurements' (and is refused if they leave it open).
+UNMEASURED_INFORMATION = 1e-9
+
+
 def _rank(H: np.ndarray) -> int:
     """The rank of a 0/1 measurement matrix: the cells measured alone (a row with one 1) plus the rank of the
     other rows on the other cells (a 'detailed' query leaves nothing to decompose)."""
@@ -162,8 +168,10 @@ def _rank(H: np.ndarray) -> int:
 def _require_detailed_leaves(geography, obs: dict, K: int) -> None:
     """Refuse a finest unit whose measurements do not identify every cell of its table."""
     for u in geography.leaves[::-1]:  # the last first, as the upward pass meets them
-        H = obs[int(u)][0] if int(u) in obs else np.zeros((0, K))
-        if H.shape[0] == 0 or _rank(H) < K:
+        if int(u) not in obs:
+            continue  # unmeasured (bypassed): its table comes from its ancestors' and siblings' (UNMEASURED_INFORMATION)
+        H = obs[int(u)][0]
+        if _rank(H) < K:
             raise ValueError(
                 f"gls_estimate: unit {geography.ids[u]!r} (finest level) does not measure every cell; "
                 "the finest level needs the 'detailed' query"
@@ -341,6 +349,14 @@ def gls_estimate(census: CensusQueries, y, sigmas, invariants=None) -> GLSResult
     obs = _observations(census, y, sigmas / scale)
     _require_detailed_leaves(geo, obs, K)
     info, vectors = _normal_equations(obs, range(geo.n_units), K)
+    unmeasured = np.array([int(u) for u in geo.leaves if int(u) not in obs], dtype=np.int64)
+    if unmeasured.size:
+        if unmeasured.size == geo.n_leaves:
+            raise ValueError(
+                "gls_estimate: no finest unit has a measurement; the finest level needs the 'detailed' query"
+            )
+        floor = UNMEASURED_INFORMATION * min(float(np.min(np.diagonal(info[u]))) for u in geo.leaves if int(u) in obs)
+        info[unmeasured] = floor * np.eye(K)
     tree = _TreeGLS(geo, info, _unit_totals(census, invariants))
     leaves = tree.means(vectors)
     est, cov = tree.unit_tables(leaves), tree.covariance * scale**2
@@ -468,7 +484,10 @@ def topdown_estimate(
     r"""TopDown-like non-negative integer cells: weighted NNLS level by level, then controlled rounding.
 
     The root's table: non-negative weighted least squares on the root's measurements, its total fixed
-    to the invariant when one is given, rounded by :func:`largest_remainder`. Then for each unit with
+    to the invariant when one is given, rounded by :func:`largest_remainder`; where the root's own
+    measurements leave some of its categories open (no measurement, as over a state's two spine
+    branches, or only a total), the GLS estimate of its table from all the measurements, clipped at 0
+    and scaled to the total (an even split would bind every child to it). Then for each unit with
     fixed integer table F, its m children's tables X (m x K) minimise
 
     .. math::
@@ -533,13 +552,16 @@ def topdown_estimate(
     obs = _observations(census, y, sigmas / _sigma_scale(sigmas))
     fixed = np.zeros((geo.n_units, K), dtype=np.int64)
     G, b = _normal_equations(obs, [0], K)
-    if 0 in totals:
+    if 0 not in obs or _rank(obs[0][0]) < K:  # the root's own measurements leave categories open (an
+        # unmeasured root over a state's branches; a root measuring only its total): its table from all of
+        # them, the GLS estimate, made non-negative and scaled to the total
+        estimate = np.maximum(gls_estimate(census, y, sigmas, invariants).unit_estimate[0], 0.0)
+        root_total = int(totals[0]) if 0 in totals else int(round(estimate.sum()))
+        root = estimate if estimate.sum() > 0 else np.ones(K)
+    elif 0 in totals:
         root = _simplex_least_squares(G, b, np.array([totals[0]]), np.full((1, K), totals[0] / K), False, tol, limit)[0]
         root_total = int(totals[0])
-    else:  # no invariant: the root's non-negative least squares (a ridge, relative to the weights, keeps a
-        # total-only root solvable)
-        if 0 not in obs:
-            raise ValueError("topdown_estimate: the root unit has no measurement and no invariant total")
+    else:  # no invariant: the root's non-negative least squares (a ridge, relative to the weights)
         H, values, var = obs[0]
         weighted = H / np.sqrt(var)[:, None]
         rows = np.vstack([weighted, 1e-6 * np.abs(weighted).max() * np.eye(K)])
