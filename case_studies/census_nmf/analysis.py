@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from ...census import aggregate as sum_units
 from ...census import gls_estimate, sample_cells, topdown_estimate
 from ...inference.diagnostics import ess_rhat
 from .synthetic import CensusRelease, aggregate
@@ -33,6 +34,7 @@ __all__ = [
     "error_table",
     "estimand_cells",
     "fit_release",
+    "random_districts",
     "randomized_coverage",
 ]
 
@@ -145,8 +147,14 @@ def fit_release(
     chains: int = 2,
     random_seed=None,
     cores: int | None = None,
+    districts: dict | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """The three estimators on release ``y``: a cell frame (every unit's cells at every level) and a tract frame.
+
+    With ``districts`` (name -> unit ids, :func:`ppdinfer.census.aggregate`), ``info['districts']`` is a
+    frame of every district's cells by the three estimators (posterior mean, 90 % interval, randomized
+    coverage and R-hat; GLS and TopDown point estimates: GLS's covariance across units is not kept, so
+    it has no district interval).
 
     Returns
     -------
@@ -189,6 +197,8 @@ def fit_release(
     info["accept"] = float(tree["sample_stats"]["accept"].mean())
     info["alpha"] = float(tree["posterior"]["alpha"].mean())
     info["phi"] = float(tree["posterior"]["phi"].mean())
+    if districts:
+        info["districts"] = _district_frame(tree, districts, census, setup, gls, td)
     draws_cells = tree["posterior"]["cells"].values
     del tree
     frames = []
@@ -250,6 +260,52 @@ def fit_release(
     )
     info["max_rhat"] = float(np.nanmax(cells["post_rhat"])) if cells["post_rhat"].notna().any() else float("nan")
     return cells, tract_frame, info
+
+
+def _district_frame(tree, districts: dict, census, setup, gls, td) -> pd.DataFrame:
+    """Every district's cells: truth, the posterior's summary of its summed draws, GLS's and TopDown's sums."""
+    post = sum_units(tree, districts, census=census)["table"]  # (chain, draw, district, cell)
+    names = list(post["district"].values)
+    truth = sum_units(setup.truth, districts, census=census)["table"].values
+    summed = post.transpose("chain", "draw", "district", "cell").values
+    flat = summed.reshape(-1, *summed.shape[2:])
+    lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
+    K = summed.shape[-1]
+    return pd.DataFrame(
+        {
+            "district": np.repeat(names, K),
+            "cell": np.tile(np.arange(K), len(names)),
+            "truth": truth.ravel(),
+            "post_mean": flat.mean(axis=0).ravel(),
+            "post_lo": lo.ravel(),
+            "post_hi": hi.ravel(),
+            "post_cover": randomized_coverage(flat, truth).ravel(),
+            "post_rhat": ess_rhat(summed)[1].ravel(),
+            "gls": sum_units(gls.cell_estimate, districts, census=census)["table"].values.ravel(),
+            "topdown": sum_units(td, districts, census=census)["table"].values.ravel(),
+        }
+    )
+
+
+def random_districts(geography, count: int, sizes: tuple, seed: int) -> dict:
+    """``count`` districts, each a run of consecutive block groups (leaf order: across tract and county lines)
+    of a random length in ``sizes`` (low, high), from a seeded stream.
+
+    Examples
+    --------
+    >>> from ppdinfer.census import Geography
+    >>> geo = Geography(["s", "t1", "t2", "a", "b", "c"], [None, "s", "s", "t1", "t1", "t2"])
+    >>> sorted(random_districts(geo, 2, (2, 3), seed=0))
+    ['district_00', 'district_01']
+    """
+    rng = np.random.default_rng(seed)
+    leaves = geography.ids[geography.leaves]
+    out = {}
+    for d in range(count):
+        length = int(rng.integers(sizes[0], min(sizes[1], leaves.size) + 1))
+        start = int(rng.integers(0, leaves.size - length + 1))
+        out[f"district_{d:02d}"] = list(leaves[start : start + length])
+    return out
 
 
 def cell_frame(cells: pd.DataFrame) -> pd.DataFrame:

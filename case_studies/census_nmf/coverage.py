@@ -1,7 +1,8 @@
 """The coverage study: replicate releases of a small geography, each fitted by the three estimators.
 
-The geography (a few counties of the synthetic Pennsylvania, :func:`.synthetic.make_release`) and
-its true cells are drawn once from the study's seed; replicate r releases them again with the
+The geography (a few counties of the synthetic Pennsylvania, their Noisy Measurement File written and
+read back: :func:`.synthetic.file_release`) and its true cells are drawn once from the study's seed;
+replicate r releases the same queries again (the file's mechanism) with the
 stream ``SeedSequence(seed, spawn_key=(r,))`` (its first child seeds the release, its second the
 posterior's chains) and fits the posterior, GLS and TopDown. A replicate is one task on any
 ``concurrent.futures`` executor (a local pool of processes, :class:`LocalPool`, or dask's), and
@@ -13,6 +14,7 @@ do not depend on the executor, the number of workers or the order tasks finish i
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from concurrent.futures import Executor
 from pathlib import Path
@@ -24,8 +26,8 @@ import xarray as xr
 from ... import __version__
 from ..covid_pa import results_dir as rundir
 from ..covid_pa.synthesis import LocalPool, run_tasks
-from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, fit_release
-from .synthetic import make_release
+from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, estimand_cells, fit_release
+from .synthetic import TABLE, file_release
 
 __all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
 
@@ -44,15 +46,25 @@ def coverage_config(counties, seed: int, draws: int, tune: int) -> dict:
     Examples
     --------
     >>> sorted(coverage_config(["Fulton"], 1, 100, 100))
-    ['counties', 'draws', 'seed', 'study', 'tune', 'version']
+    ['counties', 'draws', 'seed', 'source', 'study', 'tune', 'version']
     """
     if int(seed) != seed or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     for name, value in (("draws", draws), ("tune", tune)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return {"study": "census_nmf coverage", "counties": [str(c) for c in counties], "seed": int(seed),
-            "draws": int(draws), "tune": int(tune), "version": __version__}  # fmt: skip
+    return {"study": "census_nmf coverage", "source": SOURCE, "counties": [str(c) for c in counties],
+            "seed": int(seed), "draws": int(draws), "tune": int(tune), "version": __version__}  # fmt: skip
+
+
+#: What the replicates release: the queries of a Noisy Measurement File read back over the 28-cell TABLE.
+SOURCE = f"nmf file, {TABLE.table.n_cells} cells"
+
+
+def study_setup(config: dict):
+    """The study's geography, truth and mechanism: its counties' file written to a temporary folder and read back."""
+    with tempfile.TemporaryDirectory(prefix="census-nmf-") as folder:
+        return file_release(config["counties"], seed=config["seed"], folder=folder)[0]
 
 
 def _filename(replicate: int) -> str:
@@ -122,7 +134,7 @@ def run_coverage(
         todo = [r for r in range(int(replicates)) if not rundir.usable(folder / _filename(r), config)]
         if not todo:
             return []
-        setup = make_release(config["counties"], seed=config["seed"])
+        setup = study_setup(config)
         own = executor is None
         pool = LocalPool(workers) if own else executor
         try:
@@ -199,7 +211,7 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
     >>> summary.loc[("Tract", "< 50"), "replicates"]
     np.float64(2.0)
     """
-    setup = make_release(config["counties"], seed=config["seed"])
+    setup = study_setup(config)
     rows = _rows(setup)
     truth = rows["truth"].to_numpy(float)[None, :]
     post_hit = (data["post_lo"].values <= truth) & (truth <= data["post_hi"].values)
@@ -256,7 +268,8 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
             )
     frame = pd.DataFrame.from_dict(summary, orient="index").rename_axis(["level", "size"])
     truth_share = setup.level_truth("Tract")
-    share = truth_share[:, 7:].sum(axis=1) / np.maximum(truth_share.sum(axis=1), 1)
+    hispanic = estimand_cells(setup.census.table.labels)[1]
+    share = truth_share[:, hispanic].sum(axis=1) / np.maximum(truth_share.sum(axis=1), 1)
     inside = (data["post_share_lo"].values <= share) & (share <= data["post_share_hi"].values)
     p = float(inside.mean())
     frame.attrs["share_coverage"] = (p, float(np.sqrt(p * (1 - p) / inside.size)), int(inside.size))

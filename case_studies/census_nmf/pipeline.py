@@ -18,6 +18,7 @@ import pandas as pd
 
 from ... import __version__
 from ..covid_pa import results_dir as rundir
+from .coverage import SOURCE
 
 #: The quick variant (what the tests and the docs run): two counties for the state fit, two small
 #: ones and 20 replicates for the coverage study.
@@ -26,6 +27,8 @@ QUICK = {
     "state_draws": 300,
     "state_tune": 300,
     "state_thin": 1,
+    "districts": 50,
+    "district_sizes": (2, 12),
     "coverage_counties": ["Fulton", "Potter"],
     "replicates": 20,
     "draws": 400,
@@ -38,6 +41,8 @@ FULL = {
     "state_draws": 1250,
     "state_tune": 200,
     "state_thin": 4,
+    "districts": 50,
+    "district_sizes": (20, 200),
     "coverage_counties": ["Fulton", "Potter", "Montour", "Juniata"],
     "replicates": 200,
     "draws": 400,
@@ -45,7 +50,7 @@ FULL = {
 }
 SEED = 2020
 #: The state fit's files (``info.json`` last).
-STATE_FILES = ("cells.csv.gz", "tracts.csv", "info.json")
+STATE_FILES = ("cells.csv.gz", "tracts.csv", "districts.csv", "info.json")
 
 
 def state_config(plan: dict, seed: int = SEED) -> dict:
@@ -56,8 +61,9 @@ def state_config(plan: dict, seed: int = SEED) -> dict:
     >>> state_config(QUICK)["counties"]
     ['Adams', 'Lancaster']
     """
-    return {"counties": plan["state_counties"], "seed": int(seed), "draws": plan["state_draws"],
-            "tune": plan["state_tune"], "thin": plan["state_thin"], "version": __version__}  # fmt: skip
+    return {"counties": plan["state_counties"], "seed": int(seed), "draws": plan["state_draws"], "source": SOURCE,
+            "tune": plan["state_tune"], "thin": plan["state_thin"], "districts": plan["districts"],
+            "district_sizes": list(plan["district_sizes"]), "version": __version__}  # fmt: skip
 
 
 def _reusable_fit(out: Path, config: dict, fresh: bool) -> bool:
@@ -94,7 +100,7 @@ def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) ->
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     out = state_step(folder, plan)
     ...     sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    ['cells.csv.gz', 'info.json', 'tracts.csv']
+    ['cells.csv.gz', 'districts.csv', 'info.json', 'tracts.csv']
     """
     config = state_config(plan, seed)
     out = Path(results) / "state"
@@ -106,17 +112,28 @@ def state_step(results, plan: dict, *, seed: int = SEED, fresh: bool = False) ->
 
 
 def _fit_state(out: Path, config: dict, seed: int) -> None:
-    """The state fit of ``config`` into ``out``: the cell and tract frames, then ``info.json`` (atomically)."""
-    from .analysis import fit_release
-    from .synthetic import make_release
+    """The state fit of ``config`` into ``out``: the cell and tract frames, then ``info.json`` (atomically).
+
+    The release is read from a file: the synthetic state's Noisy Measurement File is written to a temporary
+    folder with :func:`ppdinfer.census.write_nmf` and read back with :func:`ppdinfer.census.read_nmf`.
+    """
+    import tempfile
+
+    from .analysis import fit_release, random_districts
+    from .synthetic import file_release
 
     start = time.perf_counter()
-    setup = make_release(config["counties"], seed=seed)
     release_seed, chain_seed = np.random.SeedSequence([seed, 1]).spawn(2)
-    y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
+    with tempfile.TemporaryDirectory(prefix="census-nmf-") as folder:
+        setup, y = file_release(config["counties"], seed=seed, folder=folder, release_seed=release_seed)
+        file_s = time.perf_counter() - start
+    districts = random_districts(setup.geography, config["districts"], tuple(config["district_sizes"]), seed)
     cells, tracts, info = fit_release(
-        setup, y, draws=config["draws"], tune=config["tune"], thin=config["thin"], random_seed=chain_seed
-    )
+        setup, y, draws=config["draws"], tune=config["tune"], thin=config["thin"], random_seed=chain_seed,
+        districts=districts,
+    )  # fmt: skip
+    info["file_s"] = file_s
+    info.pop("districts").to_csv(out / "districts.csv", index=False)
     cells.to_csv(out / "cells.csv.gz", index=False)
     tracts.to_csv(out / "tracts.csv", index=False)
     geo = setup.geography
@@ -131,7 +148,10 @@ def _fit_state(out: Path, config: dict, seed: int) -> None:
         population=int(setup.truth.sum()),
         rho=float(setup.mechanism.guarantee().rho),
         rhat_above_1_05=float((cells["post_rhat"] > 1.05).mean()),
-        sigmas={f"{level}/{kind}": float(v) for (level, kind), v in setup.sigma_table()["sigma"].items()},
+        sigmas={
+            f"{level}/{kind}": [float(r.sigma_min), float(r.sigma_max)]
+            for (level, kind), r in setup.sigma_table().iterrows()
+        },  # fmt: skip
     )
     rundir.write_json(out / "info.json", info)
 

@@ -183,6 +183,18 @@ def claims(state_errors: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _district_rows(districts: pd.DataFrame) -> tuple[list, int]:
+    """Rows of the districts table (by true count class, then all) and the number of districts."""
+    rows = []
+    frame = cell_frame(districts)
+    for size, group in [*frame.groupby("size"), ("all", frame)]:
+        rmse = [np.sqrt(np.mean((group[c] - group["truth"]) ** 2)) for c in ("post_mean", "gls", "topdown")]
+        cover = group["post_cover"].mean()
+        se = np.sqrt(cover * (1 - cover) / len(group))
+        rows.append([size, str(len(group)), *(f"{r:.2f}" for r in rmse), f"{cover:.3f} +- {se:.3f}"])
+    return rows, int(districts["district"].nunique())
+
+
 def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
     """Read ``results/state`` and ``results/coverage``, write ``results/report/report.md``, its figures and tables.
 
@@ -263,7 +275,9 @@ def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
     share_in = (tracts["post_share_lo"] <= tracts["true_share"]) & (tracts["true_share"] <= tracts["post_share_hi"])
     share_cov, share_se, share_n = summary.attrs["share_coverage"]
     calibration = calibration_table(tracts, "post_prob")
-    sigma_rows = [[key.split("/")[0], key.split("/")[1], f"{value:.3f}"] for key, value in info["sigmas"].items()]
+    sigma_rows = [[key.split("/")[0], key.split("/")[1], *(f"{v:.3f}" for v in np.atleast_1d(value)[[0, -1]])]
+                  for key, value in info["sigmas"].items()]  # fmt: skip
+    district_rows = _district_rows(pd.read_csv(results / "state" / "districts.csv"))
     time_rows = [["state fit (when it ran)", f"{info['seconds']:.0f}"]]
     if timing is not None:
         time_rows += [[k, f"{v:.0f}"] for k, v in timing.items()]
@@ -276,9 +290,14 @@ def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
         f"{info['cells']} cells, {info['queries']} noisy queries, population {info['population']:,}; coverage "
         f"study: {', '.join(config['counties'])}, {int(summary['replicates'].iloc[0])} replicate releases).",
         "",
-        "Every query has discrete Gaussian noise of the 2020 production PL94 scale (PROVENANCE.md derives "
-        f"them; this release's zCDP rho, add/remove one person, is {info['rho']:.3f}); the state total is "
-        "exact. The posterior is `ppdinfer.census.sample_cells` (hierarchical prior, hyperparameters learned; "
+        "The release is read from a file: the synthetic state's Noisy Measurement File (the full 2,016-cell PL94 "
+        "histogram down to blocks, all eleven production queries at every level, exact discrete Gaussian noise "
+        "of the production allocation) written by `ppdinfer.census.write_nmf` in the Bureau's layout "
+        f"({info.get('file_s', float('nan')):.0f} s to write, read and release), read back by "
+        "`ppdinfer.census.read_nmf` (levels State to Block_Group) and released over voting age x Hispanic "
+        "origin x 7 race groups (28 cells per block group): each measurement enters exactly or summed into "
+        f"values of those cells. This release's zCDP rho, add/remove one person, is {info['rho']:.3f}; the state "
+        "total is exact. The posterior is `ppdinfer.census.sample_cells` (hierarchical prior, hyperparameters learned; "
         f"{info['config']['draws']} draws x 2 chains after {info['config']['tune']} tuning sweeps, thinned by "
         f"{info['config']['thin']}: {info['posterior_s']:.0f} s, acceptance {info['accept']:.2f}, "
         f"{100 * info['rhat_above_1_05']:.1f} % of unit cells with rank-normalized R-hat above 1.05, the largest "
@@ -362,9 +381,21 @@ def write_report(results, plan: dict, timing: pd.Series | None = None) -> Path:
         "",
         f"![calibration]({figures[2]})",
         "",
-        "## Noise scales (production PL94 persons allocation)",
+        "## Districts",
         "",
-        markdown_table(["level", "query", "sigma"], sigma_rows),
+        f"{district_rows[1]} districts, each a run of consecutive block groups across tract and county lines "
+        "(`random_districts`), summed draw by draw (`ppdinfer.census.aggregate`); their 28 cells (voting age x "
+        "Hispanic origin x race) against the truth. GLS keeps no covariance across units, so it has no district "
+        "interval here.",
+        "",
+        markdown_table(
+            ["true count", "cells", "RMSE posterior", "RMSE GLS", "RMSE TopDown", "posterior randomized coverage"],
+            district_rows[0],
+        ),
+        "",
+        "## Noise scales (production PL94 persons allocation, summed where the table needs)",
+        "",
+        markdown_table(["level", "query", "sigma (smallest)", "sigma (largest)"], sigma_rows),
         "",
     ]
     if time_rows:

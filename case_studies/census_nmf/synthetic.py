@@ -1,15 +1,26 @@
 r"""A synthetic Pennsylvania and its noisy-measurement release, as the 2020 Census would publish it.
 
-**Geography and tables**: :func:`ppdinfer.census.synthetic_state`, whose docstring gives the seeded
+**From a file** (:func:`file_release`, what the case study runs): a synthetic state with the full PL94
+histogram down to blocks (:func:`ppdinfer.census.synthetic_pl94_state`), its Noisy Measurement File
+written in the Bureau's layout with the production allocation of all eleven queries at every level
+(:func:`ppdinfer.census.write_nmf`), read back (:func:`ppdinfer.census.read_nmf`, levels State to
+Block_Group) and released over the target table :data:`TABLE`, voting age x Hispanic origin x the 7 race
+groups of the published tables (28 cells): every measurement enters exactly or summed into values of
+those cells (:mod:`ppdinfer.census.nmf_release`).
+
+**The older 14-cell release** (:func:`make_release`, kept for comparison and the teaching notebook):
+
+*Geography and tables*: :func:`ppdinfer.census.synthetic_state`, whose docstring gives the seeded
 process: the 67 real county populations (:func:`ppdinfer.census.pa_county_populations`) split into
 about 3,400 tracts and 10,000 block groups, each with the 14 cells of Hispanic origin x 7 race groups
 from a Dirichlet hierarchy around :data:`ppdinfer.census.STATE_SHARES` (concentrations 30, 8, 50:
 about 10 % of tracts are majority-minority).
 
-**Release.** 'total', 'hispanic' and 'detailed' (Hispanic origin x race) queries at State, County,
+*Release*: 'total', 'hispanic' and 'detailed' (Hispanic origin x race) queries at State, County,
 Tract and Block_Group, each with discrete Gaussian noise of the production PL94 scale
-(:func:`ppdinfer.census.production_sigmas`; PROVENANCE.md derives every sigma), and the state total
-published exactly (the 2020 invariant).
+(:func:`ppdinfer.census.production_sigmas`; PROVENANCE.md derives every sigma; the production
+'hispanic * cenrace' query has 126 cells, so 14 cells given its share are an approximation), and the
+state total published exactly (the 2020 invariant).
 """
 
 from __future__ import annotations
@@ -20,21 +31,27 @@ import numpy as np
 import pandas as pd
 
 from ...census import (
+    PERSON,
     CensusQueries,
     Geography,
     TableSpec,
     census_queries,
     production_sigmas,
+    read_nmf,
+    synthetic_pl94_state,
     synthetic_state,
+    write_nmf,
 )
 from ...mechanisms import NoisyMeasurements
 
-__all__ = ["LEVELS", "QUERIES", "CensusRelease", "make_release"]
+__all__ = ["LEVELS", "QUERIES", "TABLE", "CensusRelease", "file_release", "make_release"]
 
 #: The geographic levels, root first.
 LEVELS = ("State", "County", "Tract", "Block_Group")
 #: The queries measured at every level (the three production PL94 queries a Hispanic x race table reads).
 QUERIES = {level: ["total", "hispanic", "detailed"] for level in LEVELS}
+#: The target table of the release read from a file: voting age x Hispanic origin x 7 race groups.
+TABLE = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
 #: Dirichlet concentrations (county around state, tract around county, block group around tract).
 CONCENTRATIONS = (30.0, 8.0, 50.0)
 
@@ -58,7 +75,7 @@ class CensusRelease:
     mechanism: NoisyMeasurements
 
     def level_truth(self, level: str) -> np.ndarray:
-        """The true (units x 14) table of every unit at ``level`` (sums of its block groups).
+        """The true (units x K) table of every unit at ``level`` (sums of its block groups).
 
         Examples
         --------
@@ -69,15 +86,17 @@ class CensusRelease:
         return aggregate(self.geography, self.truth, level, axis=0)
 
     def sigma_table(self) -> pd.DataFrame:
-        """The noise scale of each (level, query kind), as this release uses it.
+        """The smallest and largest noise scale of each (level, query kind), as this release uses them (summed
+        values of a query have larger ones).
 
         Examples
         --------
-        >>> make_release(["Fulton"], seed=0).sigma_table().loc[("Block_Group", "detailed"), "sigma"].round(3)
+        >>> make_release(["Fulton"], seed=0).sigma_table().loc[("Block_Group", "detailed"), "sigma_max"].round(3)
         np.float64(2.227)
         """
         frame = self.census.frame().assign(sigma=self.sigmas)
-        return frame.groupby(["level", "kind"], sort=False)[["sigma"]].first()
+        grouped = frame.groupby(["level", "kind"], sort=False)["sigma"]
+        return pd.DataFrame({"sigma_min": grouped.min(), "sigma_max": grouped.max()})
 
 
 def aggregate(geography: Geography, leaf_values: np.ndarray, level: str, axis: int = 0) -> np.ndarray:
@@ -109,3 +128,34 @@ def make_release(counties=None, seed: int = 2020) -> CensusRelease:
     invariants = census.unit_invariants(["State"], [int(truth.sum())])
     mechanism = NoisyMeasurements(census.matrix, sigmas, invariants=invariants)
     return CensusRelease(geo, truth, census, sigmas, invariants, mechanism)
+
+
+def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) -> tuple[CensusRelease, np.ndarray]:
+    """The synthetic PL94 state of ``counties``, its Noisy Measurement File written into ``folder`` and read back,
+    released over :data:`TABLE`: ``(setup, y)``, y the file's measurements (summed where TABLE needs).
+
+    ``seed`` draws the state, ``release_seed`` (default ``seed``) the file's noise. The setup's mechanism
+    draws further releases of the same queries (the coverage study's replicates): a summed query's noise
+    is then one discrete Gaussian of the summed variance, within 1e-8 in log pmf of the file's sum of
+    noises at production variances (:func:`ppdinfer.census.summed_noise_error`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     setup, y = file_release(["Cameron"], seed=0, folder=folder)
+    >>> setup.census.table.n_cells, setup.geography.level_names[-1], y.size == setup.census.n_queries
+    (28, 'Block_Group', True)
+    """
+    state = synthetic_pl94_state(counties, random_seed=seed)
+    write_nmf(folder, state, random_seed=seed if release_seed is None else release_seed, overwrite=True)
+    total = int(state.persons.sum())
+    nmf = read_nmf(folder, state.partition, levels=LEVELS, state_total=total)
+    census, mechanism, y = nmf.release(TABLE)
+    geo = census.geography
+    block_groups = state.geography.level("Block_Group")
+    row = {state.geography.ids[u]: i for i, u in enumerate(block_groups)}
+    fine = state.aggregate("Block_Group")[[row[unit] for unit in geo.ids[geo.leaves]]]
+    truth = TABLE.collapse(np.asarray(fine.todense())).astype(np.int64)
+    invariants = (mechanism.invariant_matrix, mechanism.invariant_values)
+    return CensusRelease(geo, truth, census, mechanism.sigmas, invariants, mechanism), y
