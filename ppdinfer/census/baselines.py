@@ -30,8 +30,8 @@ largest-remainder controlled rounding that keeps the parent's sums. This follows
 the structure of the Bureau's TopDown algorithm (Abowd et al. 2022), not its production optimizer
 (multi-pass, query ordering, Gurobi).
 
-References
-----------
+**References.**
+
 Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm.
 Harvard Data Science Review, Special Issue 2.
 Hay, M., Rastogi, V., Miklau, G. & Suciu, D. (2010). Boosting the accuracy of differentially private
@@ -524,7 +524,7 @@ def topdown_estimate(
 
     See Also
     --------
-    ppdinfer.census.gls_estimate : Unbiased, with standard deviations, but neither integer nor non-negative.
+    ppdinfer.census.baselines.gls_estimate : Unbiased, with standard deviations, but neither integer nor non-negative.
 
     Examples
     --------

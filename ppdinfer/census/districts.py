@@ -9,16 +9,16 @@ posterior draw is the sum of its leaves' cells,
     T_{d,k} = \sum_{l \in \mathrm{leaves}(d)} n_{l,k},
 
 so the posterior of any function of :math:`T_d` (its total, its shares, the voting-age population by
-race) comes from the cell draws of :func:`ppdinfer.census.sample_cells` with no new sampling. The sum
+race) comes from the cell draws of :func:`ppdinfer.census.sampler.sample_cells` with no new sampling. The sum
 is the indicator matrix (districts x leaves) times the draws; since the leaves of any unit are one
-contiguous range (:class:`~ppdinfer.census.Geography`), each row of the indicator is a few runs of
+contiguous range (:class:`~ppdinfer.census.geography.Geography`), each row of the indicator is a few runs of
 consecutive leaves, and the product is a sum of slices of the draws, accumulated in 64 bits without
 a converted copy of the draws, a chunk of draws at a time (draws stored on disk are read chunk by
 chunk). A point estimate (GLS, TopDown: leaves x K) is summed the same way, so an analysis compares
 them with the posterior.
 
 Where the table's labels name its axes ('axis=level, axis=level', those of
-:mod:`ppdinfer.census.pl94`, or the 14 cells of :meth:`TableSpec.hispanic_race`), the result also
+:mod:`ppdinfer.census.pl94`, or the 14 cells of :meth:`~ppdinfer.census.geography.TableSpec.hispanic_race`), the result also
 holds the margins of the published redistricting tables: population by race (P1), by Hispanic
 origin and race (P2), the voting-age (18+) population by race (P3) and by Hispanic origin and race
 (P4), by group-quarters type (P5), and Hispanic origin by voting age; a 63-combination race axis
@@ -61,7 +61,7 @@ def aggregate(draws, units, *, census: CensusQueries | Geography | None = None, 
     Parameters
     ----------
     draws : xarray.DataTree, Dataset, DataArray or array_like
-        The result of :func:`~ppdinfer.census.sample_cells` (or its posterior Dataset, or its ``cells``
+        The result of :func:`~ppdinfer.census.sampler.sample_cells` (or its posterior Dataset, or its ``cells``
         DataArray with dims (chain, draw, unit, cell), unit = leaf ids); or a point estimate, leaves x K in
         the geography's leaf order (``gls_estimate(...).cell_estimate``, ``topdown_estimate(...)``), which
         needs ``census`` as CensusQueries for its leaves and labels.
@@ -124,7 +124,7 @@ def district_summary(aggregated: xr.Dataset, var_names=None, *, quantiles=(0.05,
     """Mean, sd, quantiles, bulk ESS and R-hat of every quantity of an :func:`aggregate` result.
 
     ESS and R-hat are ArviZ's (``arviz.ess`` bulk, ``arviz.rhat`` rank), computed by
-    :func:`ppdinfer.inference.diagnostics.ess_rhat`, vectorized over the cells of all districts.
+    ``ppdinfer.inference.diagnostics.ess_rhat``, vectorized over the cells of all districts.
 
     Parameters
     ----------

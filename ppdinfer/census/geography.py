@@ -11,11 +11,11 @@ finest unit (leaf) l, and the query of kind ``kind`` of a unit u is
 
 with G_g the cells of part g of the kind (all cells for 'total', one cell per part for 'detailed', the
 groups of a margin). :class:`Geography` checks the hierarchy and orders its units so that the leaves
-under any unit are contiguous; :func:`census_queries` builds the sparse 0/1 query matrix (queries x
+under any unit are contiguous; :func:`~ppdinfer.census.geography.census_queries` builds the sparse 0/1 query matrix (queries x
 cells) and the two CSR views the sampler reads (for each cell its queries, for each query its cells).
 
-References
-----------
+**References.**
+
 Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm.
 Harvard Data Science Review, Special Issue 2.
 """

@@ -71,7 +71,7 @@ def read_nmf(root, state, *, table: str = "person", levels=None, counties=None, 
         A FIPS code (42 or '42': every branch partition of the state found, '042' and '142') or a
         3-character partition id ('042': that branch only).
     table : {'person', 'unit'}
-        Persons (:data:`pl94.PERSON`, 2,016 cells) or housing units (:data:`pl94.UNIT`).
+        Persons (:data:`~ppdinfer.census.pl94.PERSON`, 2,016 cells) or housing units (:data:`~ppdinfer.census.pl94.UNIT`).
     levels : sequence of str, optional
         The levels to read (default every level folder found but the national 'US'); a level left out
         in the middle is fine: parents are found by geocode prefix.
@@ -155,7 +155,7 @@ class NoisyMeasurementFile:
     geography : Geography
         Root ``ROOT_ID`` (level 'US'), then the levels read; ids are the file's geocodes.
     schema : HistogramSchema
-        :data:`pl94.PERSON` or :data:`pl94.UNIT`.
+        :data:`~ppdinfer.census.pl94.PERSON` or :data:`~ppdinfer.census.pl94.UNIT`.
     state, table : str
         The state (2-digit FIPS or partition id) and 'person' or 'unit'.
     partitions : tuple of str
@@ -321,7 +321,7 @@ class NoisyMeasurementFile:
         """The release as ``(census, mechanism, y)``: count queries over the leaves' cells, the mechanism, the values.
 
         One query per measured (unit, query, value), or per sum of values where the target table is coarser
-        (:mod:`ppdinfer.census.nmf_release`), in the order of :func:`census_queries` (unit breadth first,
+        (:mod:`ppdinfer.census.nmf_release`), in the order of :func:`~ppdinfer.census.geography.census_queries` (unit breadth first,
         then query kind in production order, then part); bypassed units have none. The cells are the target
         table's at the leaves: the finest of the levels used. The matrix has levels x queries x leaves x
         table cells entries: a county's blocks, or a state's block groups of a coarser table, not a state's
@@ -336,7 +336,7 @@ class NoisyMeasurementFile:
         queries : sequence of str, optional
             The queries used (default every measured one).
         invariants : bool
-            Whether the mechanism keeps the exact invariants (below); :class:`NoisyMeasurements` checks them
+            Whether the mechanism keeps the exact invariants (below); :class:`~ppdinfer.mechanisms.NoisyMeasurements` checks them
             as a dense matrix (invariants x cells), refused beyond 1 GiB.
 
         Returns

@@ -14,8 +14,8 @@ and '140'). Files are opened one at a time, so part files whose integer widths d
 lists) or that lack a column (some constraint parts have no ``sign``) are each read as they are.
 
 A level is read in two passes with column projection, both under the same row filter:
-:func:`scan_level` reads geocodes and query names (the level's units, the rows of each query) and the
-constraint rows; after :func:`build_geography` has placed every unit, :func:`fill_level` reads the
+``scan_level`` reads geocodes and query names (the level's units, the rows of each query) and the
+constraint rows; after ``build_geography`` has placed every unit, ``fill_level`` reads the
 value lists batch by batch and writes each straight from the arrow buffers into its row of a
 preallocated array (int16, widened only when a value needs it).
 

@@ -22,7 +22,7 @@ level, the housing-unit file 'detailed' (h1: vacant, occupied) alone (its total 
 
 **Noise.** value = truth + e with e exact discrete Gaussian of variance :math:`1 / (\rho g p)`
 (:func:`~ppdinfer.census.production.pl94_variances`, the exact Fraction) drawn by
-:func:`ppdinfer.mechanisms.exact_integer.discrete_gaussian` (Canonne, Kamath & Steinke 2020). Each
+``ppdinfer.mechanisms.exact_integer.discrete_gaussian`` (Canonne, Kamath & Steinke 2020). Each
 (table, level, part) has its own stream under ``random_seed``, its queries drawn in order, so a seed and
 ``units_per_part`` give the same file whatever ``workers`` (4 to 6 million values a second per core).
 

@@ -74,7 +74,7 @@ class Coarsening:
     cells (the connected components of its values linked by a shared coarse cell; one value each for a
     kept query), and ``summed_table`` is the coarse TableSpec whose margins are those sums: a dropped
     query's values, summed so, are measurements of the coarse cells whose noise is a sum of independent
-    noises (see :func:`ppdinfer.census.summed_noise_error` for how close such a sum is to one discrete
+    noises (see :func:`ppdinfer.census.summed_noise.summed_noise_error` for how close such a sum is to one discrete
     Gaussian).
     """
 

@@ -2,8 +2,8 @@
 
 Lives outside ``ppdinfer.mechanisms`` (which never imports ``ppdinfer.privacy``).
 
-References
-----------
+**References.**
+
 Bun, M. & Steinke, T. (2016). Concentrated differential privacy: simplifications, extensions, and
 lower bounds. TCC. Canonne, C. L., Kamath, G. & Steinke, T. (2020). The discrete Gaussian for
 differential privacy. NeurIPS.

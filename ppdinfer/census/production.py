@@ -32,8 +32,8 @@ delta 1e-10), level proportions US 1/205, State 1/205, County 7/82, Tract 364/10
 level's budget: :data:`UNIT_RHO`, :data:`UNIT_LEVEL_SHARES`, :data:`UNIT_QUERY_SHARES`. (The persons
 certificate states :math:`\rho = 293764/114921 = (542/339)^2`, as above.)
 
-References
-----------
+**References.**
+
 Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm.
 Harvard Data Science Review, Special Issue 2.
 """

@@ -83,8 +83,8 @@ of a county with few block groups, weakly identified, diffused through one-coord
 Chains run in parallel threads (the compiled sweeps release the GIL), each from its own SeedSequence
 child stream.
 
-References
-----------
+**References.**
+
 Abowd, J. M. et al. (2022). The 2020 Census Disclosure Avoidance System TopDown Algorithm.
 Harvard Data Science Review, Special Issue 2.
 Ju, N., Awan, J., Gong, R. & Rao, V. (2022). Data augmentation MCMC for Bayesian inference from

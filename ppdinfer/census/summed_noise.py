@@ -1,6 +1,6 @@
 r"""How far a sum of independent discrete Gaussian noises is from one discrete Gaussian.
 
-A measurement summed from m noisy values (:attr:`ppdinfer.census.pl94.Coarsening.sums`) carries the noise
+A measurement summed from m noisy values (``Coarsening.sums`` (:class:`ppdinfer.census.pl94.Coarsening`)) carries the noise
 :math:`e = \sum_i e_i`, :math:`e_i \sim N_{\mathbb Z}(0, \sigma_i^2)` independent. Its pmf is the convolution
 of the m pmfs, which for scales of about 1 and more is a discrete Gaussian of parameter
 :math:`\sum_i \sigma_i^2` to many digits (by Poisson summation each pmf differs from the sampled normal

@@ -1,7 +1,7 @@
 r"""A seeded synthetic state in the shape of the DAS spine, down to blocks: PL94 persons, housing units, group quarters.
 
 **Geography.** County populations are given (by default Pennsylvania's 67 counties, as in
-:func:`ppdinfer.census.synthetic_state`). County c of :math:`N_c` people gets ``round(N_c /
+:func:`ppdinfer.census.synthetic.synthetic_state`). County c of :math:`N_c` people gets ``round(N_c /
 tract_people)`` tracts (at least one), sizes multinomial over a Dirichlet(20) split; a tract of T people
 gets ``round(T / block_group_people)`` block groups (1 to 9), sizes multinomial over a Dirichlet(10)
 split; a block group of N people gets ``B = round(N / block_people)`` blocks (1 to 1,000). With 3,800,
@@ -41,14 +41,14 @@ the production structural zero ``nurse_nva_0``), then hispanic x cenrace by :mat
 
 **Geocodes** (a documented choice: a reader infers widths from the data). State: the AIAN-branch flag
 "0" + the 2-digit state FIPS ("042"); County: + the 3-digit county FIPS (Pennsylvania's counties, in
-:func:`pa_county_populations` order, are 001, 003, ..., 133, their real codes; other names get 001, 003,
+:func:`~ppdinfer.census.synthetic.pa_county_populations` order, are 001, 003, ..., 133, their real codes; other names get 001, 003,
 ... in the order given); Tract: + a 4-digit spine index (0001, ...); Block_Group: + a 2-digit index (01,
 ...); Block: + the 16-character tabulation identity SS CCC TTTTTT G BBBB (state, county, tabulation tract
 code, block-group digit, block code whose first digit is that digit). Here spine tracts and block groups
 are the tabulation ones (tract code = 100 x the spine index); in the real file the spine's block groups
 are "optimized" and differ from tabulation block groups.
 
-The truth is sparse (:class:`scipy.sparse.csr_matrix`, blocks x 2,016): Pennsylvania's blocks dense
+The truth is sparse (``scipy.sparse.csr_matrix``, blocks x 2,016): Pennsylvania's blocks dense
 would take 5.3 GB.
 """
 
@@ -151,7 +151,7 @@ class SyntheticPL94State:
         return sp.csr_matrix((data, np.arange(geo.n_leaves), indptr), shape=(at.size, geo.n_leaves))
 
     def aggregate(self, level: str, values=None):
-        """``values`` (leaves x k, dense or sparse; default :attr:`persons`) summed to the units of ``level``.
+        """``values`` (leaves x k, dense or sparse; default ``persons``) summed to the units of ``level``.
 
         Examples
         --------
@@ -184,7 +184,7 @@ def synthetic_pl94_state(
     Parameters
     ----------
     populations : pandas.Series, dict, int or sequence of str, optional
-        County populations as in :func:`ppdinfer.census.synthetic_state` (default Pennsylvania's 67).
+        County populations as in :func:`ppdinfer.census.synthetic.synthetic_state` (default Pennsylvania's 67).
     random_seed : int or Generator
         The same seed and counties give the same state (county k draws from its own stream).
     levels : sequence of str
