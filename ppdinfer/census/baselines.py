@@ -499,8 +499,9 @@ def topdown_estimate(
     integers whose every unit sums to its parent's fixed table and whose grand total is the invariant.
     The constraint set is a product of scaled simplices (one per category column), so each problem is
     solved by accelerated projected gradient (FISTA with adaptive restart) and the exact simplex
-    projection, the equalities exact: a whole state's 10,000 block groups in seconds (a dense bounded
-    least squares costs (m K)^3 per unit: minutes for a county of 300 tracts).
+    projection, the equalities exact: a whole state's 10,000 block groups of 14 cells in seconds, of 28 cells
+    with a file's 1.4 million queries in about 2.5 minutes (a dense bounded least squares costs (m K)^3 per
+    unit: minutes for a county of 300 tracts).
 
     Parameters
     ----------
