@@ -28,7 +28,7 @@ CASE_STUDY = CaseStudy(
     title="A synthetic Pennsylvania's 2020-style noisy measurements: posterior cells against GLS and "
     "TopDown, interval coverage, majority-minority tracts",
     paper="J. M. Abowd et al., The 2020 Census Disclosure Avoidance System TopDown Algorithm",
-    minutes=(150, 1.5),  # quick: 81 s measured; full: the state fit estimated at 109-154 min (benchmarks/census_nmf_file.py)
+    minutes=(150, 1.5),  # quick: 81 s; full: the state fit 109-154 min (benchmarks/census_nmf_file.py)
     run=LazyFunction(f"{__name__}.pipeline", "reproduce"),
 )
 
