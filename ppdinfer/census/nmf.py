@@ -14,9 +14,9 @@ non-AIAN '0SS...' and AIAN '1SS...' parts), or the selected counties. Block geoc
 which :meth:`NoisyMeasurementFile.units` derives tabulation GEOIDs.
 
 **Storage.** Values are kept in the narrowest integer type that holds every value of the (level, query)
-(int16, else int32, else int64), so a whole state's block-level detailed queries (Pennsylvania: about
-330,000 blocks x 2,016 values) take 1.3 GB rather than 2.7 GB as int32; cast before arithmetic that
-could leave that range.
+(int16, else int32, else int64): every value of a synthetic Pennsylvania (its blocks' detailed queries
+alone are about 330,000 x 2,016 values) fits int16, and all of them take 1.7 GiB (benchmarks/
+census_nmf_file.py) rather than about 3.4 GiB as int32; cast before arithmetic that could leave that range.
 
 **Constraints.** Stored as read; :meth:`NoisyMeasurementFile.release` imposes the equality constraints
 that are exact functions of the target table's cells ('total_con' and, where the table separates

@@ -49,7 +49,7 @@ def truncated_geography(geography: Geography, finest: str) -> tuple[Geography, n
     kept = np.flatnonzero(geography.depth <= depth)
     parents = [None if p < 0 else geography.ids[p] for p in geography.parent[kept]]
     cut = Geography(list(geography.ids[kept]), parents, geography.level_names[: depth + 1])
-    return cut, kept[[int(np.searchsorted(kept, geography.index(unit))) for unit in cut.ids]]
+    return cut, np.array([geography.index(unit) for unit in cut.ids], dtype=np.int64)
 
 
 def _target(schema: HistogramSchema, table) -> tuple[TableSpec, dict, np.ndarray]:
@@ -104,7 +104,7 @@ def _checked_sums(variances: np.ndarray, parts: tuple, query: str, level: str) -
     return keep
 
 
-def _chosen_queries(source, levels, sums, queries) -> list:
+def _chosen_queries(source, levels, queries) -> list:
     """The queries used: default every one measured at the levels; given ones checked."""
     order = source.schema.default_queries()
     found = {q for level in levels for q in source.queries(level)}
@@ -153,7 +153,7 @@ def measurement_release(source, table=None, levels=None, queries=None, *, invari
     geo, index = truncated_geography(source.geography, finest)
     position = np.full(source.geography.n_units, -1, dtype=np.int64)
     position[index] = np.arange(index.size)
-    queries = _chosen_queries(source, levels, sums, queries)
+    queries = _chosen_queries(source, levels, queries)
     blocks = []  # (query, its rank, (row units, row parts), rows, values, variances): group major
     for level in levels:
         for rank, query in enumerate(queries):
