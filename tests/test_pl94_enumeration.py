@@ -29,7 +29,15 @@ import pytest
 import scipy.sparse as sp
 from scipy.special import gammaln
 
-from ppdinfer.census import CellPrior, Geography, census_queries, hierarchical_log_prior, sample_cells
+from ppdinfer.census import (
+    CellPrior,
+    Geography,
+    GroupedRelease,
+    census_queries,
+    hierarchical_log_prior,
+    sample_cells,
+    sample_people,
+)
 from ppdinfer.census.pl94 import PERSON, PERSON_QUERIES
 from ppdinfer.census.production import pl94_variances
 from ppdinfer.mechanisms import NoisyMeasurements
@@ -178,3 +186,26 @@ def test_sampler_matches_enumeration_with_the_pl94_histogram(release):
         other = event_probabilities(posterior(log_density), feats)
         worst = max(abs(estimate[e] - other[e]) / mcse[e] for e in tested)
         assert worst > 8, (what, worst)
+
+
+def test_people_sampler_matches_enumeration_with_the_pl94_histogram(release):
+    """sample_people (moves of persons, the grouped release: no query matrix) against the same enumeration."""
+    census, mech, y = release
+    exact = event_probabilities(
+        posterior(pair_log_likelihood(mech.queries, mech.rates, y) + pair_log_prior()), features()
+    )
+    start = np.zeros((2, K), dtype=np.int64)
+    start[1, PEOPLE[0][1]] = 2
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=1500, tune=300, thin=4, random_seed=3,
+                         learn=False, hyperparameters=FIXED, initial=start, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 1500, C)
+    assert (cells.sum(-1) == 2).all()
+    tested = 0
+    for (name, c), p in exact.items():
+        if not 0.05 < p < 0.95:
+            continue
+        hits = (cells @ features()[name].astype(np.int64) == c).astype(float)
+        mcse = math.sqrt(p * (1 - p) / float(az.ess(hits)))
+        assert abs(hits.mean() - p) < 4 * mcse, (name, c, hits.mean(), p, mcse)
+        tested += 1
+    assert tested >= 15

@@ -13,9 +13,11 @@ over districts (:mod:`.districts`).
 from .baselines import GLSResult, gls_estimate, largest_remainder, project_columns, topdown_estimate
 from .districts import aggregate, district_summary
 from .geography import CensusQueries, Geography, TableSpec, census_queries
+from .grouped_release import GroupedRelease, MeasurementBlock, grouped_release
 from .nmf import NoisyMeasurementFile, read_nmf
 from .nmf_release import measurement_release
 from .nmf_writer import NMFQuirks, write_nmf
+from .people import PersonMoves, sample_people
 from .pl94 import PERSON, UNIT, Coarsening, HistogramSchema
 from .privacy import epsilon_delta
 from .production import (
@@ -37,12 +39,16 @@ __all__ = [
     "PL94_QUERY_SHARES",
     "UNIT",
     "Coarsening",
+    "GroupedRelease",
+    "MeasurementBlock",
+    "PersonMoves",
     "HistogramSchema",
     "NMFQuirks",
     "NoisyMeasurementFile",
     "SyntheticPL94State",
     "aggregate",
     "district_summary",
+    "grouped_release",
     "measurement_release",
     "pl94_variances",
     "read_nmf",
@@ -68,6 +74,7 @@ __all__ = [
     "production_sigmas",
     "project_columns",
     "sample_cells",
+    "sample_people",
     "synthetic_state",
     "topdown_estimate",
 ]

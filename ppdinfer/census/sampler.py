@@ -121,6 +121,7 @@ from ..validation import (
 )
 from .baselines import gls_estimate, largest_remainder
 from .geography import CensusQueries
+from .grouped_release import GroupedRelease
 
 __all__ = ["CellPrior", "hierarchical_log_prior", "sample_cells"]
 
@@ -153,8 +154,8 @@ class CellPrior:
     """
 
     def __init__(self, census: CensusQueries, share_level: str | None = None):
-        if not isinstance(census, CensusQueries):
-            raise ValueError(f"census must be CensusQueries, got {type(census).__name__}")
+        if not isinstance(census, CensusQueries | GroupedRelease):
+            raise ValueError(f"census must be CensusQueries or a GroupedRelease, got {type(census).__name__}")
         geo = census.geography
         finest = geo.n_levels - 1
         if share_level is None:

@@ -1,0 +1,417 @@
+r"""A posterior sampler whose cost follows the people: moves of persons between the cells of a grouped release.
+
+The model is that of :mod:`ppdinfer.census.sampler` (the same prior, :func:`hierarchical_log_prior`, with
+the same hyperparameters and their priors; the likelihood of a :class:`~ppdinfer.census.GroupedRelease`),
+so the two samplers have one posterior. What differs is how it is explored:
+
+- :func:`~ppdinfer.census.sample_cells` visits every cell of every leaf each sweep, through a query matrix:
+  a state's block groups with the 2,016-cell histogram are 20 million cells, almost all zero, and a
+  billion matrix entries.
+- :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a per-leaf Fenwick tree over
+  its cells), moves with t - 1 others of their cell (t = 1, or 2..``max_jump``) to another cell of the leaf
+  (drawn by the group's shares), to the same cell of another leaf of its invariant class (a sibling, a leaf
+  nearby in the table, or any), or out of the table (leaves under no invariant, where people may also
+  arrive). Each is a Metropolis-Hastings move whose proposal ratio counts the people of the cells it reads
+  (the chance to draw the reverse move), so every move keeps the posterior; an empty cell is only ever
+  read as a destination. The likelihood ratio reads the one or two released values of each (level,
+  query) whose sums change. A sweep makes, per leaf, ``within`` moves per person and ``within_per_cell``
+  per non-zero cell of the starting table, ``exchanges`` per person with other leaves and ``births``
+  per person in and out: its cost is O(people + non-zero cells) x the number of (level, query) blocks.
+
+The hyperparameters follow each sweep: phi and the mean sizes as in :mod:`~ppdinfer.census.sampler`; each
+group's alpha alone (shares kept) and its shares in pairs (q_k and a random partner q_j, their sum kept, a
+random walk on log(q_k / q_j)), which read the non-zero cells only. Chains run in parallel threads.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from tqdm import tqdm
+
+from ..inference.parallel import resolve_cores
+from ..kernels.census_people import fenwick_build, people_sweeps
+from ..rng import SeedLike, root_seed
+from ..validation import non_negative_int, nonnegative_counts, positive_int
+from .baselines import largest_remainder
+from .grouped_release import GroupedRelease, group_sums
+from .pl94 import Coarsening
+from .sampler import CellPrior, _csr, _hyperparameters, _wait
+
+__all__ = ["PersonMoves", "sample_people"]
+
+#: The most stored draws of the recorded table (chains x draws x leaves x recorded cells, int32) held in memory.
+DRAWS_BYTES = 2**32
+
+
+@dataclass(frozen=True)
+class PersonMoves:
+    """The moves of :func:`sample_people` per sweep (its tuning, like a PyMC step's).
+
+    Attributes
+    ----------
+    within, within_per_cell : float
+        Moves inside a leaf per person and per non-zero cell of the starting table (at least one per leaf
+        with people).
+    exchanges : float
+        Moves with another leaf of the invariant class per person of the starting table (plus one per leaf).
+    births : float
+        Moves in or out per person (plus one), for leaves under no exact total.
+    partners : (float, float)
+        The probabilities that an exchange's other leaf is a sibling, or a leaf at most ``near`` places away;
+        the rest, any leaf of the class.
+    near : int
+    jump, max_jump : float, int
+        The probability that a move takes t people, t uniform in 2..max_jump, rather than one.
+    floor : float
+        A destination cell is drawn with probability proportional to its group's share + ``floor``.
+    hyper_rounds : int
+        Hyperparameter updates per sweep.
+    """
+
+    within: float = 1.0
+    within_per_cell: float = 2.0
+    exchanges: float = 0.25
+    births: float = 0.25
+    partners: tuple = (0.6, 0.25)
+    near: int = 64
+    jump: float = 0.3
+    max_jump: int = 4
+    floor: float = 1e-4
+    hyper_rounds: int = 1
+
+    def __post_init__(self):
+        for name in ("within", "within_per_cell", "exchanges", "births"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+                raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
+        try:
+            p_sibling, p_near = (float(p) for p in self.partners)
+        except (TypeError, ValueError):
+            raise ValueError(f"PersonMoves: partners must be two probabilities, got {self.partners!r}") from None
+        if not (0 <= p_sibling and 0 <= p_near and p_sibling + p_near <= 1):
+            raise ValueError(
+                f"PersonMoves: partners must be two probabilities summing to at most 1, got {self.partners!r}"
+            )
+        if not 0 <= self.jump <= 1:
+            raise ValueError(f"PersonMoves: jump must be a probability, got {self.jump!r}")
+        positive_int(self.near, "PersonMoves: near")
+        positive_int(self.max_jump, "PersonMoves: max_jump")
+        positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
+        if not 0 < self.floor < math.inf:
+            raise ValueError(f"PersonMoves: floor must be a finite number > 0, got {self.floor!r}")
+
+
+def _residuals(release: GroupedRelease, cells: np.ndarray):
+    """The blocks' flat arrays and the residuals y - v of ``cells`` (int32 where they fit)."""
+    geo, blocks = release.geography, release.blocks
+    sizes = np.array([b.y.size for b in blocks], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    rate_sizes = np.array([b.rate.size for b in blocks], dtype=np.int64)
+    rate_offsets = np.concatenate([[0], np.cumsum(rate_sizes)[:-1]]).astype(np.int64)
+    parts = []
+    for b in blocks:
+        per_leaf = group_sums(cells, b.groups, b.n_values)
+        starts = geo.leaf_start[release.level_units[b.level]]
+        parts.append((b.y - np.add.reduceat(per_leaf, starts, axis=0)).ravel())
+    resid = np.concatenate(parts)
+    if np.abs(resid).max(initial=0) < 2**30:
+        resid = resid.astype(np.int32)
+    scale_sizes = np.array([b.n_values for b in blocks], dtype=np.int64)
+    return (
+        resid,
+        np.concatenate([b.rate for b in blocks]),
+        np.concatenate([b.scale for b in blocks]),
+        np.concatenate([[0], np.cumsum(scale_sizes)[:-1]]).astype(np.int64),
+        np.array([b.level for b in blocks], dtype=np.int64),
+        offsets,
+        np.array([b.n_values for b in blocks], dtype=np.int64),
+        rate_offsets,
+        np.stack([b.groups for b in blocks]).astype(np.int32),
+    )
+
+
+def _classes(release: GroupedRelease):
+    """Per leaf: the leaf range of its invariant class (the deepest unit with an exact total above or at it,
+    else the root), whether it is under none (free), and its siblings' range."""
+    geo = release.geography
+    lo, hi = np.full(geo.n_leaves, 0), np.full(geo.n_leaves, geo.n_leaves)
+    free = np.ones(geo.n_leaves, dtype=bool)
+    for u in sorted(release.unit_totals, key=lambda u: geo.depth[u]):  # deeper units override
+        a, b = geo.leaf_start[u], geo.leaf_stop[u]
+        lo[a:b], hi[a:b], free[a:b] = a, b, False
+    parent = np.where(geo.parent[geo.leaves] >= 0, geo.parent[geo.leaves], geo.leaves)
+    return lo.astype(np.int64), hi.astype(np.int64), free, geo.leaf_start[parent], geo.leaf_stop[parent]
+
+
+def _initial_cells(release: GroupedRelease) -> np.ndarray:
+    """A start: the finest level's detailed releases (clipped at 0, split evenly over its unit's leaves), at
+    each leaf's released total where a leaf-level total is measured, then the exact totals met."""
+    geo, K = release.geography, release.table.n_cells
+    allowed = ~release.structural_zeros
+    cells = np.zeros((geo.n_leaves, K))
+    detailed = [b for b in release.blocks if b.n_values == K and np.array_equal(np.sort(b.groups), np.arange(K))]
+    if detailed:
+        b = max(detailed, key=lambda b: b.level)
+        units = release.level_units[b.level]
+        share = np.maximum(b.y, 0).astype(float) ** 2
+        share /= np.maximum(share.sum(axis=1, keepdims=True), 1.0)
+        size = np.maximum(b.y, 0).sum(axis=1)
+        totals = [t for t in release.blocks if t.n_values == 1 and t.level == b.level and (t.groups == 0).all()]
+        if totals:
+            size = np.maximum(totals[0].y[:, 0], 0)
+        n_leaves = geo.leaf_stop[units] - geo.leaf_start[units]
+        per_leaf = (share * (size / n_leaves)[:, None])[release.ancestors[b.level]]
+        cells = per_leaf[:, b.groups]
+    cells[:, ~allowed] = 0
+    out = np.zeros((geo.n_leaves, K), dtype=np.int64)
+    for leaf in range(geo.n_leaves):
+        total = int(round(cells[leaf].sum()))
+        if total > 0:
+            out[leaf] = largest_remainder(cells[leaf], total)
+    return _met_totals(release, out)
+
+
+def _met_totals(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
+    """``cells`` changed to meet the exact unit totals, deepest first, each by cells of its leaves not under a
+    deeper total (added in proportion to count + 1, taken in proportion to count)."""
+    geo = release.geography
+    allowed = ~release.structural_zeros
+    fixed = np.zeros(geo.n_leaves, dtype=bool)
+    for u in sorted(release.unit_totals, key=lambda u: -geo.depth[u]):
+        a, b = geo.leaf_start[u], geo.leaf_stop[u]
+        residual = release.unit_totals[u] - int(cells[a:b].sum())
+        free = np.flatnonzero(~fixed[a:b]) + a
+        if residual and free.size == 0:
+            raise ValueError(f"unit_totals: unit {geo.ids[u]!s}'s total cannot be met given the totals nested in it")
+        block = cells[free][:, allowed].astype(float)
+        if residual > 0:
+            change = largest_remainder((block + 1.0).ravel(), residual).reshape(block.shape)
+        elif residual < 0:
+            change = -largest_remainder(block.ravel(), -residual).reshape(block.shape)
+        else:
+            change = 0
+        sub = cells[free]
+        sub[:, allowed] += change
+        cells[free] = sub
+        fixed[a:b] = True
+    return cells
+
+
+def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
+    geo, K = release.geography, release.table.n_cells
+    cells = nonnegative_counts(initial, "initial")
+    if cells.size != geo.n_leaves * K:
+        raise ValueError(f"initial must hold {geo.n_leaves} x {K} counts, got {cells.size}")
+    cells = cells.reshape(geo.n_leaves, K)
+    if cells[:, release.structural_zeros].any():
+        raise ValueError("initial has people in structural zeros")
+    for u, total in release.unit_totals.items():
+        if cells[geo.leaf_start[u] : geo.leaf_stop[u]].sum() != total:
+            raise ValueError(f"initial breaks the exact total {total} of unit {geo.ids[u]!s}")
+    return cells
+
+
+def _recorded(release: GroupedRelease, record) -> tuple[np.ndarray, tuple]:
+    if record is None:
+        return np.arange(release.table.n_cells, dtype=np.int64), release.table.labels
+    if not isinstance(record, Coarsening) or record.cell_of.size != release.table.n_cells:
+        raise ValueError(
+            f"record must be None or a Coarsening of the release's {release.table.n_cells} cells "
+            f"(schema.coarsen(...)), got {record!r}"
+        )
+    return record.cell_of.astype(np.int64), record.table.labels
+
+
+def sample_people(
+    release: GroupedRelease,
+    *,
+    draws: int = 500,
+    tune: int = 500,
+    thin: int = 1,
+    chains: int = 2,
+    cores: int | None = None,
+    random_seed: SeedLike = None,
+    learn: bool = True,
+    hyperparameters=None,
+    share_level: str | None = None,
+    moves: PersonMoves | None = None,
+    record: Coarsening | None = None,
+    initial=None,
+    progressbar: bool = True,
+) -> xr.DataTree:
+    """Posterior draws of a grouped release's cells by moves of people (module docstring).
+
+    Parameters
+    ----------
+    release : GroupedRelease
+        From :func:`~ppdinfer.census.grouped_release` (a file) or ``GroupedRelease.from_census``.
+    draws, tune, thin, chains, cores, random_seed, learn, hyperparameters, share_level
+        As in :func:`~ppdinfer.census.sample_cells` (the same prior and hyperparameters; default shares give
+        structural zeros none).
+    moves : PersonMoves, optional
+        The moves per sweep.
+    record : Coarsening, optional
+        The table stored per draw: by default the release's cells; a coarsening of them (e.g. voting age x
+        Hispanic origin x 7 race groups) for a state's full histogram, whose draws would not fit in memory.
+    initial : array_like, optional
+        Starting cells (leaves x K), meeting the exact totals; default: the finest detailed releases.
+    progressbar : bool
+        A tqdm bar over sweeps; Ctrl-C stops the chains after their current sweep, keeping the draws done.
+
+    Returns
+    -------
+    xarray.DataTree
+        posterior: ``cells`` (chain, draw, unit, cell) of the recorded table, ``alpha`` (chain, draw, group),
+        ``phi``, ``mean_size`` (chain, draw, parent), ``shares`` (chain, draw, group, cell), the recorded cells'
+        shares; sample_stats: ``accept``; attrs: the settings, ``sampling_seconds``, ``interrupted``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ppdinfer.census import Geography, TableSpec, census_queries, GroupedRelease
+    >>> from ppdinfer.mechanisms import NoisyMeasurements
+    >>> geo = Geography(["t", "b1", "b2"], [None, "t", "t"])
+    >>> q = census_queries(geo, TableSpec(("a", "b")), {"level1": ["total", "detailed"]})
+    >>> mech = NoisyMeasurements(q.matrix, 1.0, invariants=q.unit_invariants(["t"], [40]))
+    >>> release = GroupedRelease.from_census(q, mech, mech.release([10, 5, 15, 10], random_seed=1))
+    >>> tree = sample_people(release, draws=50, tune=50, random_seed=2, progressbar=False)
+    >>> tree["posterior"]["cells"].shape
+    (2, 50, 2, 2)
+    >>> bool((tree["posterior"]["cells"].sum(("unit", "cell")) == 40).all())    # the exact total, every draw
+    True
+    """
+    if not isinstance(release, GroupedRelease):
+        raise ValueError(f"release must be a GroupedRelease, got {type(release).__name__}")
+    moves = PersonMoves() if moves is None else moves
+    if not isinstance(moves, PersonMoves):
+        raise ValueError(f"moves must be a PersonMoves, got {type(moves).__name__}")
+    draws, chains, thin = (positive_int(v, n) for v, n in ((draws, "draws"), (chains, "chains"), (thin, "thin")))
+    tune = non_negative_int(tune, "tune")
+    if not isinstance(learn, bool | np.bool_):
+        raise ValueError(f"learn must be True or False, got {learn!r}")
+    geo, K = release.geography, release.table.n_cells
+    L = geo.n_leaves
+    cmap, labels = _recorded(release, record)
+    R = len(labels)
+    if chains * draws * L * R * 4 > DRAWS_BYTES:
+        raise ValueError(
+            f"the stored draws ({chains} chains x {draws} draws x {L} leaves x {R} cells, int32) would take "
+            f"{chains * draws * L * R * 4 / 2**30:.1f} GiB: record a coarser table (record=schema.coarsen(...)), "
+            "fewer draws or a larger thin"
+        )
+    cells0 = _initial_cells(release) if initial is None else _checked_initial(release, initial)
+    prior = CellPrior(release, share_level)
+    alpha0, phi0, mean0, shares0, prior_vec, filled = _hyperparameters(
+        hyperparameters, prior, learn, cells0.astype(float)
+    )
+    allowed = ~release.structural_zeros
+    shares0[:, ~allowed] = 0.0
+    shares0 /= shares0.sum(axis=1, keepdims=True)
+    cats = np.flatnonzero(allowed).astype(np.int64)
+    resid0, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups = _residuals(release, cells0)
+    lo, hi, free, sib_lo, sib_hi = _classes(release)
+    people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
+    within = np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64)
+    exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + 1, 0)
+    births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + 1, 0)
+    P = 1 << max(int(K - 1).bit_length(), 0)
+    parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
+    group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
+    seeds = root_seed(random_seed).spawn(chains)
+    n_sweeps = tune + draws * thin
+    states, outputs = [], []
+    for c in range(chains):
+        stream = np.random.default_rng(seeds[c])
+        rng_state = seeds[c].generate_state(4, np.uint64)
+        if not rng_state.any():
+            rng_state[0] = 1
+        jitter = 0.3 if learn else 0.0
+        cells = cells0.astype(np.int32)
+        fen = np.zeros((L, P + 1), dtype=np.int32)
+        fenwick_build(cells, fen)
+        rec = group_sums(cells, cmap, R)
+        states.append(
+            dict(
+                cells=cells, totals=cells0.sum(axis=1).astype(np.int64), fen=fen, rec=rec, resid=resid0.copy(),
+                log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
+                log_mean=np.log(mean0) + jitter * stream.normal(size=prior.n_parents),
+                log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
+                shares=shares0.copy(),
+                steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
+                                      np.full(prior.n_groups, 0.3)]),
+                rng=rng_state, touched=np.zeros(2 * len(release.blocks) + 2, dtype=np.int64),
+                dr=np.zeros(2 * len(release.blocks) + 2, dtype=np.int64),
+            )
+        )  # fmt: skip
+        outputs.append(
+            dict(
+                rec=np.zeros((draws, L, R), dtype=np.int32), phi=np.zeros(draws), mean=np.zeros((draws, prior.n_parents)),
+                alpha=np.zeros((draws, prior.n_groups)), shares=np.zeros((draws, prior.n_groups, R)),
+                accept=np.zeros(draws),
+            )
+        )  # fmt: skip
+    workers = min(chains, resolve_cores(cores))
+    done = [0] * chains
+    stop = threading.Event()
+    work = float(within.sum() + exchanges.sum() + births.sum()) * len(release.blocks)
+    chunk = max(1, min(50, int(5e7 // max(work, 1.0))))
+    bar = tqdm(total=n_sweeps * chains, desc="census people", unit="sweep", disable=not progressbar, leave=False)
+    lock = threading.Lock()
+    all_leaves = np.arange(L, dtype=np.int64)
+    leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
+    p_sibling, p_near = (float(p) for p in moves.partners)
+
+    def run(c):
+        s, o = states[c], outputs[c]
+        while done[c] < n_sweeps and not stop.is_set():
+            count = min(chunk, n_sweeps - done[c])
+            people_sweeps(
+                done[c], count, tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
+                scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors, within, exchanges,
+                births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, moves.floor,
+                cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
+                s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
+                prior_vec, s["rng"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
+                o["accept"],
+            )  # fmt: skip
+            done[c] += count
+            with lock:
+                bar.update(count)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        interrupted = _wait([pool.submit(run, c) for c in range(chains)], stop)
+    bar.close()
+    kept = min(max(0, d - tune) // thin for d in done)
+    attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
+             "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
+             "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
+             "moves_per_sweep": int(within.sum() + exchanges.sum() + births.sum()), "moves": repr(moves)}  # fmt: skip
+    return _tree(geo, prior, labels, outputs, kept, attrs)
+
+
+def _tree(geo, prior: CellPrior, labels, outputs, kept: int, attrs) -> xr.DataTree:
+    stack = lambda key: np.stack([o[key][:kept] for o in outputs])  # noqa: E731
+    chain, draw = np.arange(len(outputs)), np.arange(kept)
+    posterior = xr.Dataset(
+        {
+            "cells": (("chain", "draw", "unit", "cell"), stack("rec")),
+            "alpha": (("chain", "draw", "group"), np.exp(stack("alpha"))),
+            "phi": (("chain", "draw"), np.exp(stack("phi"))),
+            "mean_size": (("chain", "draw", "parent"), np.exp(stack("mean"))),
+            "shares": (("chain", "draw", "group", "cell"), stack("shares")),
+        },
+        coords={"chain": chain, "draw": draw, "unit": np.array([str(v) for v in geo.ids[geo.leaves]]),
+                "cell": list(labels), "parent": prior.parent_ids, "group": prior.group_ids},
+    )  # fmt: skip
+    stats = xr.Dataset({"accept": (("chain", "draw"), stack("accept"))}, coords={"chain": chain, "draw": draw})
+    tree = xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+    tree.attrs.update(attrs)
+    return tree

@@ -1,0 +1,420 @@
+"""Compiled sweeps of the person-move sampler (ppdinfer.census.people): moves of people, residual cache, hyperparameters.
+
+The cells are a dense (leaves x K) int32 table with a Fenwick tree per leaf, so a person of a leaf is drawn
+uniformly (its cell with probability n_k / N) in O(log K). A move takes t people of one cell to another cell
+of the same leaf, to the same cell of another leaf, or (leaves under no invariant) in or out of a leaf; its
+likelihood ratio reads, for each (level, query) block, the one or two released values whose sums change
+(``offset + ancestor row * values + group of the cell``) against a cached residual y - v. The cost of a move
+is O(blocks + log K), of a sweep O(people + non-zero cells): empty cells are never visited.
+
+The random numbers are those of :mod:`ppdinfer.kernels.census` (a xoshiro256** stream per chain).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .census import _below, _normal, _phi_change, _uniform
+from .special import log_gamma_step
+
+
+@njit(cache=True, nogil=True)
+def fenwick_build(cells, fen):
+    """fen[l, 1..P] = the Fenwick tree of cells[l] (P a power of two >= K; the tail past K empty)."""
+    L, K = cells.shape
+    P = fen.shape[1] - 1
+    for leaf in range(L):
+        for i in range(1, P + 1):
+            fen[leaf, i] = cells[leaf, i - 1] if i - 1 < K else 0
+        for i in range(1, P + 1):
+            j = i + (i & -i)
+            if j <= P:
+                fen[leaf, j] += fen[leaf, i]
+
+
+@njit(cache=True, nogil=True)
+def _fen_add(fen, leaf, k, d):
+    P = fen.shape[1] - 1
+    i = k + 1
+    while i <= P:
+        fen[leaf, i] += d
+        i += i & -i
+
+
+@njit(cache=True, nogil=True)
+def _fen_find(fen, leaf, target):
+    """The cell of person number ``target`` (0 <= target < the leaf's total)."""
+    P = fen.shape[1] - 1
+    pos = 0
+    bit = P
+    while bit > 0:
+        nxt = pos + bit
+        if nxt <= P and fen[leaf, nxt] <= target:
+            pos = nxt
+            target -= fen[leaf, nxt]
+        bit >>= 1
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _cell_change(n, beta, t):
+    """Change of lgamma(n + beta) - lgamma(n + 1) (a cell's Dirichlet-multinomial term) when n becomes n + t."""
+    return log_gamma_step(n + beta, t) - log_gamma_step(n + 1.0, t)
+
+
+@njit(cache=True, nogil=True)
+def _total_change(N, t, phi, m, alpha):
+    """Change of lgamma(N + phi) + N log(m / (phi + m)) - lgamma(N + alpha) (a leaf's total terms), N -> N + t."""
+    return log_gamma_step(N + phi, t) - t * math.log1p(phi / m) - log_gamma_step(N + alpha, t)
+
+
+@njit(cache=True, nogil=True)
+def _loss(r, power):
+    return float(r * r) if power == 2 else float(abs(r))
+
+
+@njit(cache=True, nogil=True)
+def _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                touched, dr):  # fmt: skip
+    """The log-likelihood change of moving t people from cell (lf, kf) to (lt, kt) (lf < 0: they arrive, lt < 0:
+    they leave), and the number of residuals it changes (their indices and changes in touched, dr)."""
+    n = 0
+    out = 0.0
+    for b in range(blk_level.size):
+        lv = blk_level[b]
+        gf = -1
+        gt = -1
+        uf = -1
+        ut = -1
+        if lf >= 0:
+            gf = blk_groups[b, kf]
+            uf = anc[lv, lf]
+        if lt >= 0:
+            gt = blk_groups[b, kt]
+            ut = anc[lv, lt]
+        if gf == gt and uf == ut:
+            continue
+        if gf >= 0:
+            rate = rates[blk_rate[b] + uf] * scales[blk_scale[b] + gf]
+            if rate > 0.0:
+                idx = blk_off[b] + uf * blk_nv[b] + gf
+                r = resid[idx]
+                out -= rate * (_loss(r + t, power) - _loss(r, power))
+                touched[n] = idx
+                dr[n] = t
+                n += 1
+        if gt >= 0:
+            rate = rates[blk_rate[b] + ut] * scales[blk_scale[b] + gt]
+            if rate > 0.0:
+                idx = blk_off[b] + ut * blk_nv[b] + gt
+                r = resid[idx]
+                out -= rate * (_loss(r - t, power) - _loss(r, power))
+                touched[n] = idx
+                dr[n] = -t
+                n += 1
+    return out, n
+
+
+@njit(cache=True, nogil=True)
+def _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n):
+    if lf >= 0:
+        cells[lf, kf] -= t
+        totals[lf] -= t
+        _fen_add(fen, lf, kf, -t)
+        rec[lf, cmap[kf]] -= t
+    if lt >= 0:
+        cells[lt, kt] += t
+        totals[lt] += t
+        _fen_add(fen, lt, kt, t)
+        rec[lt, cmap[kt]] += t
+    for s in range(n):
+        resid[touched[s]] += dr[s]
+
+
+@njit(cache=True, nogil=True)
+def _destination(cum, cats, rng):
+    """An allowed cell drawn by the cumulative weights ``cum`` (one group's row), by bisection."""
+    u = _uniform(rng) * cum[cum.size - 1]
+    lo, hi = 0, cum.size - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    return cats[lo]
+
+
+@njit(cache=True, nogil=True)
+def _jump(rng, p_jump, max_jump):
+    if max_jump > 1 and _uniform(rng) < p_jump:
+        return 2 + _below(rng, max_jump - 1)
+    return 1
+
+
+@njit(cache=True, nogil=True)
+def _accept(lr, rng):
+    return lr >= 0.0 or _uniform(rng) < math.exp(lr)
+
+
+@njit(cache=True, nogil=True)
+def _other(a, b, skip, rng):
+    """A leaf in [a, b) other than ``skip`` (b - a >= 2), uniformly."""
+    out = a + _below(rng, b - a - 1)
+    return out + 1 if out >= skip else out
+
+
+@njit(cache=True, nogil=True)
+def people_sweeps(
+    start, count, tune, thin, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+    blk_rate, blk_groups, anc, within, exchanges, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
+    p_near, p_jump, max_jump, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
+    group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
+    touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
+):  # fmt: skip
+    """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
+
+    Per leaf, in order: ``within[l]`` moves inside the leaf, ``exchanges[l]`` with another leaf of its
+    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``births[l]`` in or out
+    (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean sizes, each group's alpha
+    and its shares (pairs of shares with their sum kept), step sizes adapted while tuning.
+    """
+    L, K = cells.shape
+    G = shares.shape[0]
+    R = rec.shape[1]
+    n_parents = log_mean.size
+    Ka = cats.size
+    beta = np.empty((G, K))
+    logw = np.full((G, K), -np.inf)
+    cum = np.empty((G, Ka))
+    gk_ptr = np.zeros(G * K + 1, dtype=np.int64)
+    for sweep in range(start, start + count):
+        phi = math.exp(log_phi[0])
+        for g in range(G):
+            alpha = math.exp(log_alpha[g])
+            norm = 1.0 + Ka * floor
+            running = 0.0
+            for a in range(Ka):
+                k = cats[a]
+                w = (shares[g, k] + floor) / norm
+                logw[g, k] = math.log(w)
+                running += w
+                cum[g, a] = running
+            for k in range(K):
+                beta[g, k] = alpha * shares[g, k]
+        attempted = 0
+        accepted = 0
+        for leaf in range(L):
+            g = leaf_group[leaf]
+            m = math.exp(log_mean[leaf_parent[leaf]])
+            for _ in range(within[leaf]):
+                N = totals[leaf]
+                if N == 0:
+                    break
+                i = _fen_find(fen, leaf, _below(rng, N))
+                t = _jump(rng, p_jump, max_jump)
+                j = _destination(cum[g], cats, rng)
+                attempted += 1
+                ni = cells[leaf, i]
+                if ni < t or j == i:
+                    continue
+                nj = cells[leaf, j]
+                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
+                lr += math.log(nj + t) - math.log(ni) + logw[g, i] - logw[g, j]
+                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
+                                     blk_groups, anc, touched, dr)  # fmt: skip
+                if _accept(lr + lik, rng):
+                    accepted += 1
+                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+            lo, hi = class_lo[leaf], class_hi[leaf]
+            for _ in range(exchanges[leaf] if hi - lo >= 2 else 0):
+                u = _uniform(rng)
+                if u < p_sibling:
+                    a, b = sib_lo[leaf], sib_hi[leaf]
+                elif u < p_sibling + p_near:
+                    a, b = max(lo, leaf - near), min(hi, leaf + near + 1)
+                else:
+                    a, b = lo, hi
+                if b - a < 2:
+                    continue
+                other = _other(a, b, leaf, rng)
+                src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
+                Ns = totals[src]
+                attempted += 1
+                if Ns == 0:
+                    continue
+                k = _fen_find(fen, src, _below(rng, Ns))
+                t = _jump(rng, p_jump, max_jump)
+                ns = cells[src, k]
+                if ns < t:
+                    continue
+                nd, Nd = cells[dst, k], totals[dst]
+                gs, gd = leaf_group[src], leaf_group[dst]
+                lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, k], t)
+                lr += _total_change(Ns, -t, phi, math.exp(log_mean[leaf_parent[src]]), math.exp(log_alpha[gs]))
+                lr += _total_change(Nd, t, phi, math.exp(log_mean[leaf_parent[dst]]), math.exp(log_alpha[gd]))
+                lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
+                lik, n = _lik_change(src, k, dst, k, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
+                                     blk_groups, anc, touched, dr)  # fmt: skip
+                if _accept(lr + lik, rng):
+                    accepted += 1
+                    _apply(src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+            alpha = math.exp(log_alpha[g])
+            for _ in range(births[leaf]):
+                N = totals[leaf]
+                t = _jump(rng, p_jump, max_jump)
+                attempted += 1
+                if _uniform(rng) < 0.5:
+                    j = _destination(cum[g], cats, rng)
+                    nj = cells[leaf, j]
+                    lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha)
+                    lr += math.log(nj + t) - math.log(N + t) - logw[g, j]
+                    lik, n = _lik_change(-1, 0, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
+                                         blk_groups, anc, touched, dr)  # fmt: skip
+                    if _accept(lr + lik, rng):
+                        accepted += 1
+                        _apply(-1, 0, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                elif N > 0:
+                    i = _fen_find(fen, leaf, _below(rng, N))
+                    ni = cells[leaf, i]
+                    if ni < t:
+                        continue
+                    lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha)
+                    lr += logw[g, i] - math.log(ni) + math.log(N)
+                    lik, n = _lik_change(leaf, i, -1, 0, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
+                                         blk_groups, anc, touched, dr)  # fmt: skip
+                    if _accept(lr + lik, rng):
+                        accepted += 1
+                        _apply(leaf, i, -1, 0, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+        if learn:
+            gk_n = _group_counts(cells, leaf_group, G, gk_ptr)
+            adapt = sweep < tune
+            for _round in range(hyper_rounds):
+                _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
+                             log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng)  # fmt: skip
+        done = sweep - tune
+        if done >= 0 and (done + 1) % thin == 0:
+            row = done // thin
+            for leaf in range(L):
+                for c in range(R):
+                    out_rec[row, leaf, c] = rec[leaf, c]
+            out_phi[row] = log_phi[0]
+            for p in range(n_parents):
+                out_mean[row, p] = log_mean[p]
+            for g in range(G):
+                out_alpha[row, g] = log_alpha[g]
+                for c in range(R):
+                    out_shares[row, g, c] = 0.0
+                for k in range(K):
+                    out_shares[row, g, cmap[k]] += shares[g, k]
+            out_accept[row] = accepted / max(attempted, 1)
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _group_counts(cells, leaf_group, G, gk_ptr):
+    """The non-zero counts of each (group, cell), grouped: counts[gk_ptr[g K + k]:gk_ptr[g K + k + 1]]."""
+    L, K = cells.shape
+    gk_ptr[:] = 0
+    for leaf in range(L):
+        base = leaf_group[leaf] * K + 1
+        for k in range(K):
+            if cells[leaf, k] > 0:
+                gk_ptr[base + k] += 1
+    for s in range(1, gk_ptr.size):
+        gk_ptr[s] += gk_ptr[s - 1]
+    out = np.empty(gk_ptr[gk_ptr.size - 1], dtype=np.int64)
+    fill = gk_ptr[:-1].copy()
+    for leaf in range(L):
+        base = leaf_group[leaf] * K
+        for k in range(K):
+            n = cells[leaf, k]
+            if n > 0:
+                out[fill[base + k]] = n
+                fill[base + k] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _counts_change(gk_ptr, gk_n, slot, old_beta, new_beta):
+    """Change of sum over a (group, cell)'s non-zero counts n of lgamma(n + beta) - lgamma(beta)."""
+    d = new_beta - old_beta
+    out = 0.0
+    for e in range(gk_ptr[slot], gk_ptr[slot + 1]):
+        out += log_gamma_step(gk_n[e] + old_beta, d)
+    return out - (gk_ptr[slot + 1] - gk_ptr[slot]) * log_gamma_step(old_beta, d)
+
+
+@njit(cache=True, nogil=True)
+def _adapted(steps, s, ok, rate, target):
+    steps[s] *= math.exp(rate * ((1.0 if ok else 0.0) - target))
+
+
+@njit(cache=True, nogil=True)
+def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves, log_phi,
+                 log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng):  # fmt: skip
+    """One update of phi, each parent's mean size, each group's alpha (shares kept) and its shares (in pairs)."""
+    n_parents, G, Ka = log_mean.size, log_alpha.size, cats.size
+    phi = math.exp(log_phi[0])
+    new = log_phi[0] + steps[0] * _normal(rng)
+    lr = _phi_change(totals, leaf_parent, all_leaves, phi, math.exp(new), log_mean, -1, 0.0)
+    lr += 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2 - 0.5 * ((new - prior[2]) / prior[3]) ** 2
+    ok = _accept(lr, rng)
+    if ok:
+        log_phi[0] = new
+        phi = math.exp(new)
+    if adapt:
+        _adapted(steps, 0, ok, 0.05, 0.3)
+    for p in range(n_parents):
+        leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
+        new = log_mean[p] + steps[1 + p] * _normal(rng)
+        lr = _phi_change(totals, leaf_parent, leaves, phi, phi, log_mean, p, new)
+        lr += 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2 - 0.5 * ((new - prior[4]) / prior[5]) ** 2
+        ok = _accept(lr, rng)
+        if ok:
+            log_mean[p] = new
+        if adapt:
+            _adapted(steps, 1 + p, ok, 0.05, 0.3)
+    for g in range(G):
+        alpha = math.exp(log_alpha[g])
+        new = log_alpha[g] + steps[1 + n_parents + g] * _normal(rng)
+        new_alpha = math.exp(new)
+        lr = 0.5 * ((log_alpha[g] - prior[0]) / prior[1]) ** 2 - 0.5 * ((new - prior[0]) / prior[1]) ** 2
+        for s in range(group_ptr[g], group_ptr[g + 1]):
+            N = totals[group_leaves[s]]
+            lr += log_gamma_step(alpha, new_alpha - alpha) - log_gamma_step(N + alpha, new_alpha - alpha)
+        for a in range(Ka):
+            k = cats[a]
+            lr += _counts_change(gk_ptr, gk_n, g * K + k, alpha * shares[g, k], new_alpha * shares[g, k])
+        ok = _accept(lr, rng)
+        if ok:
+            log_alpha[g] = new
+            alpha = new_alpha
+        if adapt:
+            _adapted(steps, 1 + n_parents + g, ok, 0.05, 0.3)
+        slot = 1 + n_parents + G + g
+        for a in range(Ka):
+            b = _below(rng, Ka - 1)
+            if b >= a:
+                b += 1
+            k, j = cats[a], cats[b]
+            qk, qj = shares[g, k], shares[g, j]
+            s = qk + qj
+            z = math.log(qk) - math.log(qj) + steps[slot] * _normal(rng)
+            u = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+            new_k, new_j = s * u, s * (1.0 - u)
+            if new_k <= 0.0 or new_j <= 0.0:
+                ok = False
+            else:
+                # Dirichlet(a0) density times the logit proposal's Jacobian u (1 - u) = q_k q_j / s^2
+                lr = prior[6] * (math.log(new_k) + math.log(new_j) - math.log(qk) - math.log(qj))
+                lr += _counts_change(gk_ptr, gk_n, g * K + k, alpha * qk, alpha * new_k)
+                lr += _counts_change(gk_ptr, gk_n, g * K + j, alpha * qj, alpha * new_j)
+                ok = _accept(lr, rng)
+                if ok:
+                    shares[g, k], shares[g, j] = new_k, new_j
+            if adapt:
+                _adapted(steps, slot, ok, 0.01, 0.3)

@@ -1,0 +1,225 @@
+"""sample_people (moves of persons over a GroupedRelease) against enumeration and against sample_cells; the grouped
+release against the query-matrix release it replaces.
+
+Enumeration: a tract of two block groups with two cells each, every state with cells up to 22 (234,256 states;
+the posterior beyond them is below 1e-9), the fixed hyperparameters' prior (:func:`hierarchical_log_prior`, checked
+on states) times NoisyMeasurements' likelihood: with no invariant (people arrive and leave), and with the tract's
+total exact (people move between the block groups), for Gaussian and Laplace noise.
+"""
+
+import itertools
+import math
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from ppdinfer.census import (
+    PERSON,
+    CellPrior,
+    Geography,
+    GroupedRelease,
+    PersonMoves,
+    TableSpec,
+    census_queries,
+    grouped_release,
+    hierarchical_log_prior,
+    read_nmf,
+    sample_cells,
+    sample_people,
+    synthetic_pl94_state,
+    write_nmf,
+)
+from ppdinfer.census import people as people_module
+from ppdinfer.mechanisms import NoisyMeasurements
+
+FIXED = {"alpha": 3.0, "phi": 5.0, "mean": 8.0, "shares": [0.6, 0.4]}
+TRUTH = np.array([6, 3, 2, 5])
+TOP = 23  # cells 0..22
+
+
+def _small(noise: str, total: bool):
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Tract": ["total"], "Block_Group": ["total", "detailed"]})
+    invariants = census.unit_invariants(["t"], [int(TRUTH.sum())]) if total else None
+    mech = NoisyMeasurements(census.matrix, [3.0] + [2.0] * 6, noise=noise, invariants=invariants)
+    return census, mech, mech.release(TRUTH, random_seed=11)
+
+
+def _log_prior(states: np.ndarray) -> np.ndarray:
+    """The fixed hyperparameters' log prior of (S, 2 leaves, 2 cells) states, up to a constant."""
+    alpha, phi, m = FIXED["alpha"], FIXED["phi"], FIXED["mean"]
+    beta = alpha * np.asarray(FIXED["shares"])
+    N = states.sum(axis=2)
+    out = gammaln(N + phi) + N * math.log(m / (phi + m)) - gammaln(N + alpha)
+    out = out + (gammaln(states + beta) - gammaln(states + 1)).sum(axis=2)
+    return out.sum(axis=1)
+
+
+def _exact(census, mech, y) -> tuple[np.ndarray, np.ndarray]:
+    states = np.array(list(itertools.product(range(TOP), repeat=4)))
+    if mech.invariant_matrix is not None:
+        states = states[states.sum(axis=1) == TRUTH.sum()]
+    log = _log_prior(states.reshape(-1, 2, 2)) + mech.logpdf(y, states)
+    w = np.exp(log - log.max())
+    return states, w / w.sum()
+
+
+def test_the_enumeration_is_the_library_s_prior():
+    census = _small("gaussian", False)[0]
+    prior = CellPrior(census)
+    states = np.array([[0, 0, 0, 0], [6, 3, 2, 5], [22, 0, 1, 9], [3, 3, 3, 3]])
+    ours = _log_prior(states.reshape(-1, 2, 2))
+    library = [hierarchical_log_prior(s.reshape(2, 2), prior, **FIXED) for s in states]
+    np.testing.assert_allclose(np.subtract(library, ours), library[0] - ours[0], atol=1e-9)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("total", [False, True], ids=["no invariant", "exact tract total"])
+def test_people_sampler_matches_enumeration(noise, total):
+    census, mech, y = _small(noise, total)
+    states, p = _exact(census, mech, y)
+    assert p[states.max(axis=1) == TOP - 1].sum() < 1e-9  # the grid holds the posterior
+    release = GroupedRelease.from_census(census, mech, y)
+    tree = sample_people(release, draws=3000, tune=300, thin=2, random_seed=5, learn=False, hyperparameters=FIXED,
+                         progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 4)
+    if total:
+        assert (cells.sum(axis=-1) == TRUTH.sum()).all()
+    features = {f"cell {c}": states[:, c] for c in range(4)}
+    features["block group 1 total"] = states[:, :2].sum(axis=1)
+    features["tract total"] = states.sum(axis=1)
+    features["b1 larger"] = (states[:, :2].sum(axis=1) > states[:, 2:].sum(axis=1)).astype(float)
+    drawn = {f"cell {c}": cells[..., c] for c in range(4)}
+    drawn["block group 1 total"] = cells[..., :2].sum(axis=-1)
+    drawn["tract total"] = cells.sum(axis=-1)
+    drawn["b1 larger"] = (cells[..., :2].sum(axis=-1) > cells[..., 2:].sum(axis=-1)).astype(float)
+    checked = 0
+    for name, f in features.items():
+        exact = float(p @ f)
+        sd = math.sqrt(max(float(p @ f**2) - exact**2, 0.0))
+        if sd < 1e-9:
+            continue
+        x = drawn[name].astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+        checked += 1
+    assert checked >= 6
+
+
+def _hierarchy():
+    ids, parents = ["s"], [None]
+    for c in range(2):
+        ids.append(f"c{c}")
+        parents.append("s")
+        for t in range(2):
+            ids.append(f"c{c}t{t}")
+            parents.append(f"c{c}")
+            for b in range(3):
+                ids.append(f"c{c}t{t}b{b}")
+                parents.append(f"c{c}t{t}")
+    return Geography(ids, parents, ["State", "County", "Tract", "Block_Group"])
+
+
+def test_people_sampler_learns_the_hyperparameters_as_sample_cells_does():
+    """The two samplers share one posterior (prior, hyperparameters and likelihood): learning every hyperparameter,
+    their posterior means of every cell, of phi and of each county's alpha agree within their Monte Carlo errors."""
+    geo = _hierarchy()
+    spec = TableSpec(("a", "b", "c", "d"))
+    census = census_queries(geo, spec, {level: ["total", "detailed"] for level in geo.level_names})
+    rng = np.random.default_rng(4)
+    truth = rng.poisson(np.tile([9.0, 4.0, 1.0, 0.3], geo.n_leaves))
+    sigmas = np.where(geo.depth[census.unit] == 3, 1.5, 3.0)
+    mech = NoisyMeasurements(census.matrix, sigmas, invariants=census.unit_invariants(["s"], [int(truth.sum())]))
+    y = mech.release(truth, random_seed=6)
+    dense = sample_cells(census, mech, y, draws=1500, tune=500, random_seed=1, progressbar=False)
+    sparse = sample_people(GroupedRelease.from_census(census, mech, y), draws=1500, tune=500, thin=3, random_seed=2,
+                           progressbar=False)  # fmt: skip
+    worst = 0.0
+    for name in ("cells", "phi", "alpha"):
+        a, b = dense["posterior"][name], sparse["posterior"][name]
+        ess_a, ess_b = az.ess(a.astype(float)), az.ess(b.astype(float))
+        mcse = np.sqrt(a.var(("chain", "draw")) / ess_a + b.var(("chain", "draw")) / ess_b)
+        z = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))) / np.maximum(mcse, 1e-9)
+        worst = max(worst, float(z.max()))
+    assert worst < 4.5, worst
+
+
+@pytest.fixture(scope="module")
+def file_release(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nmf")
+    state = synthetic_pl94_state(["Fulton"], random_seed=3, levels=("State", "County", "Tract", "Block_Group"))
+    write_nmf(root, state, random_seed=4)
+    return read_nmf(root, 42, state_total=int(state.persons.sum())), state
+
+
+@pytest.mark.parametrize("coarse", [False, True], ids=["2,016 cells", "28 cells"])
+def test_the_grouped_release_is_the_matrix_release(file_release, coarse):
+    """grouped_release reads a file into the same likelihood and invariants as NoisyMeasurementFile.release (its
+    query matrix), for the full histogram and a coarser table; from_census of the matrix release is the same too."""
+    nmf, state = file_release
+    table = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"}) if coarse else None
+    grouped = grouped_release(nmf, table)
+    census, mech, y = nmf.release(table)
+    again = GroupedRelease.from_census(census, mech, y)
+    K = census.table.n_cells
+    geo = grouped.geography
+    ranges = lambda r: {(int(geo.leaf_start[u]), int(geo.leaf_stop[u]), t) for u, t in r.unit_totals.items()}  # noqa: E731
+    assert grouped.table.n_cells == K and ranges(grouped) == ranges(again) == {
+        (0, geo.n_leaves, int(state.persons.sum()))
+    }
+    if not coarse:
+        assert grouped.structural_zeros.sum() == 126 and np.array_equal(
+            grouped.structural_zeros, again.structural_zeros
+        )
+    rng = np.random.default_rng(0)
+    gaps = []
+    for _ in range(3):
+        x = rng.poisson(0.3, size=census.n_cells)
+        x.reshape(-1, K)[:, grouped.structural_zeros] = 0
+        exact = float(mech.logpdf(y, x)[0] - mech.log_norms.sum()) if mech.invariant_matrix is None else None
+        if exact is None:  # the invariants make logpdf -inf off them: the likelihood alone
+            residual = np.abs(y - mech.queries @ x).astype(float)
+            exact = -float((residual**mech.power) @ mech.rates)
+        gaps.append([grouped.log_likelihood(x) - exact, again.log_likelihood(x) - exact])
+    np.testing.assert_allclose(gaps, 0.0, atol=1e-6 * abs(exact))
+
+
+def test_people_sampler_on_a_file_keeps_the_invariants_and_follows_the_truth(file_release):
+    nmf, state = file_release
+    release = grouped_release(nmf)
+    coarse = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
+    tree = sample_people(release, draws=40, tune=40, random_seed=1, record=coarse, progressbar=False)
+    cells = tree["posterior"]["cells"]
+    assert cells.shape[-1] == 28 and (cells.sum(("unit", "cell")) == state.persons.sum()).all()
+    truth = coarse.collapse(np.asarray(state.persons.todense()) if hasattr(state.persons, "todense") else state.persons)
+    error = np.abs(cells.mean(("chain", "draw")).values - truth).mean()
+    assert error < 3.0, error  # block-group cells of hundreds of people, within a few persons
+
+
+def test_bad_input_is_refused():
+    census, mech, y = _small("gaussian", True)
+    release = GroupedRelease.from_census(census, mech, y)
+    with pytest.raises(ValueError, match="record must be None or a Coarsening"):
+        sample_people(release, record="major", progressbar=False)
+    with pytest.raises(ValueError, match="breaks the exact total"):
+        sample_people(release, initial=[1, 1, 1, 1], progressbar=False)
+    with pytest.raises(ValueError, match="partners"):
+        PersonMoves(partners=(0.8, 0.5))
+    with pytest.raises(ValueError, match="within"):
+        PersonMoves(within=-1)
+    with pytest.raises(ValueError, match="moves must be a PersonMoves"):
+        sample_people(release, moves={"within": 2}, progressbar=False)
+    with pytest.raises(ValueError, match="GroupedRelease"):
+        sample_people(census, progressbar=False)
+    odd = NoisyMeasurements(census.matrix, 2.0, invariants=(np.array([[1, 0, 1, 0]]), np.array([8])))
+    with pytest.raises(ValueError, match="neither a unit's total nor a zero"):
+        GroupedRelease.from_census(census, odd, y)
+
+
+def test_stored_draws_beyond_the_memory_guard_are_refused(monkeypatch):
+    census, mech, y = _small("gaussian", True)
+    monkeypatch.setattr(people_module, "DRAWS_BYTES", 1000)
+    with pytest.raises(ValueError, match="record a coarser table"):
+        sample_people(GroupedRelease.from_census(census, mech, y), draws=100, progressbar=False)
