@@ -28,7 +28,13 @@ __all__ = ["GroupedRelease", "MeasurementBlock", "group_sums", "grouped_release"
 
 
 def group_sums(cells, groups: np.ndarray, n: int) -> np.ndarray:
-    """(leaves x n): each leaf's sum of its cells k with ``groups[k] == v`` (groups -1: in none)."""
+    """(leaves x n): each leaf's sum of its cells k with ``groups[k] == v`` (groups -1: in none).
+
+    Examples
+    --------
+    >>> group_sums([[1, 2, 3], [4, 5, 6]], np.array([0, 1, 0]), 2).tolist()
+    [[4, 2], [10, 5]]
+    """
     read = np.flatnonzero(groups >= 0)
     indicator = sp.csr_matrix((np.ones(read.size, dtype=np.int64), (read, groups[read])), shape=(groups.size, n))
     return np.asarray((indicator.T @ np.asarray(cells, dtype=np.int64).T).T)
@@ -73,6 +79,15 @@ class GroupedRelease:
         Unit index -> exact total of its leaves' cells.
     structural_zeros : ndarray of bool
         (K,): target cells zero in every leaf.
+
+    Examples
+    --------
+    >>> geo = Geography(["t", "b1", "b2"], [None, "t", "t"])
+    >>> block = MeasurementBlock(1, "detailed", np.array([0, 1]), np.array([[3, 0], [1, 2]]), np.full(2, 0.5),
+    ...                          np.ones(2))
+    >>> release = GroupedRelease(geo, TableSpec(("a", "b")), [block], power=2, unit_totals={0: 6})
+    >>> release.log_likelihood([[3, 0], [1, 2]]), release.log_likelihood([[2, 0], [1, 3]])
+    (0.0, -1.0)
     """
 
     def __init__(self, geography: Geography, table: TableSpec, blocks, power: int, unit_totals=None,

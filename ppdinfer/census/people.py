@@ -61,6 +61,10 @@ class PersonMoves:
         with people).
     exchanges : float
         Moves with another leaf of the invariant class per person of the starting table (plus one per leaf).
+    swaps : float
+        Trades per person of the starting table: t people of cell i of a leaf and t of cell j of another
+        (a sibling, a leaf nearby or any) trade cells, both leaves' totals kept; between siblings, every
+        value above them is kept too, so only the leaves' own measurements judge the trade.
     births : float
         Moves in or out per person (plus one), for leaves under no exact total.
     partners : (float, float)
@@ -69,25 +73,41 @@ class PersonMoves:
     near : int
     jump, max_jump : float, int
         The probability that a move takes t people, t uniform in 2..max_jump, rather than one.
+    bumps, spreads, bump_max : float, float, int
+        *Bump trades* and *spreads* per leaf and allowed cell. A bump trade moves all n (1..bump_max) people
+        of a cell (drawn uniformly) of a leaf or its partner to that cell, empty, of the other, one person of
+        each of n cells drawn by the shares coming back: a rare category's people pass between two block
+        groups in one move (the posterior's slowest mode), both totals kept. A spread, inside a leaf,
+        scatters a cell's n people into n drawn cells, or gathers one person of each of m drawn cells into
+        an empty one. Most draws find the cell empty (or full) and cost one look.
     floor : float
         A destination cell is drawn with probability proportional to its group's share + ``floor``.
     hyper_rounds : int
         Hyperparameter updates per sweep.
+
+    Examples
+    --------
+    >>> PersonMoves(within=2.0).within, PersonMoves().partners
+    (2.0, (0.6, 0.25))
     """
 
     within: float = 1.0
     within_per_cell: float = 2.0
     exchanges: float = 0.25
+    swaps: float = 0.5
     births: float = 0.25
     partners: tuple = (0.6, 0.25)
     near: int = 64
     jump: float = 0.3
     max_jump: int = 4
+    bumps: float = 0.5
+    spreads: float = 0.5
+    bump_max: int = 8
     floor: float = 1e-4
     hyper_rounds: int = 1
 
     def __post_init__(self):
-        for name in ("within", "within_per_cell", "exchanges", "births"):
+        for name in ("within", "within_per_cell", "exchanges", "swaps", "bumps", "spreads", "births"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
                 raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
@@ -99,10 +119,12 @@ class PersonMoves:
             raise ValueError(
                 f"PersonMoves: partners must be two probabilities summing to at most 1, got {self.partners!r}"
             )
-        if not 0 <= self.jump <= 1:
-            raise ValueError(f"PersonMoves: jump must be a probability, got {self.jump!r}")
+        for name in ("jump",):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"PersonMoves: {name} must be a probability, got {getattr(self, name)!r}")
         positive_int(self.near, "PersonMoves: near")
         positive_int(self.max_jump, "PersonMoves: max_jump")
+        positive_int(self.bump_max, "PersonMoves: bump_max")
         positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
         if not 0 < self.floor < math.inf:
             raise ValueError(f"PersonMoves: floor must be a finite number > 0, got {self.floor!r}")
@@ -320,7 +342,9 @@ def sample_people(
     people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
     within = np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64)
     exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + 1, 0)
+    swaps = np.ceil(moves.swaps * people).astype(np.int64) if L > 1 else np.zeros(L, dtype=np.int64)
     births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + 1, 0)
+    bumps, spreads = (int(math.ceil(rate * cats.size)) for rate in (moves.bumps, moves.spreads))
     P = 1 << max(int(K - 1).bit_length(), 0)
     parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
@@ -346,8 +370,8 @@ def sample_people(
                 shares=shares0.copy(),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
                                       np.full(prior.n_groups, 0.3)]),
-                rng=rng_state, touched=np.zeros(2 * len(release.blocks) + 2, dtype=np.int64),
-                dr=np.zeros(2 * len(release.blocks) + 2, dtype=np.int64),
+                rng=rng_state, touched=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
+                dr=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
             )
         )  # fmt: skip
         outputs.append(
@@ -360,7 +384,7 @@ def sample_people(
     workers = min(chains, resolve_cores(cores))
     done = [0] * chains
     stop = threading.Event()
-    work = float(within.sum() + exchanges.sum() + births.sum()) * len(release.blocks)
+    work = float(within.sum() + exchanges.sum() + 2 * swaps.sum() + births.sum()) * len(release.blocks)
     chunk = max(1, min(50, int(5e7 // max(work, 1.0))))
     bar = tqdm(total=n_sweeps * chains, desc="census people", unit="sweep", disable=not progressbar, leave=False)
     lock = threading.Lock()
@@ -375,7 +399,8 @@ def sample_people(
             people_sweeps(
                 done[c], count, tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
                 scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors, within, exchanges,
-                births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, moves.floor,
+                swaps, births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, bumps, spreads,
+                moves.bump_max, moves.floor,
                 cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
                 prior_vec, s["rng"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
@@ -393,7 +418,7 @@ def sample_people(
     attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
              "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
-             "moves_per_sweep": int(within.sum() + exchanges.sum() + births.sum()), "moves": repr(moves)}  # fmt: skip
+             "moves_per_sweep": int(within.sum() + exchanges.sum() + swaps.sum() + births.sum()) + L * (bumps + spreads), "moves": repr(moves)}  # fmt: skip
     return _tree(geo, prior, labels, outputs, kept, attrs)
 
 

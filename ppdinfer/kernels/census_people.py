@@ -168,19 +168,124 @@ def _other(a, b, skip, rng):
 
 
 @njit(cache=True, nogil=True)
+def _step(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+          blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr):  # fmt: skip
+    """Make one sub-move of a compound move (t people from cell (lf, kf) to (lt, kt)) and return its change of the
+    cells' log prior terms and of the log likelihood (a compound move whose leaves keep their totals sums these)."""
+    lr = _cell_change(cells[lf, kf], beta[leaf_group[lf], kf], -t)
+    lr += _cell_change(cells[lt, kt], beta[leaf_group[lt], kt], t)
+    lik, n = _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+                         blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+    _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+    return lr + lik
+
+
+@njit(cache=True, nogil=True)
+def _available(cells, leaf, picks, n, skip):
+    """Whether cells picks[:n] of ``leaf`` (with repeats) each hold a person for every time drawn, none ``skip``."""
+    for s in range(n):
+        if picks[s] == skip:
+            return False
+        times = 0
+        for r in range(n):
+            if picks[r] == picks[s]:
+                times += 1
+        if cells[leaf, picks[s]] < times:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power,
+               blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, cum, cats, picks, touched, dr,
+               rng):  # fmt: skip
+    """A rare category's bump moved whole, its place taken by one person of each of n cells drawn by group g's shares.
+
+    A cell i is drawn uniformly. With ``other`` >= 0 (a *bump trade*), all n (1..bump_max) people of i in one leaf
+    (``leaf`` or ``other``, by a coin) move to i, empty, in the other, and one person of each of n cells j_s drawn
+    by the shares comes back: both totals stay, and the reverse is the same move from the other side, drawn with
+    the same probability. With ``other`` < 0 (a *spread*), inside ``leaf``: a coin either scatters i's n people
+    into n drawn cells (one each), or, when i is empty, gathers one person of each of m drawn cells into it (m
+    uniform in 1..bump_max); the reverse is the other half, so the proposal ratio is 1 / bump_max or bump_max.
+    Returns 1 if accepted."""
+    i = cats[_below(rng, cats.size)]
+    gather = False
+    if other >= 0:
+        src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
+        n = cells[src, i]
+        if n == 0 or n > bump_max or cells[dst, i] != 0:
+            return 0
+        lr = 0.0
+    else:
+        src = dst = leaf
+        n = cells[leaf, i]
+        gather = _uniform(rng) < 0.5
+        if gather == (n > 0) or n > bump_max:
+            return 0
+        if gather:
+            n = 1 + _below(rng, bump_max)
+            lr = math.log(bump_max)
+        else:
+            lr = -math.log(bump_max)
+    for s in range(n):
+        picks[s] = _destination(cum[g], cats, rng)
+    give = dst if other >= 0 or gather else -1  # the leaf whose drawn cells give a person each
+    if give >= 0 and not _available(cells, give, picks, n, i):
+        return 0
+    if give < 0:
+        for s in range(n):
+            if picks[s] == i:
+                return 0
+    if other >= 0:
+        lr += _step(src, i, dst, i, n, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+                    blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
+    for s in range(n):
+        j = picks[s]
+        a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
+        lr += _step(a, ka, b, kb, 1, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+                    blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
+    if _accept(lr, rng):
+        return 1
+    for s in range(n - 1, -1, -1):  # undo, last first
+        j = picks[s]
+        a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
+        _step(b, kb, a, ka, 1, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+              blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
+    if other >= 0:
+        _step(dst, i, src, i, n, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+              blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
+    """Another leaf of [lo, hi): a sibling, one at most ``near`` places away, or any; -1 where there is none."""
+    u = _uniform(rng)
+    if u < p_sibling:
+        a, b = a_sib, b_sib
+    elif u < p_sibling + p_near:
+        a, b = max(lo, leaf - near), min(hi, leaf + near + 1)
+    else:
+        a, b = lo, hi
+    return _other(a, b, leaf, rng) if b - a >= 2 else -1
+
+
+@njit(cache=True, nogil=True)
 def people_sweeps(
     start, count, tune, thin, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
-    blk_rate, blk_groups, anc, within, exchanges, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
-    p_near, p_jump, max_jump, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
+    blk_rate, blk_groups, anc, within, exchanges, swaps, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
+    p_near, p_jump, max_jump, bumps, spreads, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
     Per leaf, in order: ``within[l]`` moves inside the leaf, ``exchanges[l]`` with another leaf of its
-    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``births[l]`` in or out
-    (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean sizes, each group's alpha
-    and its shares (pairs of shares with their sum kept), step sizes adapted while tuning.
+    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``swaps[l]`` trades of cells
+    with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
+    ``births[l]`` in or out (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean
+    sizes, each group's alpha and its shares (pairs of shares with their sum kept), step sizes adapted while
+    tuning.
     """
     L, K = cells.shape
     G = shares.shape[0]
@@ -191,6 +296,7 @@ def people_sweeps(
     logw = np.full((G, K), -np.inf)
     cum = np.empty((G, Ka))
     gk_ptr = np.zeros(G * K + 1, dtype=np.int64)
+    picks = np.empty(max(bump_max, 1), dtype=np.int64)
     for sweep in range(start, start + count):
         phi = math.exp(log_phi[0])
         for g in range(G):
@@ -231,16 +337,9 @@ def people_sweeps(
                     _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
             lo, hi = class_lo[leaf], class_hi[leaf]
             for _ in range(exchanges[leaf] if hi - lo >= 2 else 0):
-                u = _uniform(rng)
-                if u < p_sibling:
-                    a, b = sib_lo[leaf], sib_hi[leaf]
-                elif u < p_sibling + p_near:
-                    a, b = max(lo, leaf - near), min(hi, leaf + near + 1)
-                else:
-                    a, b = lo, hi
-                if b - a < 2:
+                other = _partner_leaf(leaf, lo, hi, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                if other < 0:
                     continue
-                other = _other(a, b, leaf, rng)
                 src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
                 Ns = totals[src]
                 attempted += 1
@@ -262,6 +361,45 @@ def people_sweeps(
                 if _accept(lr + lik, rng):
                     accepted += 1
                     _apply(src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+            for _ in range(swaps[leaf]):
+                # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
+                other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                N, No = totals[leaf], totals[other] if other >= 0 else 0
+                attempted += 1
+                if N == 0 or No == 0:
+                    continue
+                i = _fen_find(fen, leaf, _below(rng, N))
+                j = _fen_find(fen, other, _below(rng, No))
+                t = _jump(rng, p_jump, max_jump)
+                ni, nj, go = cells[leaf, i], cells[other, j], leaf_group[other]
+                if i == j or ni < t or nj < t:
+                    continue
+                mj, oi = cells[leaf, j], cells[other, i]
+                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(mj, beta[g, j], t)
+                lr += _cell_change(nj, beta[go, j], -t) + _cell_change(oi, beta[go, i], t)
+                lr += math.log(mj + t) + math.log(oi + t) - math.log(ni) - math.log(nj)
+                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+                                     blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+                for s in range(n):  # the first half applied to the residuals, so the second reads them
+                    resid[touched[s]] += dr[s]
+                lik2, n2 = _lik_change(other, j, other, i, t, resid, rates, scales, blk_scale, power, blk_level,
+                                       blk_off, blk_nv, blk_rate, blk_groups, anc, touched[n:], dr[n:])  # fmt: skip
+                for s in range(n):
+                    resid[touched[s]] -= dr[s]
+                if _accept(lr + lik + lik2, rng):
+                    accepted += 1
+                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                    _apply(other, j, other, i, t, cells, totals, fen, rec, cmap, resid, touched[n:], dr[n:], n2)
+            for _ in range(bumps if L > 1 else 0):
+                other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                if other >= 0:
+                    accepted += _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                           blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                                           beta, leaf_group, cum, cats, picks, touched, dr, rng)  # fmt: skip
+            for _ in range(spreads):
+                accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
+                                       leaf_group, cum, cats, picks, touched, dr, rng)  # fmt: skip
             alpha = math.exp(log_alpha[g])
             for _ in range(births[leaf]):
                 N = totals[leaf]
