@@ -196,7 +196,8 @@ def test_people_sampler_matches_enumeration_with_the_pl94_histogram(release):
     )
     start = np.zeros((2, K), dtype=np.int64)
     start[1, PEOPLE[0][1]] = 2
-    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=1500, tune=300, thin=4, random_seed=3,
+    grouped = GroupedRelease.from_census(census, mech, y, shape=PERSON.shape)  # neighbours: one axis changed
+    tree = sample_people(grouped, draws=1500, tune=300, thin=4, random_seed=3,
                          learn=False, hyperparameters=FIXED, initial=start, progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(2, 1500, C)
     assert (cells.sum(-1) == 2).all()

@@ -79,6 +79,8 @@ class GroupedRelease:
         Unit index -> exact total of its leaves' cells.
     structural_zeros : ndarray of bool
         (K,): target cells zero in every leaf.
+    shape : tuple of int
+        The cells' axes in C order (default one axis of K): cells differing in one axis are neighbours.
 
     Examples
     --------
@@ -91,11 +93,14 @@ class GroupedRelease:
     """
 
     def __init__(self, geography: Geography, table: TableSpec, blocks, power: int, unit_totals=None,
-                 structural_zeros=None):  # fmt: skip
+                 structural_zeros=None, shape=None):  # fmt: skip
         if power not in (1, 2):
             raise ValueError(f"power must be 2 (Gaussian) or 1 (Laplace), got {power!r}")
         self.geography, self.table, self.power = geography, table, int(power)
         K = table.n_cells
+        self.shape = (K,) if shape is None else tuple(int(n) for n in shape)
+        if int(np.prod(self.shape)) != K or min(self.shape) < 1:
+            raise ValueError(f"shape must be the cells' axes (their product {K}), got {shape!r}")
         self.level_units = tuple(geography.level(name) for name in geography.level_names)
         self.ancestors = np.zeros((geography.n_levels, geography.n_leaves), dtype=np.int64)
         unit = geography.leaves.copy()
@@ -158,10 +163,10 @@ class GroupedRelease:
         return out
 
     @classmethod
-    def from_census(cls, census: CensusQueries, mechanism, y) -> GroupedRelease:
+    def from_census(cls, census: CensusQueries, mechanism, y, shape=None) -> GroupedRelease:
         """The grouped form of a release built by :func:`~ppdinfer.census.census_queries` (each row checked to
         be the unit's sum of its kind's group); invariants: unit totals and rows of value 0 (structural zeros,
-        the same cells in every leaf)."""
+        the same cells in every leaf); ``shape``: the cells' axes (e.g. ``PERSON.shape``), default one."""
         if not isinstance(census, CensusQueries):
             raise ValueError(f"census must be CensusQueries, got {type(census).__name__}")
         y = integer_valued(y, "y")
@@ -196,7 +201,7 @@ class GroupedRelease:
                     )
                 blocks.append(MeasurementBlock(level, str(kind), groups, block_y, rate, scale))
         totals, zeros = _census_invariants(census, mechanism)
-        return cls(geo, spec, blocks, mechanism.power, totals, zeros)
+        return cls(geo, spec, blocks, mechanism.power, totals, zeros, shape)
 
 
 def _check_rows(matrix: sp.csr_matrix, rows: np.ndarray, census: CensusQueries, groups, K: int, kind) -> None:
@@ -306,7 +311,8 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
     if not blocks:
         raise ValueError(f"no measurement at levels {tuple(levels)}")
     totals, zeros = _file_invariants(source, geo, position, spec, cell_of) if invariants else ({}, None)
-    return GroupedRelease(geo, spec, blocks, 2, totals, zeros)
+    shape = source.schema.shape if np.array_equal(cell_of, np.arange(source.schema.n_cells)) else None
+    return GroupedRelease(geo, spec, blocks, 2, totals, zeros, shape)
 
 
 def _file_invariants(source, geo: Geography, position: np.ndarray, spec: TableSpec, cell_of: np.ndarray):

@@ -46,6 +46,8 @@ from .sampler import CellPrior, _csr, _hyperparameters, _wait
 
 __all__ = ["PersonMoves", "sample_people"]
 
+#: The default start keeps a cell of the finest detailed release only where it reads this many noise sds above 0.
+START_SDS = 2.5
 #: The most stored draws of the recorded table (chains x draws x leaves x recorded cells, int32) held in memory.
 DRAWS_BYTES = 2**32
 
@@ -80,6 +82,11 @@ class PersonMoves:
         groups in one move (the posterior's slowest mode), both totals kept. A spread, inside a leaf,
         scatters a cell's n people into n drawn cells, or gathers one person of each of m drawn cells into
         an empty one. Most draws find the cell empty (or full) and cost one look.
+    flips : float
+        Moves per leaf and allowed cell to a *neighbouring* cell (one axis of the release's ``shape`` changed,
+        e.g. voting age, drawn uniformly: a symmetric proposal) of one person, or of all of a cell's people
+        (up to bump_max) into an empty neighbour: two small cells of one race that differ in age trade people,
+        which moves drawn by the shares seldom propose.
     floor : float
         A destination cell is drawn with probability proportional to its group's share + ``floor``.
     hyper_rounds : int
@@ -102,12 +109,13 @@ class PersonMoves:
     max_jump: int = 4
     bumps: float = 0.5
     spreads: float = 0.5
+    flips: float = 1.0
     bump_max: int = 8
     floor: float = 1e-4
     hyper_rounds: int = 1
 
     def __post_init__(self):
-        for name in ("within", "within_per_cell", "exchanges", "swaps", "bumps", "spreads", "births"):
+        for name in ("within", "within_per_cell", "exchanges", "swaps", "bumps", "spreads", "flips", "births"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
                 raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
@@ -173,8 +181,9 @@ def _classes(release: GroupedRelease):
 
 
 def _initial_cells(release: GroupedRelease) -> np.ndarray:
-    """A start: the finest level's detailed releases (clipped at 0, split evenly over its unit's leaves), at
-    each leaf's released total where a leaf-level total is measured, then the exact totals met."""
+    """A start: the finest level's detailed releases (those ``START_SDS`` noise sds above 0, else 0; split evenly
+    over its unit's leaves), scaled to each leaf's released total where a leaf-level total is measured, then the
+    exact totals met (for Laplace noise the threshold reads its rate as a Gaussian's: a rough start only)."""
     geo, K = release.geography, release.table.n_cells
     allowed = ~release.structural_zeros
     cells = np.zeros((geo.n_leaves, K))
@@ -182,7 +191,10 @@ def _initial_cells(release: GroupedRelease) -> np.ndarray:
     if detailed:
         b = max(detailed, key=lambda b: b.level)
         units = release.level_units[b.level]
-        share = np.maximum(b.y, 0).astype(float) ** 2
+        # a cell whose release is within START_SDS noise sds of 0 starts empty (most such cells are zero)
+        sd = np.sqrt(1.0 / (2.0 * np.maximum(b.rate, 1e-300)))[:, None] / np.sqrt(b.scale)[None, :]
+        share = np.where(b.y > START_SDS * sd, b.y, 0).astype(float)
+        share = np.where(share.sum(axis=1, keepdims=True) > 0, share, np.maximum(b.y, 0))
         share /= np.maximum(share.sum(axis=1, keepdims=True), 1.0)
         size = np.maximum(b.y, 0).sum(axis=1)
         totals = [t for t in release.blocks if t.n_values == 1 and t.level == b.level and (t.groups == 0).all()]
@@ -344,7 +356,9 @@ def sample_people(
     exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + 1, 0)
     swaps = np.ceil(moves.swaps * people).astype(np.int64) if L > 1 else np.zeros(L, dtype=np.int64)
     births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + 1, 0)
-    bumps, spreads = (int(math.ceil(rate * cats.size)) for rate in (moves.bumps, moves.spreads))
+    bumps, spreads, flips = (int(math.ceil(rate * cats.size)) for rate in (moves.bumps, moves.spreads, moves.flips))
+    axes = np.asarray(release.shape, dtype=np.int64)
+    strides = np.concatenate([np.cumprod(axes[::-1])[::-1][1:], [1]]).astype(np.int64)
     P = 1 << max(int(K - 1).bit_length(), 0)
     parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
@@ -399,7 +413,7 @@ def sample_people(
             people_sweeps(
                 done[c], count, tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
                 scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors, within, exchanges,
-                swaps, births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, bumps, spreads,
+                swaps, births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, bumps, spreads, flips, axes, strides,
                 moves.bump_max, moves.floor,
                 cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
@@ -415,10 +429,11 @@ def sample_people(
         interrupted = _wait([pool.submit(run, c) for c in range(chains)], stop)
     bar.close()
     kept = min(max(0, d - tune) // thin for d in done)
+    moves_per_sweep = int(within.sum() + exchanges.sum() + swaps.sum() + births.sum()) + L * (bumps + spreads + flips)
     attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
              "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
-             "moves_per_sweep": int(within.sum() + exchanges.sum() + swaps.sum() + births.sum()) + L * (bumps + spreads), "moves": repr(moves)}  # fmt: skip
+             "moves_per_sweep": moves_per_sweep, "moves": repr(moves)}  # fmt: skip
     return _tree(geo, prior, labels, outputs, kept, attrs)
 
 

@@ -258,6 +258,29 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
 
 
 @njit(cache=True, nogil=True)
+def _neighbour(k, axes, strides, rng):
+    """Cell k with one axis (drawn uniformly among those with two or more levels) moved to another of its levels,
+    drawn uniformly: a symmetric proposal (-1 where no axis has two levels)."""
+    count = 0
+    for a in range(axes.size):
+        if axes[a] > 1:
+            count += 1
+    if count == 0:
+        return -1
+    pick = _below(rng, count)
+    for a in range(axes.size):
+        if axes[a] > 1:
+            if pick == 0:
+                level = (k // strides[a]) % axes[a]
+                other = _below(rng, axes[a] - 1)
+                if other >= level:
+                    other += 1
+                return k + (other - level) * strides[a]
+            pick -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
     """Another leaf of [lo, hi): a sibling, one at most ``near`` places away, or any; -1 where there is none."""
     u = _uniform(rng)
@@ -274,7 +297,7 @@ def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
 def people_sweeps(
     start, count, tune, thin, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
     blk_rate, blk_groups, anc, within, exchanges, swaps, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
-    p_near, p_jump, max_jump, bumps, spreads, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
+    p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
 ):  # fmt: skip
@@ -283,6 +306,7 @@ def people_sweeps(
     Per leaf, in order: ``within[l]`` moves inside the leaf, ``exchanges[l]`` with another leaf of its
     invariant class (a sibling, a leaf at most ``near`` places away, or any), ``swaps[l]`` trades of cells
     with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
+    ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
     ``births[l]`` in or out (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean
     sizes, each group's alpha and its shares (pairs of shares with their sum kept), step sizes adapted while
     tuning.
@@ -400,6 +424,27 @@ def people_sweeps(
                 accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                        blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
                                        leaf_group, cum, cats, picks, touched, dr, rng)  # fmt: skip
+            for _ in range(flips):
+                i = cats[_below(rng, cats.size)]
+                ni = cells[leaf, i]
+                if ni == 0:
+                    continue
+                j = _neighbour(i, axes, strides, rng)
+                if j < 0 or logw[g, j] == -np.inf:
+                    continue
+                nj = cells[leaf, j]
+                t = 1
+                if _uniform(rng) < 0.5:  # the whole cell, into an empty neighbour
+                    if nj != 0 or ni > bump_max:
+                        continue
+                    t = ni
+                attempted += 1
+                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
+                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+                                     blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+                if _accept(lr + lik, rng):
+                    accepted += 1
+                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
             alpha = math.exp(log_alpha[g])
             for _ in range(births[leaf]):
                 N = totals[leaf]
