@@ -17,6 +17,7 @@ from scipy.special import gammaln
 
 from ppdinfer.census import (
     PERSON,
+    BoundBlock,
     CellPrior,
     Geography,
     GroupedRelease,
@@ -32,6 +33,7 @@ from ppdinfer.census import (
     write_nmf,
 )
 from ppdinfer.census import people as people_module
+from ppdinfer.census.grouped_release import UNBOUNDED
 from ppdinfer.mechanisms import NoisyMeasurements
 
 FIXED = {"alpha": 3.0, "phi": 5.0, "mean": 8.0, "shares": [0.6, 0.4]}
@@ -106,6 +108,35 @@ def test_people_sampler_matches_enumeration(noise, total):
         assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
         checked += 1
     assert checked >= 6
+
+
+@pytest.mark.parametrize("total", [False, True], ids=["no invariant", "exact tract total"])
+def test_people_sampler_keeps_bounds_and_matches_enumeration(total):
+    """Bounds (the hhgq inequalities' kind) at both levels: the posterior is the enumeration's restricted to them."""
+    census, mech, y = _small("gaussian", total)
+    free = GroupedRelease.from_census(census, mech, y)
+    bounds = (
+        BoundBlock(1, "leaf", np.array([0, 1]), np.array([[4, 0], [0, 4]]), np.array([[9, UNBOUNDED], [UNBOUNDED, 8]])),
+        BoundBlock(0, "tract", np.array([0, -1]), np.array([[-UNBOUNDED]]), np.array([[11]])),
+    )
+    release = GroupedRelease(free.geography, free.table, free.blocks, free.power, free.unit_totals,
+                             free.structural_zeros, bounds=bounds)  # fmt: skip
+    states, p = _exact(census, mech, y)
+    a, b = states[:, [0, 2]], states[:, [1, 3]]
+    inside = (a[:, 0] >= 4) & (a[:, 0] <= 9) & (b[:, 1] >= 4) & (b[:, 1] <= 8) & (a.sum(axis=1) <= 11)
+    p = np.where(inside, p, 0.0) / p[inside].sum()
+    start = np.array([[5, 2], [3, 6]]) if total else np.array([[5, 0], [0, 5]])
+    tree = sample_people(release, draws=3000, tune=300, thin=2, random_seed=9, learn=False, hyperparameters=FIXED,
+                         initial=start.reshape(-1) * (TRUTH.sum() // start.sum() if total else 1), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(-1, 4)
+    assert all(release.meets_bounds(c.reshape(2, 2)) for c in cells[::50])
+    assert (cells[:, 0] >= 4).all() and (cells[:, 0] <= 9).all() and (cells[:, 0] + cells[:, 2] <= 11).all()
+    for c in range(4):
+        exact = float(p @ states[:, c])
+        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
+        x = tree["posterior"]["cells"].values.reshape(2, 3000, 4)[..., c].astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
 
 
 def _hierarchy():
@@ -190,6 +221,10 @@ def test_people_sampler_on_a_file_keeps_the_invariants_and_follows_the_truth(fil
     nmf, state = file_release
     release = grouped_release(nmf)
     coarse = PERSON.coarsen({"votingage": None, "hispanic": None, "cenrace": "major"})
+    assert {b.name for b in release.bounds} == {"hhgq_total_lb_con", "hhgq_total_ub_con"}
+    full = sample_people(release, draws=20, tune=20, random_seed=2, progressbar=False)["posterior"]["cells"].values
+    for draw in full.reshape(-1, *full.shape[2:])[::5]:  # every draw inside the file's hhgq bounds
+        assert all(held.all() for held in nmf.check_constraints(draw).values())
     tree = sample_people(release, draws=40, tune=40, random_seed=1, record=coarse, progressbar=False)
     cells = tree["posterior"]["cells"]
     assert cells.shape[-1] == 28 and (cells.sum(("unit", "cell")) == state.persons.sum()).all()

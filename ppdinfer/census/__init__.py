@@ -13,7 +13,7 @@ over districts (:mod:`.districts`).
 from .baselines import GLSResult, gls_estimate, largest_remainder, project_columns, topdown_estimate
 from .districts import aggregate, district_summary
 from .geography import CensusQueries, Geography, TableSpec, census_queries
-from .grouped_release import GroupedRelease, MeasurementBlock, grouped_release
+from .grouped_release import BoundBlock, GroupedRelease, MeasurementBlock, grouped_release
 from .nmf import NoisyMeasurementFile, read_nmf
 from .nmf_release import measurement_release
 from .nmf_writer import NMFQuirks, write_nmf
@@ -38,6 +38,7 @@ __all__ = [
     "PERSON",
     "PL94_QUERY_SHARES",
     "UNIT",
+    "BoundBlock",
     "Coarsening",
     "GroupedRelease",
     "MeasurementBlock",

@@ -9,7 +9,8 @@ then found in O(1) (``offset + ancestor * n_values + group[k]``), and a state's 
 hold a billion entries. :func:`ppdinfer.census.sample_people` samples it.
 
 Invariants are the ones a noisy-measurement file has: exact unit totals (nested, as units of a geography
-are) and structural zeros (target cells zero in every leaf, e.g. no persons under 18 in nursing facilities).
+are) and structural zeros (target cells zero in every leaf, e.g. no persons under 18 in nursing facilities);
+its inequality constraints (the bounds on each unit's persons per group-quarters type) are :class:`BoundBlock`\ s.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from .geography import CensusQueries, Geography, TableSpec
 from .nmf_layout import constraint_groups
 from .nmf_release import _checked_sums, _chosen_queries, _target, truncated_geography
 
-__all__ = ["GroupedRelease", "MeasurementBlock", "group_sums", "grouped_release"]
+__all__ = ["BoundBlock", "GroupedRelease", "MeasurementBlock", "group_sums", "grouped_release"]
+
+#: A bound that does not bind (a unit with no inequality of a kind).
+UNBOUNDED = 2**62
 
 
 def group_sums(cells, groups: np.ndarray, n: int) -> np.ndarray:
@@ -60,6 +64,30 @@ class MeasurementBlock:
         return int(self.y.shape[1])
 
 
+@dataclass(frozen=True)
+class BoundBlock:
+    """Inequalities at one level: each unit's sums of the target cells by ``groups`` (K values, -1: in none) lie in
+    [lower, upper] (level units x values; +-``UNBOUNDED`` where a unit has no bound), e.g. the hhgq bounds of a file.
+
+    Examples
+    --------
+    >>> b = BoundBlock(1, "hhgq_total_lb_con", np.array([0, 1]), np.array([[0, 1], [0, 0]]), np.full((2, 2), UNBOUNDED))
+    >>> b.n_values
+    2
+    """
+
+    level: int
+    name: str
+    groups: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @property
+    def n_values(self) -> int:
+        """Values per unit."""
+        return int(self.lower.shape[1])
+
+
 class GroupedRelease:
     """A release of count queries over a geography's leaves held per (level, query): see the module docstring.
 
@@ -81,6 +109,8 @@ class GroupedRelease:
         (K,): target cells zero in every leaf.
     shape : tuple of int
         The cells' axes in C order (default one axis of K): cells differing in one axis are neighbours.
+    bounds : tuple of BoundBlock
+        Inequalities the cells must meet (the posterior is zero off them).
 
     Examples
     --------
@@ -93,7 +123,7 @@ class GroupedRelease:
     """
 
     def __init__(self, geography: Geography, table: TableSpec, blocks, power: int, unit_totals=None,
-                 structural_zeros=None, shape=None):  # fmt: skip
+                 structural_zeros=None, shape=None, bounds=()):  # fmt: skip
         if power not in (1, 2):
             raise ValueError(f"power must be 2 (Gaussian) or 1 (Laplace), got {power!r}")
         self.geography, self.table, self.power = geography, table, int(power)
@@ -129,6 +159,13 @@ class GroupedRelease:
         if zeros.shape != (K,) or zeros.all():
             raise ValueError(f"structural_zeros must mark some, not all, of the {K} cells; got shape {zeros.shape}")
         self.structural_zeros = zeros
+        self.bounds = tuple(bounds)
+        for b in self.bounds:
+            n_rows = self.level_units[b.level].size
+            if b.groups.shape != (K,) or b.lower.shape != b.upper.shape or b.lower.shape[0] != n_rows:
+                raise ValueError(f"bounds {b.name!r}: groups must hold {K} cells, lower and upper {n_rows} rows alike")
+            if np.any(b.lower > b.upper):
+                raise ValueError(f"bounds {b.name!r}: a lower bound above its upper bound")
         read = np.zeros(K, dtype=bool)
         for b in self.blocks:
             read |= (b.groups >= 0) & (b.rate > 0).any()
@@ -151,6 +188,19 @@ class GroupedRelease:
             f"blocks, {self.n_values:,} values, {len(self.unit_totals)} unit totals, "
             f"{int(self.structural_zeros.sum())} structural zeros)"
         )
+
+    def bound_values(self, cells) -> list:
+        """Per bound block, the (level units x values) sums of ``cells`` (leaves x K) it bounds."""
+        cells = integer_valued(cells, "cells").reshape(self.geography.n_leaves, self.table.n_cells)
+        out = []
+        for b in self.bounds:
+            starts = self.geography.leaf_start[self.level_units[b.level]]
+            out.append(np.add.reduceat(group_sums(cells, b.groups, b.n_values), starts, axis=0))
+        return out
+
+    def meets_bounds(self, cells) -> bool:
+        """Whether ``cells`` (leaves x K) meet every bound."""
+        return all(bool(np.all((b.lower <= v) & (v <= b.upper))) for b, v in zip(self.bounds, self.bound_values(cells)))
 
     def log_likelihood(self, cells) -> float:
         """The log likelihood of (leaves x K) cells, up to a constant: ``-sum rate * |y - v| ** power``."""
@@ -252,7 +302,8 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
     The arguments are those of :meth:`~ppdinfer.census.NoisyMeasurementFile.release`, and the values are the
     same (summed values of a coarser table, with the same check of their summed noise); invariants: the
     root's total (``state_total``), each 'total_con' unit total, and the equality constraints of value zero that
-    the target cells determine ('nurse_nva_0_con': structural zeros). Inequality constraints are not imposed.
+    the target cells determine ('nurse_nva_0_con': structural zeros); bounds: the inequality constraints whose
+    groups the target cells determine ('hhgq_total_lb_con', 'hhgq_total_ub_con' for the full histogram).
 
     Examples
     --------
@@ -311,8 +362,37 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
     if not blocks:
         raise ValueError(f"no measurement at levels {tuple(levels)}")
     totals, zeros = _file_invariants(source, geo, position, spec, cell_of) if invariants else ({}, None)
+    bounds = _file_bounds(source, geo, position, spec, cell_of) if invariants else ()
     shape = source.schema.shape if np.array_equal(cell_of, np.arange(source.schema.n_cells)) else None
-    return GroupedRelease(geo, spec, blocks, 2, totals, zeros, shape)
+    return GroupedRelease(geo, spec, blocks, 2, totals, zeros, shape, bounds)
+
+
+def _file_bounds(source, geo: Geography, position: np.ndarray, spec: TableSpec, cell_of: np.ndarray) -> tuple:
+    """The inequality constraints of a file whose every group is a union of target cells, one block each."""
+    out = []
+    for level in geo.level_names[1:]:
+        depth = geo.level_names.index(level)
+        rows_of_level = geo.level(level)
+        for name in source.constraint_names(level):
+            units, values, sign = source.constraints(level, name)
+            groups = constraint_groups(name, source.schema)
+            if sign == "=" or groups is None:
+                continue
+            target = np.full(spec.n_cells, -1, dtype=np.int64)
+            whole = True
+            for v, group in enumerate(groups):
+                hit = np.unique(cell_of[list(group)])
+                if np.bincount(cell_of, minlength=spec.n_cells)[hit].sum() != len(group):
+                    whole = False  # the group splits a target cell: no function of the cells
+                target[hit] = v
+            if not whole:
+                continue
+            rows = np.searchsorted(rows_of_level, position[np.asarray(units)])
+            lower = np.full((rows_of_level.size, len(groups)), -UNBOUNDED, dtype=np.int64)
+            upper = np.full_like(lower, UNBOUNDED)
+            (lower if sign == ">=" else upper)[rows] = np.asarray(values, dtype=np.int64)
+            out.append(BoundBlock(depth, name, target, lower, upper))
+    return tuple(out)
 
 
 def _file_invariants(source, geo: Geography, position: np.ndarray, spec: TableSpec, cell_of: np.ndarray):

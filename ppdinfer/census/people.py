@@ -167,6 +167,61 @@ def _residuals(release: GroupedRelease, cells: np.ndarray):
     )
 
 
+def _flat(arrays, dtype) -> np.ndarray:
+    """The arrays raveled and joined (empty for none)."""
+    return np.concatenate([np.ravel(a) for a in arrays]).astype(dtype) if arrays else np.zeros(0, dtype)
+
+
+def _bound_arrays(release: GroupedRelease, cells: np.ndarray):
+    """The bound blocks as the kernel's tuple (levels, offsets, values per unit, groups, lower, upper: flat) and the
+    bounded values of ``cells``."""
+    K = release.table.n_cells
+    blocks = release.bounds
+    sizes = np.array([b.lower.size for b in blocks], dtype=np.int64)
+    bnd = (
+        np.array([b.level for b in blocks], dtype=np.int64),
+        np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if blocks else np.zeros(0, np.int64),
+        np.array([b.n_values for b in blocks], dtype=np.int64),
+        np.stack([b.groups for b in blocks]).astype(np.int32) if blocks else np.zeros((0, K), np.int32),
+        _flat([b.lower for b in blocks], np.int64),
+        _flat([b.upper for b in blocks], np.int64),
+    )
+    return bnd, _flat(release.bound_values(cells), np.int64)
+
+
+def _met_bounds(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
+    """``cells`` changed, leaf by leaf, to meet the leaf level's bounds: people moved into a group below its lower
+    bound from the largest group with people to spare, and out of a group above its upper bound into the largest
+    group with room (into its largest cell, or its first allowed one), each leaf's total kept."""
+    finest = release.geography.n_levels - 1
+    allowed = ~release.structural_zeros
+    for b in (b for b in release.bounds if b.level == finest):
+        for leaf in range(cells.shape[0]):
+            sums = group_sums(cells[leaf : leaf + 1], b.groups, b.n_values)[0]
+            lower, upper = b.lower[leaf], b.upper[leaf]
+            for v in range(b.n_values):
+                while sums[v] < lower[v] or sums[v] > upper[v]:
+                    short = sums[v] < lower[v]
+                    room = (sums - lower) if short else (upper - sums)
+                    room[v] = 0
+                    if room.max() <= 0:
+                        raise ValueError(f"bounds {b.name!r}: leaf {leaf}'s bounds cannot all be met; pass initial")
+                    w = int(np.argmax(np.where(room > 0, sums + 1, -1)))
+                    src, dst = (w, v) if short else (v, w)
+                    have = np.flatnonzero((b.groups == src) & (cells[leaf] > 0))
+                    into = np.flatnonzero((b.groups == dst) & allowed)
+                    if have.size == 0 or into.size == 0:
+                        raise ValueError(f"bounds {b.name!r}: leaf {leaf}'s bounds cannot all be met; pass initial")
+                    k_src, k_dst = have[np.argmax(cells[leaf, have])], into[np.argmax(cells[leaf, into])]
+                    gap = (lower[v] - sums[v]) if short else (sums[v] - upper[v])
+                    count = int(min(gap, room[w], cells[leaf, k_src]))
+                    cells[leaf, k_src] -= count
+                    cells[leaf, k_dst] += count
+                    sums[src] -= count
+                    sums[dst] += count
+    return cells
+
+
 def _classes(release: GroupedRelease):
     """Per leaf: the leaf range of its invariant class (the deepest unit with an exact total above or at it,
     else the root), whether it is under none (free), and its siblings' range."""
@@ -209,7 +264,10 @@ def _initial_cells(release: GroupedRelease) -> np.ndarray:
         total = int(round(cells[leaf].sum()))
         if total > 0:
             out[leaf] = largest_remainder(cells[leaf], total)
-    return _met_totals(release, out)
+    out = _met_bounds(release, _met_totals(release, out))
+    if not release.meets_bounds(out):
+        raise ValueError("the default start meets the exact totals but not every bound above the leaves: pass initial")
+    return out
 
 
 def _met_totals(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
@@ -249,6 +307,8 @@ def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
     for u, total in release.unit_totals.items():
         if cells[geo.leaf_start[u] : geo.leaf_stop[u]].sum() != total:
             raise ValueError(f"initial breaks the exact total {total} of unit {geo.ids[u]!s}")
+    if not release.meets_bounds(cells):
+        raise ValueError("initial breaks a bound of the release (release.meets_bounds)")
     return cells
 
 
@@ -350,6 +410,8 @@ def sample_people(
     shares0 /= shares0.sum(axis=1, keepdims=True)
     cats = np.flatnonzero(allowed).astype(np.int64)
     resid0, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups = _residuals(release, cells0)
+    bnd, bval0 = _bound_arrays(release, cells0)
+    buffer = (moves.bump_max + 2) * 2 * len(release.bounds) + 4
     lo, hi, free, sib_lo, sib_hi = _classes(release)
     people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
     within = np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64)
@@ -384,6 +446,7 @@ def sample_people(
                 shares=shares0.copy(),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
                                       np.full(prior.n_groups, 0.3)]),
+                bval=bval0.copy(), bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
                 rng=rng_state, touched=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
                 dr=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
             )
@@ -417,7 +480,7 @@ def sample_people(
                 moves.bump_max, moves.floor,
                 cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
-                prior_vec, s["rng"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
+                prior_vec, s["rng"], bnd, s["bval"], s["bidx"], s["bdelta"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
                 o["accept"],
             )  # fmt: skip
             done[c] += count

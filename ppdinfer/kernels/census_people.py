@@ -168,6 +168,67 @@ def _other(a, b, skip, rng):
 
 
 @njit(cache=True, nogil=True)
+def _bound_step(lf, kf, lt, kt, t, anc, bnd, bval, bidx, bdelta, nb):
+    """Apply to the bounded values ``bval`` the change of moving t people from (lf, kf) to (lt, kt) (lf or lt < 0:
+    none), appending the indices and changes to bidx, bdelta from position nb; returns the new count."""
+    level, off, nv, groups = bnd[0], bnd[1], bnd[2], bnd[3]
+    for b in range(level.size):
+        lv = level[b]
+        gf = groups[b, kf] if lf >= 0 else -1
+        gt = groups[b, kt] if lt >= 0 else -1
+        uf = anc[lv, lf] if lf >= 0 else -1
+        ut = anc[lv, lt] if lt >= 0 else -1
+        if gf == gt and uf == ut:
+            continue
+        if gf >= 0:
+            idx = off[b] + uf * nv[b] + gf
+            bval[idx] -= t
+            bidx[nb], bdelta[nb] = idx, -t
+            nb += 1
+        if gt >= 0:
+            idx = off[b] + ut * nv[b] + gt
+            bval[idx] += t
+            bidx[nb], bdelta[nb] = idx, t
+            nb += 1
+    return nb
+
+
+@njit(cache=True, nogil=True)
+def _bounds_hold(bval, bidx, nb, bnd):
+    """Whether every bounded value touched (bidx[:nb]) is within its bounds."""
+    lo, hi = bnd[4], bnd[5]
+    for s in range(nb):
+        v = bval[bidx[s]]
+        if v < lo[bidx[s]] or v > hi[bidx[s]]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _bounds_revert(bval, bidx, bdelta, nb):
+    for s in range(nb - 1, -1, -1):
+        bval[bidx[s]] -= bdelta[s]
+
+
+@njit(cache=True, nogil=True)
+def _try_move(lr, lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+              blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval, bidx, bdelta, touched, dr, rng):  # fmt: skip
+    """A simple move of t people from (lf, kf) to (lt, kt) whose log prior and proposal ratio is ``lr``: refused
+    off the bounds, else accepted with the likelihood ratio; returns 1 if made."""
+    nb = _bound_step(lf, kf, lt, kt, t, anc, bnd, bval, bidx, bdelta, 0)
+    if not _bounds_hold(bval, bidx, nb, bnd):
+        _bounds_revert(bval, bidx, bdelta, nb)
+        return 0
+    lik, n = _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+                         blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+    if _accept(lr + lik, rng):
+        _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+        return 1
+    _bounds_revert(bval, bidx, bdelta, nb)
+    return 0
+
+
+@njit(cache=True, nogil=True)
 def _step(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
           blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr):  # fmt: skip
     """Make one sub-move of a compound move (t people from cell (lf, kf) to (lt, kt)) and return its change of the
@@ -197,8 +258,8 @@ def _available(cells, leaf, picks, n, skip):
 
 @njit(cache=True, nogil=True)
 def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power,
-               blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, cum, cats, picks, touched, dr,
-               rng):  # fmt: skip
+               blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, cum, cats, picks, bnd, bval, bidx,
+               bdelta, touched, dr, rng):  # fmt: skip
     """A rare category's bump moved whole, its place taken by one person of each of n cells drawn by group g's shares.
 
     A cell i is drawn uniformly. With ``other`` >= 0 (a *bump trade*), all n (1..bump_max) people of i in one leaf
@@ -236,16 +297,20 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
         for s in range(n):
             if picks[s] == i:
                 return 0
+    nb = 0
     if other >= 0:
+        nb = _bound_step(src, i, dst, i, n, anc, bnd, bval, bidx, bdelta, nb)
         lr += _step(src, i, dst, i, n, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
                     blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
     for s in range(n):
         j = picks[s]
         a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
+        nb = _bound_step(a, ka, b, kb, 1, anc, bnd, bval, bidx, bdelta, nb)
         lr += _step(a, ka, b, kb, 1, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
                     blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
-    if _accept(lr, rng):
+    if _bounds_hold(bval, bidx, nb, bnd) and _accept(lr, rng):
         return 1
+    _bounds_revert(bval, bidx, bdelta, nb)
     for s in range(n - 1, -1, -1):  # undo, last first
         j = picks[s]
         a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
@@ -299,7 +364,7 @@ def people_sweeps(
     blk_rate, blk_groups, anc, within, exchanges, swaps, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
-    touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
+    bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -354,11 +419,9 @@ def people_sweeps(
                 nj = cells[leaf, j]
                 lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
                 lr += math.log(nj + t) - math.log(ni) + logw[g, i] - logw[g, j]
-                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
-                                     blk_groups, anc, touched, dr)  # fmt: skip
-                if _accept(lr + lik, rng):
-                    accepted += 1
-                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
             lo, hi = class_lo[leaf], class_hi[leaf]
             for _ in range(exchanges[leaf] if hi - lo >= 2 else 0):
                 other = _partner_leaf(leaf, lo, hi, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
@@ -380,11 +443,9 @@ def people_sweeps(
                 lr += _total_change(Ns, -t, phi, math.exp(log_mean[leaf_parent[src]]), math.exp(log_alpha[gs]))
                 lr += _total_change(Nd, t, phi, math.exp(log_mean[leaf_parent[dst]]), math.exp(log_alpha[gd]))
                 lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
-                lik, n = _lik_change(src, k, dst, k, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
-                                     blk_groups, anc, touched, dr)  # fmt: skip
-                if _accept(lr + lik, rng):
-                    accepted += 1
-                    _apply(src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                accepted += _try_move(lr, src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
             for _ in range(swaps[leaf]):
                 # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                 other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
@@ -402,6 +463,11 @@ def people_sweeps(
                 lr = _cell_change(ni, beta[g, i], -t) + _cell_change(mj, beta[g, j], t)
                 lr += _cell_change(nj, beta[go, j], -t) + _cell_change(oi, beta[go, i], t)
                 lr += math.log(mj + t) + math.log(oi + t) - math.log(ni) - math.log(nj)
+                nb = _bound_step(leaf, i, leaf, j, t, anc, bnd, bval, bidx, bdelta, 0)
+                nb = _bound_step(other, j, other, i, t, anc, bnd, bval, bidx, bdelta, nb)
+                if not _bounds_hold(bval, bidx, nb, bnd):
+                    _bounds_revert(bval, bidx, bdelta, nb)
+                    continue
                 lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
                                      blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
                 for s in range(n):  # the first half applied to the residuals, so the second reads them
@@ -414,16 +480,18 @@ def people_sweeps(
                     accepted += 1
                     _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
                     _apply(other, j, other, i, t, cells, totals, fen, rec, cmap, resid, touched[n:], dr[n:], n2)
+                else:
+                    _bounds_revert(bval, bidx, bdelta, nb)
             for _ in range(bumps if L > 1 else 0):
                 other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
                 if other >= 0:
                     accepted += _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                            blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
-                                           beta, leaf_group, cum, cats, picks, touched, dr, rng)  # fmt: skip
+                                           beta, leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
             for _ in range(spreads):
                 accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                        blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                       leaf_group, cum, cats, picks, touched, dr, rng)  # fmt: skip
+                                       leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
             for _ in range(flips):
                 i = cats[_below(rng, cats.size)]
                 ni = cells[leaf, i]
@@ -440,11 +508,9 @@ def people_sweeps(
                     t = ni
                 attempted += 1
                 lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
-                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
-                                     blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
-                if _accept(lr + lik, rng):
-                    accepted += 1
-                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
             alpha = math.exp(log_alpha[g])
             for _ in range(births[leaf]):
                 N = totals[leaf]
@@ -455,11 +521,9 @@ def people_sweeps(
                     nj = cells[leaf, j]
                     lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha)
                     lr += math.log(nj + t) - math.log(N + t) - logw[g, j]
-                    lik, n = _lik_change(-1, 0, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
-                                         blk_groups, anc, touched, dr)  # fmt: skip
-                    if _accept(lr + lik, rng):
-                        accepted += 1
-                        _apply(-1, 0, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                    accepted += _try_move(lr, -1, 0, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                          blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
+                                          bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
                 elif N > 0:
                     i = _fen_find(fen, leaf, _below(rng, N))
                     ni = cells[leaf, i]
@@ -467,11 +531,9 @@ def people_sweeps(
                         continue
                     lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha)
                     lr += logw[g, i] - math.log(ni) + math.log(N)
-                    lik, n = _lik_change(leaf, i, -1, 0, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate,
-                                         blk_groups, anc, touched, dr)  # fmt: skip
-                    if _accept(lr + lik, rng):
-                        accepted += 1
-                        _apply(leaf, i, -1, 0, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+                    accepted += _try_move(lr, leaf, i, -1, 0, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                          blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
+                                          bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
         if learn:
             gk_n = _group_counts(cells, leaf_group, G, gk_ptr)
             adapt = sweep < tune
