@@ -127,7 +127,7 @@ def test_people_sampler_keeps_bounds_and_matches_enumeration(total):
     p = np.where(inside, p, 0.0) / p[inside].sum()
     start = np.array([[5, 2], [3, 6]]) if total else np.array([[5, 0], [0, 5]])
     tree = sample_people(release, draws=3000, tune=300, thin=2, random_seed=9, learn=False, hyperparameters=FIXED,
-                         initial=start.reshape(-1) * (TRUTH.sum() // start.sum() if total else 1), progressbar=False)  # fmt: skip
+                         initial=start, progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(-1, 4)
     assert all(release.meets_bounds(c.reshape(2, 2)) for c in cells[::50])
     assert (cells[:, 0] >= 4).all() and (cells[:, 0] <= 9).all() and (cells[:, 0] + cells[:, 2] <= 11).all()

@@ -17,6 +17,9 @@ so the two samplers have one posterior. What differs is how it is explored:
   query) whose sums change. A sweep makes, per leaf, ``within`` moves per person and ``within_per_cell``
   per non-zero cell of the starting table, ``exchanges`` per person with other leaves and ``births``
   per person in and out: its cost is O(people + non-zero cells) x the number of (level, query) blocks.
+  Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one axis
+  changed) follow (:class:`PersonMoves`); every move is refused off the release's bounds (its
+  :class:`~ppdinfer.census.BoundBlock`\ s: the hhgq inequalities of a file).
 
 The hyperparameters follow each sweep: phi and the mean sizes as in :mod:`~ppdinfer.census.sampler`; each
 group's alpha alone (shares kept) and its shares in pairs (q_k and a random partner q_j, their sum kept, a
