@@ -6,7 +6,7 @@ per (level, query), that map from cells to values (K integers), the releases (un
 rate per unit, and, per leaf, the index of its ancestor at every level. A query's value of a leaf's cell is
 then found in O(1) (``offset + ancestor * n_values + group[k]``), and a state's block groups with the full
 2,016-cell histogram take the size of the release (about 35 million values), where the query matrix would
-hold a billion entries. :func:`ppdinfer.census.sample_people` samples it.
+hold a billion entries. :func:`~ppdinfer.census.people.sample_people` samples it.
 
 Invariants are the ones a noisy-measurement file has: exact unit totals (nested, as units of a geography
 are) and structural zeros (target cells zero in every leaf, e.g. no persons under 18 in nursing facilities);
@@ -214,7 +214,7 @@ class GroupedRelease:
 
     @classmethod
     def from_census(cls, census: CensusQueries, mechanism, y, shape=None) -> GroupedRelease:
-        """The grouped form of a release built by :func:`~ppdinfer.census.census_queries` (each row checked to
+        """The grouped form of a release built by :func:`~ppdinfer.census.geography.census_queries` (each row checked to
         be the unit's sum of its kind's group); invariants: unit totals and rows of value 0 (structural zeros,
         the same cells in every leaf); ``shape``: the cells' axes (e.g. ``PERSON.shape``), default one."""
         if not isinstance(census, CensusQueries):
@@ -299,7 +299,7 @@ def _census_invariants(census: CensusQueries, mechanism) -> tuple[dict, np.ndarr
 def grouped_release(source, table=None, levels=None, queries=None, *, invariants: bool = True) -> GroupedRelease:
     """The measurements of a noisy measurement file as a :class:`GroupedRelease` (no query matrix).
 
-    The arguments are those of :meth:`~ppdinfer.census.NoisyMeasurementFile.release`, and the values are the
+    The arguments are those of :meth:`~ppdinfer.census.nmf.NoisyMeasurementFile.release`, and the values are the
     same (summed values of a coarser table, with the same check of their summed noise); invariants: the
     root's total (``state_total``), each 'total_con' unit total, and the equality constraints of value zero that
     the target cells determine ('nurse_nva_0_con': structural zeros); bounds: the inequality constraints whose

@@ -23,7 +23,7 @@ that are exact functions of the target table's cells ('total_con' and, where the
 nursing-facility residents under 18, 'nurse_nva_0_con') and the given state total; the inequality
 constraints ('hhgq_total_lb_con', 'hhgq_total_ub_con') are not (a NoisyMeasurements mechanism has none):
 :meth:`NoisyMeasurementFile.check_constraints` says whether given cells satisfy them, and
-:func:`~ppdinfer.census.grouped_release` reads them as bounds that :func:`~ppdinfer.census.sample_people` keeps.
+:func:`~ppdinfer.census.grouped_release.grouped_release` reads them as bounds that :func:`~ppdinfer.census.people.sample_people` keeps.
 
 Sources (facts, no code): the geography and bypassed units as in uscensusbureau/DAS_2020_GLS_Uncertainty_Evaluation
 (``GLS/main_two_pass_alg.py``); the block GEOID from the last 16 characters as in sbaldasty/dpvalue

@@ -1,10 +1,10 @@
 r"""A posterior sampler whose cost follows the people: moves of persons between the cells of a grouped release.
 
-The model is that of :mod:`ppdinfer.census.sampler` (the same prior, :func:`hierarchical_log_prior`, with
-the same hyperparameters and their priors; the likelihood of a :class:`~ppdinfer.census.GroupedRelease`),
+The model is that of :mod:`ppdinfer.census.sampler` (the same prior, :func:`~ppdinfer.census.sampler.hierarchical_log_prior`, with
+the same hyperparameters and their priors; the likelihood of a :class:`~ppdinfer.census.grouped_release.GroupedRelease`),
 so the two samplers have one posterior. What differs is how it is explored:
 
-- :func:`~ppdinfer.census.sample_cells` visits every cell of every leaf each sweep, through a query matrix:
+- :func:`~ppdinfer.census.sampler.sample_cells` visits every cell of every leaf each sweep, through a query matrix:
   a state's block groups with the 2,016-cell histogram are 20 million cells, almost all zero, and a
   billion matrix entries.
 - :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a per-leaf Fenwick tree over
@@ -19,7 +19,7 @@ so the two samplers have one posterior. What differs is how it is explored:
   per person in and out: its cost is O(people + non-zero cells) x the number of (level, query) blocks.
   Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one axis
   changed) follow (:class:`PersonMoves`); every move is refused off the release's bounds (its
-  :class:`~ppdinfer.census.BoundBlock`\ s: the hhgq inequalities of a file).
+  :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
 
 The hyperparameters follow each sweep: phi and the mean sizes as in :mod:`~ppdinfer.census.sampler`; each
 group's alpha alone (shares kept) and its shares in pairs (q_k and a random partner q_j, their sum kept, a
@@ -348,9 +348,9 @@ def sample_people(
     Parameters
     ----------
     release : GroupedRelease
-        From :func:`~ppdinfer.census.grouped_release` (a file) or ``GroupedRelease.from_census``.
+        From :func:`~ppdinfer.census.grouped_release.grouped_release` (a file) or ``GroupedRelease.from_census``.
     draws, tune, thin, chains, cores, random_seed, learn, hyperparameters, share_level
-        As in :func:`~ppdinfer.census.sample_cells` (the same prior and hyperparameters; default shares give
+        As in :func:`~ppdinfer.census.sampler.sample_cells` (the same prior and hyperparameters; default shares give
         structural zeros none).
     moves : PersonMoves, optional
         The moves per sweep.
