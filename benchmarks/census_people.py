@@ -17,8 +17,8 @@ seed 2020) is written with ``write_nmf`` and read back with ``read_nmf`` (``stat
    of the coarse table, whose query matrix a state's block groups do allow).
 
 The peak RSS is the process's (``ru_maxrss``). Run with ``.venv/bin/python benchmarks/census_people.py [--counties
-Adams,Lancaster] [--tune 20] [--draws 20] [--tmp DIR]``; the whole state takes about 20 minutes on 2 cores (most of
-it in sweeps of about 10 s), one or two counties a minute.
+Adams,Lancaster] [--tune 20] [--draws 20] [--tmp DIR]``; the whole state takes about 40 minutes on 2 cores (most of
+it in sweeps of about 40 s), one or two counties a minute.
 """
 
 from __future__ import annotations
