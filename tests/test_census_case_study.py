@@ -33,6 +33,10 @@ def test_quick_run_writes_the_report_with_numbers_and_figures(tmp_path):
         assert (report.parent / figure).stat().st_size > 10_000
         assert f"]({figure})" in text
     assert "RMSE posterior" in text and "majority-minority" in text
+    # the full-histogram study: 2 randomized-coverage and 2 RMSE claims per level (County, Tract, Block group),
+    # each with a measured number
+    full = text.split("## The full histogram")[1].split("\n\n")[2].splitlines()[2:]
+    assert len(full) == 3 * 4 and all(re.search(r"\d\.\d{3}", row) for row in full), full
 
 
 def test_randomized_intervals_cover_ninety_percent_of_truths_drawn_from_a_discrete_posterior():
@@ -70,6 +74,8 @@ def test_coverage_is_the_same_on_one_and_two_workers_and_resumes(tmp_path):
     # another configuration is refused, unless fresh
     with pytest.raises(ResultsError, match="another configuration"):
         run_coverage(tmp_path / "two", replicates=1, executor=None, progressbar=False, **{**TINY, "draws": 31})
+    with pytest.raises(ValueError, match="histogram must be one of"):
+        run_coverage(tmp_path / "three", replicates=1, progressbar=False, histogram="fine", **TINY)
 
 
 def test_synthetic_state_is_seeded_and_sized_like_pennsylvania():

@@ -7,7 +7,9 @@ For each geographic level (County, Tract, Block_Group) every unit's 14 cells are
   unit's summed cells);
 - **GLS** (:func:`ppdinfer.census.gls_estimate`): the estimate and its normal 90 % interval
   (estimate +- 1.645 sd, the sd from the estimator's covariance);
-- the **TopDown-like** estimate (:func:`ppdinfer.census.topdown_estimate`), which has no interval.
+- the **TopDown-like** estimate (:func:`ppdinfer.census.topdown_estimate`), which has no interval;
+- with :func:`fit_full_histogram`, the posterior of the file's **full histogram** (2,016 cells per block
+  group, :func:`ppdinfer.census.sample_people`), its draws recorded over the same cells.
 
 The tract estimand: each tract's Hispanic share (Hispanic cells / total) and whether it is
 majority-minority (non-Hispanic white below half of the total): the posterior probability of it, the
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ...census import aggregate as sum_units
-from ...census import gls_estimate, sample_cells, topdown_estimate
+from ...census import gls_estimate, sample_cells, sample_people, topdown_estimate
 from ...inference.diagnostics import ess_rhat
 from .synthetic import CensusRelease, aggregate
 
@@ -33,6 +35,7 @@ __all__ = [
     "cell_frame",
     "error_table",
     "estimand_cells",
+    "fit_full_histogram",
     "fit_release",
     "random_districts",
     "randomized_coverage",
@@ -122,6 +125,57 @@ def _posterior_summary(cells: np.ndarray, geo, level: str, truth: np.ndarray, ch
         out["cover"].append(randomized_coverage(flat, truth[start : start + chunk]))
         out["rhat"].append(ess_rhat(summed)[1])
     return {key: np.concatenate(value) for key, value in out.items()}
+
+
+def fit_full_histogram(
+    setup: CensusRelease, *, draws: int, tune: int, chains: int = 2, random_seed=None, cores: int | None = None
+) -> tuple[pd.DataFrame, dict]:
+    """The posterior of ``setup.full`` (the file's full histogram) summarized over :data:`.synthetic.TABLE`'s cells.
+
+    Returns a frame whose rows are those of :func:`fit_release`'s cell frame (level, unit, cell, truth) with
+    the posterior's columns named ``full_mean``, ``full_lo``, ``full_hi``, ``full_mass``, ``full_cover`` and
+    ``full_rhat``, and the sampler's seconds, acceptance rate and learned alpha, phi.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ppdinfer.case_studies.census_nmf.synthetic import file_release
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     setup, _ = file_release(["Cameron"], seed=0, folder=folder)
+    >>> frame, info = fit_full_histogram(setup, draws=20, tune=20, random_seed=1)
+    >>> units = sum(setup.geography.level(level).size for level in SUMMARY_LEVELS)
+    >>> list(frame.columns[:5]), len(frame) == 28 * units
+    (['level', 'unit', 'cell', 'truth', 'full_mean'], True)
+    """
+    import time
+
+    from .synthetic import TABLE
+
+    if setup.full is None:
+        raise ValueError("setup has no full-histogram release (setup.full): build it with file_release")
+    start = time.perf_counter()
+    tree = sample_people(
+        setup.full, draws=draws, tune=tune, chains=chains, random_seed=random_seed, cores=cores, record=TABLE,
+        progressbar=False,
+    )  # fmt: skip
+    info = {
+        "full_s": time.perf_counter() - start,
+        "full_accept": float(tree["sample_stats"]["accept"].mean()),
+        "full_alpha": float(tree["posterior"]["alpha"].mean()),
+        "full_phi": float(tree["posterior"]["phi"].mean()),
+    }
+    draws_cells = tree["posterior"]["cells"].values
+    geo = setup.geography
+    frames = []
+    for level in SUMMARY_LEVELS:
+        truth = setup.level_truth(level)
+        post = _posterior_summary(draws_cells, geo, level, truth)
+        units, K = geo.level(level), truth.shape[1]
+        frame = {"level": level, "unit": np.repeat(geo.ids[units].astype(str), K),
+                 "cell": np.tile(np.arange(K), units.size), "truth": truth.ravel()}  # fmt: skip
+        frame.update({f"full_{key}": value.ravel() for key, value in post.items()})
+        frames.append(pd.DataFrame(frame))
+    return pd.concat(frames, ignore_index=True), info
 
 
 def _majority_minority(

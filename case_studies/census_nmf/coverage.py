@@ -10,6 +10,12 @@ writes one checksummed netCDF file, atomically, into the study's folder with the
 configuration (the COVID study's machinery: ``covid_pa.results_dir`` and ``covid_pa.synthesis``'s
 :func:`run_tasks`). A rerun skips the sound files, so an interrupted study resumes, and the results
 do not depend on the executor, the number of workers or the order tasks finish in.
+
+**The full histogram** (``histogram="full"``): replicate r writes its own Noisy Measurement File (the
+release stream seeds :func:`ppdinfer.census.write_nmf`) and reads it back both over the 28-cell target table
+(the three estimators, as above) and over the full 2,016-cell histogram, whose posterior
+(:func:`.analysis.fit_full_histogram`, seeded by the stream's third child) is summarized over the same cells
+(``full_*`` columns): the two posteriors and GLS meet the same measurements.
 """
 
 from __future__ import annotations
@@ -26,13 +32,16 @@ import xarray as xr
 from ... import __version__
 from ..covid_pa import results_dir as rundir
 from ..covid_pa.synthesis import LocalPool, run_tasks
-from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, estimand_cells, fit_release
+from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, estimand_cells, fit_full_histogram, fit_release
 from .synthetic import TABLE, file_release
 
 __all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
 
 #: The per-cell quantities a replicate file keeps (the truth and the units are in every file too).
 CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "post_mass", "post_cover", "gls", "gls_lo", "gls_hi", "topdown")
+FULL_COLUMNS = ("full_mean", "full_lo", "full_hi", "full_mass", "full_cover")
+#: The histograms a study can fit: the target table alone, or the full histogram too.
+HISTOGRAMS = ("target", "full")
 TRACT_COLUMNS = ("post_prob", "gls_prob", "topdown_prob", "post_share_lo", "post_share_hi")
 #: One release at a time in a process. The exact discrete Gaussian sampler keeps module-level state (its
 #: interval arithmetic's precision); once, replicates redone on two threads of one process differed from
@@ -40,21 +49,24 @@ TRACT_COLUMNS = ("post_prob", "gls_prob", "topdown_prob", "post_share_lo", "post
 _RELEASE_LOCK = threading.Lock()
 
 
-def coverage_config(counties, seed: int, draws: int, tune: int) -> dict:
+def coverage_config(counties, seed: int, draws: int, tune: int, histogram: str = "target") -> dict:
     """What a coverage study's results depend on (besides the replicate number).
 
     Examples
     --------
     >>> sorted(coverage_config(["Fulton"], 1, 100, 100))
-    ['counties', 'draws', 'seed', 'source', 'study', 'tune', 'version']
+    ['counties', 'draws', 'histogram', 'seed', 'source', 'study', 'tune', 'version']
     """
+    if histogram not in HISTOGRAMS:
+        raise ValueError(f"histogram must be one of {HISTOGRAMS}, got {histogram!r}")
     if int(seed) != seed or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     for name, value in (("draws", draws), ("tune", tune)):
         if int(value) != value or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return {"study": "census_nmf coverage", "source": SOURCE, "counties": [str(c) for c in counties],
-            "seed": int(seed), "draws": int(draws), "tune": int(tune), "version": __version__}  # fmt: skip
+            "seed": int(seed), "draws": int(draws), "tune": int(tune), "histogram": histogram,
+            "version": __version__}  # fmt: skip
 
 
 #: What the replicates release: the queries of a Noisy Measurement File read back over the 28-cell TABLE.
@@ -73,15 +85,29 @@ def _filename(replicate: int) -> str:
 
 def _replicate(setup, replicate: int, config: dict, folder: str) -> int:
     """One replicate: release, fit, write its file (a task: top level, so that processes can run it)."""
-    release_seed, chain_seed = np.random.SeedSequence(config["seed"], spawn_key=(replicate,)).spawn(2)
+    release_seed, chain_seed, full_seed = np.random.SeedSequence(config["seed"], spawn_key=(replicate,)).spawn(3)
+    full = config.get("histogram") == "full"
     with _RELEASE_LOCK:
-        y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
+        if full:
+            with tempfile.TemporaryDirectory(prefix="census-nmf-") as tmp:
+                setup, y = file_release(config["counties"], seed=config["seed"], folder=tmp, release_seed=release_seed)
+        else:
+            y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
     cells, tracts, info = fit_release(
         setup, y, draws=config["draws"], tune=config["tune"], random_seed=chain_seed, cores=1
     )
     data = {name: (("row",), cells[name].to_numpy(float)) for name in CELL_COLUMNS}
     data.update({name: (("tract",), tracts[name].to_numpy(float)) for name in TRACT_COLUMNS})
     data["max_rhat"] = ((), info["max_rhat"])
+    if full:
+        frame, full_info = fit_full_histogram(
+            setup, draws=config["draws"], tune=config["tune"], random_seed=full_seed, cores=1
+        )
+        if not np.array_equal(frame["truth"].to_numpy(), cells["truth"].to_numpy()):
+            raise RuntimeError("the full histogram's cell frame is not in the order of the target table's")
+        data.update({name: (("row",), frame[name].to_numpy(float)) for name in FULL_COLUMNS})
+        data["full_max_rhat"] = ((), float(np.nanmax(frame["full_rhat"])))
+        data["full_seconds"] = ((), full_info["full_s"])
     dataset = xr.Dataset(data, attrs={"replicate": int(replicate)})
     path = Path(folder) / _filename(replicate)
     rundir.write_atomically(path, rundir.stamp(dataset, config).to_netcdf(engine="scipy"))
@@ -100,6 +126,7 @@ def run_coverage(
     workers: int | None = None,
     fresh: bool = False,
     progressbar: bool = True,
+    histogram: str = "target",
 ) -> list[int]:
     """Run every missing replicate into ``results_dir`` and return those run in this call.
 
@@ -117,6 +144,8 @@ def run_coverage(
         Default: a :class:`LocalPool` of ``workers`` processes (default all cores).
     fresh : bool
         Delete the folder's results first (needed for another configuration).
+    histogram : {"target", "full"}
+        "full": each replicate its own file, fitted over the full histogram too (module docstring).
 
     Examples
     --------
@@ -128,7 +157,7 @@ def run_coverage(
     """
     if int(replicates) != replicates or replicates < 1:
         raise ValueError(f"replicates must be a positive integer, got {replicates!r}")
-    config = coverage_config(counties, seed, draws, tune)
+    config = coverage_config(counties, seed, draws, tune, histogram)
     folder = Path(results_dir)
     with rundir.task_folder(folder, config, fresh, "census-coverage-") as folder:
         todo = [r for r in range(int(replicates)) if not rundir.usable(folder / _filename(r), config)]
@@ -186,6 +215,12 @@ def _rows(setup) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _replicate_se(per_replicate: np.ndarray) -> float:
+    """The standard error of a mean over replicates (nan for one replicate)."""
+    R = per_replicate.size
+    return float(per_replicate.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+
+
 def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Coverage and error of the replicates by level and size class, and per replicate.
 
@@ -196,8 +231,10 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
         90 % intervals with binomial standard errors (over all replicate x cell pairs) and replicate
         standard errors (the sd of the per-replicate coverage / sqrt(R), which allows for cells of one
         release being correlated); the same for the posterior's randomized 90 % intervals
-        (``coverage_randomized``: :func:`.analysis.randomized_coverage`); RMSE and bias of the three estimators, and the ratio
-        RMSE(posterior) / RMSE(GLS) with its replicate standard error.
+        (``coverage_randomized``: :func:`.analysis.randomized_coverage`); RMSE and bias of the three estimators, and
+        the ratio RMSE(posterior) / RMSE(GLS) with its replicate standard error. A study of the full histogram
+        adds the same for its posterior (``coverage_full``, ``coverage_randomized_full``, ``rmse_full``,
+        ``rmse_ratio_full`` ...).
     per_replicate : DataFrame
         The same quantities for each replicate (coverage and RMSE).
 
@@ -214,10 +251,14 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
     setup = study_setup(config)
     rows = _rows(setup)
     truth = rows["truth"].to_numpy(float)[None, :]
-    post_hit = (data["post_lo"].values <= truth) & (truth <= data["post_hi"].values)
-    gls_hit = (data["gls_lo"].values <= truth) & (truth <= data["gls_hi"].values)
-    errors = {name: data[column].values - truth for name, column in
-              (("posterior", "post_mean"), ("gls", "gls"), ("topdown", "topdown"))}  # fmt: skip
+    full = "full_mean" in data
+    intervals = {"posterior": "post", "gls": "gls", **({"full": "full"} if full else {})}
+    hits = {
+        name: (data[f"{p}_lo"].values <= truth) & (truth <= data[f"{p}_hi"].values) for name, p in intervals.items()
+    }
+    means = {"posterior": "post_mean", "gls": "gls", "topdown": "topdown", **({"full": "full_mean"} if full else {})}
+    errors = {name: data[column].values - truth for name, column in means.items()}
+    randomized = {"randomized": "post_cover", **({"randomized_full": "full_cover"} if full else {})}
     R = data.sizes["replicate"]
     summary, per_rep = {}, []
     for level in SUMMARY_LEVELS:
@@ -229,30 +270,26 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
                 continue
             n = int(mask.sum())
             row = {"cells": float(n), "replicates": float(R)}
-            for name, hits in (("posterior", post_hit), ("gls", gls_hit)):
-                rate = hits[:, mask].mean(axis=1)
-                p = float(hits[:, mask].mean())
+            # coverage of the closed intervals, and the randomized interval's chance of covering (exactly 90 %
+            # posterior mass; absent from files of earlier versions)
+            covered = {name: hit[:, mask] for name, hit in hits.items()}
+            covered.update(
+                {name: data[column].values[:, mask] for name, column in randomized.items() if column in data}
+            )
+            for name, cover in covered.items():
+                p = float(cover.mean())
                 row[f"coverage_{name}"] = p
                 row[f"se_binomial_{name}"] = float(np.sqrt(p * (1 - p) / (n * R)))
-                row[f"se_replicate_{name}"] = float(rate.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+                row[f"se_replicate_{name}"] = _replicate_se(cover.mean(axis=1))
             # the share of the draws inside the posterior's interval (absent from files of earlier versions)
             row["mass_posterior"] = float(data["post_mass"].values[:, mask].mean()) if "post_mass" in data else np.nan
-            # the randomized interval's chance of covering (exactly 90 % posterior mass; absent from earlier files)
-            if "post_cover" in data:
-                cover = data["post_cover"].values[:, mask]
-                p = float(cover.mean())
-                row["coverage_randomized"] = p
-                row["se_binomial_randomized"] = float(np.sqrt(p * (1 - p) / (n * R)))
-                row["se_replicate_randomized"] = (
-                    float(cover.mean(axis=1).std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
-                )
             rmse = {name: np.sqrt((error[:, mask] ** 2).mean(axis=1)) for name, error in errors.items()}
             for name, error in errors.items():
                 row[f"rmse_{name}"] = float(np.sqrt((error[:, mask] ** 2).mean()))
                 row[f"bias_{name}"] = float(error[:, mask].mean())
-            ratio = rmse["posterior"] / np.maximum(rmse["gls"], 1e-12)
-            row["rmse_ratio"] = row["rmse_posterior"] / max(row["rmse_gls"], 1e-12)
-            row["se_rmse_ratio"] = float(ratio.std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+            for name, suffix in (("posterior", ""), ("full", "_full")) if full else (("posterior", ""),):
+                row[f"rmse_ratio{suffix}"] = row[f"rmse_{name}"] / max(row["rmse_gls"], 1e-12)
+                row[f"se_rmse_ratio{suffix}"] = _replicate_se(rmse[name] / np.maximum(rmse["gls"], 1e-12))
             summary[(level, size)] = row
             per_rep.append(
                 pd.DataFrame(
@@ -260,8 +297,7 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
                         "level": level,
                         "size": size,
                         "replicate": np.arange(R),
-                        "coverage_posterior": post_hit[:, mask].mean(axis=1),
-                        "coverage_gls": gls_hit[:, mask].mean(axis=1),
+                        **{f"coverage_{name}": hit[:, mask].mean(axis=1) for name, hit in hits.items()},
                         **{f"rmse_{k}": v for k, v in rmse.items()},
                     }
                 )  # fmt: skip

@@ -1,10 +1,11 @@
-"""The case study's steps: the state fit, the coverage study, the report; :func:`reproduce` runs all three.
+"""The case study's steps: the state fit, the coverage studies, the report; :func:`reproduce` runs them all.
 
 ``results/state/`` holds the fit of the whole synthetic state (one release): every unit's cells
 at County, Tract and Block_Group by the three estimators (``cells.csv.gz``), the tract estimand
 (``tracts.csv``) and ``info.json`` (its configuration, timings and diagnostics, written last: a
 state fit whose ``info.json`` matches the configuration is reused). ``results/coverage/`` holds the
-coverage study's replicate files (:mod:`.coverage`); ``results/report/`` the report and figures.
+coverage study's replicate files (:mod:`.coverage`), ``results/coverage_full/`` those of the full
+histogram's study; ``results/report/`` the report and figures.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from ..covid_pa import results_dir as rundir
 from .coverage import SOURCE
 
 #: The quick variant (what the tests and the docs run): two counties for the state fit, two small
-#: ones and 20 replicates for the coverage study.
+#: ones and 20 replicates for the coverage study, three replicate files of the smallest county for the
+#: full histogram.
 QUICK = {
     "state_counties": ["Adams", "Lancaster"],
     "state_draws": 300,
@@ -33,9 +35,14 @@ QUICK = {
     "replicates": 20,
     "draws": 400,
     "tune": 400,
+    "full_counties": ["Cameron"],
+    "full_replicates": 3,
+    "full_draws": 60,
+    "full_tune": 60,
 }
 #: The full run: all 67 counties (about 140,000 cells; the state fit of benchmarks/census_nmf.py, whose
-#: every cell has a bulk ESS of at least 400), 200 replicates of four small counties.
+#: every cell has a bulk ESS of at least 400), 200 replicates of four small counties, and 200 replicate
+#: files of one county fitted over the full histogram too (``results/coverage_full``).
 FULL = {
     "state_counties": None,
     "state_draws": 1250,
@@ -47,6 +54,10 @@ FULL = {
     "replicates": 200,
     "draws": 400,
     "tune": 400,
+    "full_counties": ["Fulton"],
+    "full_replicates": 200,
+    "full_draws": 400,
+    "full_tune": 400,
 }
 SEED = 2020
 #: The state fit's files (``info.json`` last).
@@ -181,6 +192,33 @@ def coverage_step(
     return out
 
 
+def full_histogram_step(
+    results, plan: dict, *, seed: int = SEED, executor: Executor | None = None, workers: int | None = None,
+    fresh: bool = False, progressbar: bool = True,
+) -> Path:  # fmt: skip
+    """The coverage study of the full histogram into ``results/coverage_full``: replicate files of the plan's
+    ``full_counties``, each fitted by both posteriors and GLS (:mod:`.coverage`, ``histogram="full"``).
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> plan = dict(QUICK, full_replicates=1, full_draws=20, full_tune=20)
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     out = full_histogram_step(folder, plan, executor=pool, progressbar=False)
+    ...     [p.name for p in out.glob("replicate_*.nc")]
+    ['replicate_0000.nc']
+    """
+    from .coverage import run_coverage
+
+    out = Path(results) / "coverage_full"
+    run_coverage(
+        out, counties=plan["full_counties"], replicates=plan["full_replicates"], seed=seed, draws=plan["full_draws"],
+        tune=plan["full_tune"], executor=executor, workers=workers, fresh=fresh, progressbar=progressbar,
+        histogram="full",
+    )  # fmt: skip
+    return out
+
+
 def reproduce(
     results: Path,
     quick: bool = False,
@@ -203,5 +241,8 @@ def reproduce(
     state_s = time.perf_counter() - start
     coverage_step(results, plan, executor=executor, workers=workers, fresh=fresh, progressbar=progressbar)
     coverage_s = time.perf_counter() - start - state_s
-    timing = pd.Series({"state fit, this call (reused if done)": state_s, "coverage study, this call": coverage_s})
+    full_histogram_step(results, plan, executor=executor, workers=workers, fresh=fresh, progressbar=progressbar)
+    full_s = time.perf_counter() - start - state_s - coverage_s
+    timing = pd.Series({"state fit, this call (reused if done)": state_s, "coverage study, this call": coverage_s,
+                        "full-histogram study, this call": full_s})  # fmt: skip
     return write_report(results, plan, timing=timing)

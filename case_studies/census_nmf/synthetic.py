@@ -34,8 +34,10 @@ from ...census import (
     PERSON,
     CensusQueries,
     Geography,
+    GroupedRelease,
     TableSpec,
     census_queries,
+    grouped_release,
     production_sigmas,
     read_nmf,
     synthetic_pl94_state,
@@ -73,6 +75,9 @@ class CensusRelease:
     sigmas: np.ndarray
     invariants: tuple
     mechanism: NoisyMeasurements
+    #: The same file's measurements of the full PL94 histogram (:func:`ppdinfer.census.grouped_release`), for
+    #: :func:`ppdinfer.census.sample_people`; None for :func:`make_release`.
+    full: GroupedRelease | None = None
 
     def level_truth(self, level: str) -> np.ndarray:
         """The true (units x K) table of every unit at ``level`` (sums of its block groups).
@@ -132,7 +137,8 @@ def make_release(counties=None, seed: int = 2020) -> CensusRelease:
 
 def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) -> tuple[CensusRelease, np.ndarray]:
     """The synthetic PL94 state of ``counties``, its Noisy Measurement File written into ``folder`` and read back,
-    released over :data:`TABLE`: ``(setup, y)``, y the file's measurements (summed where TABLE needs).
+    released over :data:`TABLE`: ``(setup, y)``, y the file's measurements (summed where TABLE needs);
+    ``setup.full`` holds the same measurements over the full histogram.
 
     ``seed`` draws the state, ``release_seed`` (default ``seed``) the file's noise. The setup's mechanism
     draws further releases of the same queries (the coverage study's replicates): a summed query's noise
@@ -146,6 +152,8 @@ def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) 
     ...     setup, y = file_release(["Cameron"], seed=0, folder=folder)
     >>> setup.census.table.n_cells, setup.geography.level_names[-1], y.size == setup.census.n_queries
     (28, 'Block_Group', True)
+    >>> setup.full.table.n_cells, setup.full.geography.n_leaves == setup.geography.n_leaves
+    (2016, True)
     """
     state = synthetic_pl94_state(counties, random_seed=seed)
     write_nmf(folder, state, random_seed=seed if release_seed is None else release_seed, overwrite=True)
@@ -157,5 +165,8 @@ def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) 
     row = {state.geography.ids[u]: i for i, u in enumerate(block_groups)}
     fine = state.aggregate("Block_Group")[[row[unit] for unit in geo.ids[geo.leaves]]]
     truth = TABLE.collapse(np.asarray(fine.todense())).astype(np.int64)
+    full = grouped_release(nmf)
+    if not np.array_equal(full.geography.ids, geo.ids):
+        raise RuntimeError("the full histogram's release and the target table's have different geographies")
     invariants = (mechanism.invariant_matrix, mechanism.invariant_values)
-    return CensusRelease(geo, truth, census, mechanism.sigmas, invariants, mechanism), y
+    return CensusRelease(geo, truth, census, mechanism.sigmas, invariants, mechanism, full), y
