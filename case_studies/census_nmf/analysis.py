@@ -141,7 +141,7 @@ def fit_full_histogram(
     >>> import tempfile
     >>> from ppdinfer.case_studies.census_nmf.synthetic import file_release
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     setup, _ = file_release(["Cameron"], seed=0, folder=folder)
+    ...     setup, _ = file_release(["Cameron"], seed=0, folder=folder, full=True)
     >>> frame, info = fit_full_histogram(setup, draws=20, tune=20, random_seed=1)
     >>> units = sum(setup.geography.level(level).size for level in SUMMARY_LEVELS)
     >>> list(frame.columns[:5]), len(frame) == 28 * units
@@ -152,7 +152,7 @@ def fit_full_histogram(
     from .synthetic import TABLE
 
     if setup.full is None:
-        raise ValueError("setup has no full-histogram release (setup.full): build it with file_release")
+        raise ValueError("setup has no full-histogram release (setup.full): build it with file_release(..., full=True)")
     start = time.perf_counter()
     tree = sample_people(
         setup.full, draws=draws, tune=tune, chains=chains, random_seed=random_seed, cores=cores, record=TABLE,
@@ -164,7 +164,12 @@ def fit_full_histogram(
         "full_alpha": float(tree["posterior"]["alpha"].mean()),
         "full_phi": float(tree["posterior"]["phi"].mean()),
     }
-    draws_cells = tree["posterior"]["cells"].values
+    return _posterior_frame(tree["posterior"]["cells"].values, setup, "full"), info
+
+
+def _posterior_frame(draws_cells: np.ndarray, setup: CensusRelease, prefix: str) -> pd.DataFrame:
+    """One row per (level, unit, cell) of :data:`SUMMARY_LEVELS`: level, unit, cell, truth and the draws' summary
+    (:func:`_posterior_summary`) in columns ``{prefix}_mean``, ``_lo``, ``_hi``, ``_mass``, ``_cover``, ``_rhat``."""
     geo = setup.geography
     frames = []
     for level in SUMMARY_LEVELS:
@@ -173,9 +178,9 @@ def fit_full_histogram(
         units, K = geo.level(level), truth.shape[1]
         frame = {"level": level, "unit": np.repeat(geo.ids[units].astype(str), K),
                  "cell": np.tile(np.arange(K), units.size), "truth": truth.ravel()}  # fmt: skip
-        frame.update({f"full_{key}": value.ravel() for key, value in post.items()})
+        frame.update({f"{prefix}_{key}": value.ravel() for key, value in post.items()})
         frames.append(pd.DataFrame(frame))
-    return pd.concat(frames, ignore_index=True), info
+    return pd.concat(frames, ignore_index=True)
 
 
 def _majority_minority(
@@ -255,36 +260,15 @@ def fit_release(
         info["districts"] = _district_frame(tree, districts, census, setup, gls, td)
     draws_cells = tree["posterior"]["cells"].values
     del tree
-    frames = []
-    for level in SUMMARY_LEVELS:
-        units = geo.level(level)
-        post = _posterior_summary(draws_cells, geo, level, setup.level_truth(level))
-        covariance = gls.unit_covariance[units]
-        sd = np.sqrt(np.maximum(np.diagonal(covariance, axis1=1, axis2=2), 0.0))
-        estimate = gls.unit_estimate[units]
-        K = estimate.shape[1]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "level": level,
-                    "unit": np.repeat(geo.ids[units].astype(str), K),
-                    "cell": np.tile(np.arange(K), units.size),
-                    "truth": setup.level_truth(level).ravel(),
-                    "post_mean": post["mean"].ravel(),
-                    "post_lo": post["lo"].ravel(),
-                    "post_hi": post["hi"].ravel(),
-                    "post_mass": post["mass"].ravel(),
-                    "post_cover": post["cover"].ravel(),
-                    "post_rhat": post["rhat"].ravel(),
-                    "gls": estimate.ravel(),
-                    "gls_sd": sd.ravel(),
-                    "gls_lo": (estimate - Z90 * sd).ravel(),
-                    "gls_hi": (estimate + Z90 * sd).ravel(),
-                    "topdown": aggregate(geo, td, level).ravel(),
-                }
-            )
-        )
-    cells = pd.concat(frames, ignore_index=True)
+    cells = _posterior_frame(draws_cells, setup, "post")
+    units = np.concatenate([geo.level(level) for level in SUMMARY_LEVELS])
+    estimate = gls.unit_estimate[units]
+    sd = np.sqrt(np.maximum(np.diagonal(gls.unit_covariance[units], axis1=1, axis2=2), 0.0))
+    cells = cells.assign(
+        gls=estimate.ravel(), gls_sd=sd.ravel(), gls_lo=(estimate - Z90 * sd).ravel(),
+        gls_hi=(estimate + Z90 * sd).ravel(),
+        topdown=np.concatenate([aggregate(geo, td, level).ravel() for level in SUMMARY_LEVELS]),
+    )  # fmt: skip
     tracts = geo.level("Tract")
     truth = setup.level_truth("Tract")
     white, hispanic = estimand_cells(census.table.labels)

@@ -90,7 +90,9 @@ def _replicate(setup, replicate: int, config: dict, folder: str) -> int:
     with _RELEASE_LOCK:
         if full:
             with tempfile.TemporaryDirectory(prefix="census-nmf-") as tmp:
-                setup, y = file_release(config["counties"], seed=config["seed"], folder=tmp, release_seed=release_seed)
+                setup, y = file_release(
+                    config["counties"], seed=config["seed"], folder=tmp, release_seed=release_seed, full=True
+                )
         else:
             y = setup.mechanism.release(setup.truth.ravel(), random_seed=np.random.default_rng(release_seed))
     cells, tracts, info = fit_release(
@@ -259,6 +261,7 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
     means = {"posterior": "post_mean", "gls": "gls", "topdown": "topdown", **({"full": "full_mean"} if full else {})}
     errors = {name: data[column].values - truth for name, column in means.items()}
     randomized = {"randomized": "post_cover", **({"randomized_full": "full_cover"} if full else {})}
+    ratios = {"": "posterior", **({"_full": "full"} if full else {})}  # RMSE / RMSE(GLS), by column suffix
     R = data.sizes["replicate"]
     summary, per_rep = {}, []
     for level in SUMMARY_LEVELS:
@@ -287,7 +290,7 @@ def coverage_summary(data: xr.Dataset, config: dict) -> tuple[pd.DataFrame, pd.D
             for name, error in errors.items():
                 row[f"rmse_{name}"] = float(np.sqrt((error[:, mask] ** 2).mean()))
                 row[f"bias_{name}"] = float(error[:, mask].mean())
-            for name, suffix in (("posterior", ""), ("full", "_full")) if full else (("posterior", ""),):
+            for suffix, name in ratios.items():
                 row[f"rmse_ratio{suffix}"] = row[f"rmse_{name}"] / max(row["rmse_gls"], 1e-12)
                 row[f"se_rmse_ratio{suffix}"] = _replicate_se(rmse[name] / np.maximum(rmse["gls"], 1e-12))
             summary[(level, size)] = row

@@ -76,7 +76,7 @@ class CensusRelease:
     invariants: tuple
     mechanism: NoisyMeasurements
     #: The same file's measurements of the full PL94 histogram (:func:`ppdinfer.census.grouped_release`), for
-    #: :func:`ppdinfer.census.sample_people`; None for :func:`make_release`.
+    #: :func:`ppdinfer.census.sample_people`; None unless ``file_release(..., full=True)``.
     full: GroupedRelease | None = None
 
     def level_truth(self, level: str) -> np.ndarray:
@@ -135,10 +135,12 @@ def make_release(counties=None, seed: int = 2020) -> CensusRelease:
     return CensusRelease(geo, truth, census, sigmas, invariants, mechanism)
 
 
-def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) -> tuple[CensusRelease, np.ndarray]:
+def file_release(
+    counties=None, seed: int = 2020, *, folder, release_seed=None, full: bool = False
+) -> tuple[CensusRelease, np.ndarray]:
     """The synthetic PL94 state of ``counties``, its Noisy Measurement File written into ``folder`` and read back,
-    released over :data:`TABLE`: ``(setup, y)``, y the file's measurements (summed where TABLE needs);
-    ``setup.full`` holds the same measurements over the full histogram.
+    released over :data:`TABLE`: ``(setup, y)``, y the file's measurements (summed where TABLE needs); with
+    ``full``, ``setup.full`` holds the same measurements over the full histogram.
 
     ``seed`` draws the state, ``release_seed`` (default ``seed``) the file's noise. The setup's mechanism
     draws further releases of the same queries (the coverage study's replicates): a summed query's noise
@@ -149,7 +151,7 @@ def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) 
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
-    ...     setup, y = file_release(["Cameron"], seed=0, folder=folder)
+    ...     setup, y = file_release(["Cameron"], seed=0, folder=folder, full=True)
     >>> setup.census.table.n_cells, setup.geography.level_names[-1], y.size == setup.census.n_queries
     (28, 'Block_Group', True)
     >>> setup.full.table.n_cells, setup.full.geography.n_leaves == setup.geography.n_leaves
@@ -165,8 +167,8 @@ def file_release(counties=None, seed: int = 2020, *, folder, release_seed=None) 
     row = {state.geography.ids[u]: i for i, u in enumerate(block_groups)}
     fine = state.aggregate("Block_Group")[[row[unit] for unit in geo.ids[geo.leaves]]]
     truth = TABLE.collapse(np.asarray(fine.todense())).astype(np.int64)
-    full = grouped_release(nmf)
-    if not np.array_equal(full.geography.ids, geo.ids):
+    whole = grouped_release(nmf) if full else None
+    if whole is not None and not np.array_equal(whole.geography.ids, geo.ids):
         raise RuntimeError("the full histogram's release and the target table's have different geographies")
     invariants = (mechanism.invariant_matrix, mechanism.invariant_values)
-    return CensusRelease(geo, truth, census, mechanism.sigmas, invariants, mechanism, full), y
+    return CensusRelease(geo, truth, census, mechanism.sigmas, invariants, mechanism, whole), y
