@@ -49,10 +49,10 @@ def _small(noise: str, total: bool):
     return census, mech, mech.release(TRUTH, random_seed=11)
 
 
-def _log_prior(states: np.ndarray) -> np.ndarray:
+def _log_prior(states: np.ndarray, fixed=FIXED) -> np.ndarray:
     """The fixed hyperparameters' log prior of (S, 2 leaves, 2 cells) states, up to a constant."""
-    alpha, phi, m = FIXED["alpha"], FIXED["phi"], FIXED["mean"]
-    beta = alpha * np.asarray(FIXED["shares"])
+    alpha, phi, m = fixed["alpha"], fixed["phi"], fixed["mean"]
+    beta = alpha * np.asarray(fixed["shares"])
     N = states.sum(axis=2)
     out = gammaln(N + phi) + N * math.log(m / (phi + m)) - gammaln(N + alpha)
     out = out + (gammaln(states + beta) - gammaln(states + 1)).sum(axis=2)
@@ -258,3 +258,30 @@ def test_stored_draws_beyond_the_memory_guard_are_refused(monkeypatch):
     monkeypatch.setattr(people_module, "DRAWS_BYTES", 1000)
     with pytest.raises(ValueError, match="record a coarser table"):
         sample_people(GroupedRelease.from_census(census, mech, y), draws=100, progressbar=False)
+
+
+def test_bump_trades_keep_the_posterior():
+    """Bump trades (with a few moves inside each leaf) between two leaves of exact, unequal totals (12 and 4, so
+    the trade's proposal ratio N_src / N_dst matters; a small alpha, so that compositions are lopsided and the trades
+    frequent): the draws follow the enumerated posterior given those totals."""
+    sparse = {**FIXED, "alpha": 0.3}
+    truth = np.array([8, 4, 1, 3])
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["detailed"]})
+    mech = NoisyMeasurements(census.matrix, 6.0, invariants=census.unit_invariants(["b1", "b2"], [12, 4]))
+    y = mech.release(truth, random_seed=4)
+    states = np.array([[a, 12 - a, c, 4 - c] for a in range(13) for c in range(5)])
+    log = _log_prior(states.reshape(-1, 2, 2), sparse) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    moves = PersonMoves(within=0.01, within_per_cell=0.0, swaps=0.0, spreads=0.0, flips=0.0, bumps=3.0)
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=4000, tune=200, random_seed=3,
+                         learn=False, hyperparameters=sparse, moves=moves, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
+    assert (cells[..., :2].sum(axis=-1) == 12).all() and (cells[..., 2:].sum(axis=-1) == 4).all()
+    for c in (0, 2):
+        exact = float(p @ states[:, c])
+        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
+        x = cells[..., c].astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)

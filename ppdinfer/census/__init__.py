@@ -12,6 +12,7 @@ over districts (:mod:`.districts`).
 
 from .baselines import GLSResult, gls_estimate, largest_remainder, project_columns, topdown_estimate
 from .districts import aggregate, district_summary
+from .exposure import LeafExposure, file_exposure
 from .geography import CensusQueries, Geography, TableSpec, census_queries
 from .grouped_release import BoundBlock, GroupedRelease, MeasurementBlock, grouped_release
 from .nmf import NoisyMeasurementFile, read_nmf
@@ -43,6 +44,8 @@ __all__ = [
     "GroupedRelease",
     "MeasurementBlock",
     "PersonMoves",
+    "LeafExposure",
+    "file_exposure",
     "HistogramSchema",
     "NMFQuirks",
     "NoisyMeasurementFile",

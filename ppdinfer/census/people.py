@@ -43,9 +43,10 @@ from ..kernels.census_people import fenwick_build, people_sweeps
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
 from .baselines import largest_remainder
+from .exposure import LeafExposure
 from .grouped_release import GroupedRelease, group_sums
 from .pl94 import Coarsening
-from .sampler import CellPrior, _csr, _hyperparameters, _wait
+from .sampler import CellPrior, _csr, _hyperparameters, _normal_setting, _wait
 
 __all__ = ["PersonMoves", "sample_people"]
 
@@ -79,17 +80,17 @@ class PersonMoves:
     jump, max_jump : float, int
         The probability that a move takes t people, t uniform in 2..max_jump, rather than one.
     bumps, spreads, bump_max : float, float, int
-        *Bump trades* and *spreads* per leaf and allowed cell. A bump trade moves all n (1..bump_max) people
-        of a cell (drawn uniformly) of a leaf or its partner to that cell, empty, of the other, one person of
-        each of n cells drawn by the shares coming back: a rare category's people pass between two block
-        groups in one move (the posterior's slowest mode), both totals kept. A spread, inside a leaf,
-        scatters a cell's n people into n drawn cells, or gathers one person of each of m drawn cells into
-        an empty one. Most draws find the cell empty (or full) and cost one look.
+        *Bump trades* and *spreads* per person of the starting table (at least one per leaf that can hold people).
+        A bump trade moves all n (1..bump_max) people of a drawn person's cell of a leaf or its partner to that
+        cell, empty, of the other, one person of each of n cells drawn by the shares coming back: a rare
+        category's people pass between two leaves in one move (the posterior's slowest mode), both totals kept.
+        A spread, inside a leaf, scatters the n people of a drawn person's cell into n drawn cells, or gathers one
+        person of each of m drawn cells into an empty one.
     flips : float
-        Moves per leaf and allowed cell to a *neighbouring* cell (one axis of the release's ``shape`` changed,
-        e.g. voting age, drawn uniformly: a symmetric proposal) of one person, or of all of a cell's people
-        (up to bump_max) into an empty neighbour: two small cells of one race that differ in age trade people,
-        which moves drawn by the shares seldom propose.
+        Moves per person to a *neighbouring* cell (one axis of the release's ``shape`` changed, e.g. voting age,
+        drawn uniformly: a symmetric proposal) of one person, or of all of their cell's people (up to bump_max)
+        into an empty neighbour: two small cells of one race that differ in age trade people, which moves drawn
+        by the shares seldom propose.
     floor : float
         A destination cell is drawn with probability proportional to its group's share + ``floor``.
     hyper_rounds : int
@@ -110,8 +111,8 @@ class PersonMoves:
     near: int = 64
     jump: float = 0.3
     max_jump: int = 4
-    bumps: float = 0.5
-    spreads: float = 0.5
+    bumps: float = 1.0
+    spreads: float = 1.0
     flips: float = 1.0
     bump_max: int = 8
     floor: float = 1e-4
@@ -192,37 +193,91 @@ def _bound_arrays(release: GroupedRelease, cells: np.ndarray):
     return bnd, _flat(release.bound_values(cells), np.int64)
 
 
-def _met_bounds(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
-    """``cells`` changed, leaf by leaf, to meet the leaf level's bounds: people moved into a group below its lower
-    bound from the largest group with people to spare, and out of a group above its upper bound into the largest
-    group with room (into its largest cell, or its first allowed one), each leaf's total kept."""
-    finest = release.geography.n_levels - 1
+def _leaf_bounds(release: GroupedRelease) -> list:
+    """The leaf level's bound blocks, those of one grouping merged: (groups, lower, upper) with the tightest bounds."""
+    merged = {}
+    for b in (b for b in release.bounds if b.level == release.geography.n_levels - 1):
+        key = b.groups.tobytes()
+        if key in merged:
+            groups, lower, upper = merged[key]
+            merged[key] = (groups, np.maximum(lower, b.lower), np.minimum(upper, b.upper))
+        else:
+            merged[key] = (b.groups, b.lower.copy(), b.upper.copy())
+    return list(merged.values())
+
+
+def closed_leaves(release: GroupedRelease) -> np.ndarray:
+    """Whether each leaf can hold nobody: a leaf-level bound caps at 0 every group of cells, and every allowed cell
+    is in a group (e.g. a block with no housing unit and no group-quarters facility)."""
     allowed = ~release.structural_zeros
-    for b in (b for b in release.bounds if b.level == finest):
-        for leaf in range(cells.shape[0]):
-            sums = group_sums(cells[leaf : leaf + 1], b.groups, b.n_values)[0]
-            lower, upper = b.lower[leaf], b.upper[leaf]
-            for v in range(b.n_values):
-                while sums[v] < lower[v] or sums[v] > upper[v]:
-                    short = sums[v] < lower[v]
-                    room = (sums - lower) if short else (upper - sums)
-                    room[v] = 0
-                    if room.max() <= 0:
-                        raise ValueError(f"bounds {b.name!r}: leaf {leaf}'s bounds cannot all be met; pass initial")
-                    w = int(np.argmax(np.where(room > 0, sums + 1, -1)))
-                    src, dst = (w, v) if short else (v, w)
-                    have = np.flatnonzero((b.groups == src) & (cells[leaf] > 0))
-                    into = np.flatnonzero((b.groups == dst) & allowed)
-                    if have.size == 0 or into.size == 0:
-                        raise ValueError(f"bounds {b.name!r}: leaf {leaf}'s bounds cannot all be met; pass initial")
-                    k_src, k_dst = have[np.argmax(cells[leaf, have])], into[np.argmax(cells[leaf, into])]
-                    gap = (lower[v] - sums[v]) if short else (sums[v] - upper[v])
-                    count = int(min(gap, room[w], cells[leaf, k_src]))
-                    cells[leaf, k_src] -= count
-                    cells[leaf, k_dst] += count
-                    sums[src] -= count
-                    sums[dst] += count
+    closed = np.zeros(release.geography.n_leaves, dtype=bool)
+    for groups, _, upper in _leaf_bounds(release):
+        if (groups[allowed] >= 0).all():
+            closed |= (upper <= 0).all(axis=1)
+    return closed
+
+
+def _met_bounds(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
+    """``cells`` changed to meet the leaf level's bounds, every exact total kept: a group over its upper bound gives
+    people to the same cell of a sibling with room (else to another group of its leaf, else to a leaf of its
+    invariant class), a group under its lower bound takes them in the same order."""
+    allowed = ~release.structural_zeros
+    lo, hi, _, sib_lo, sib_hi = _classes(release)
+    for groups, lower, upper in _leaf_bounds(release):
+        members = [np.flatnonzero((groups == v) & allowed) for v in range(lower.shape[1])]
+        sums = group_sums(cells, groups, lower.shape[1])
+        for leaf in np.flatnonzero(((sums < lower) | (sums > upper)).any(axis=1)):
+            mates = np.arange(lo[leaf], hi[leaf])
+            mates = mates[(mates != leaf) & (lo[mates] == lo[leaf]) & (hi[mates] == hi[leaf])]
+            siblings = mates[(mates >= sib_lo[leaf]) & (mates < sib_hi[leaf])]
+            for v in range(lower.shape[1]):
+                while sums[leaf, v] > upper[leaf, v] or sums[leaf, v] < lower[leaf, v]:
+                    short = sums[leaf, v] < lower[leaf, v]
+                    gap = (lower[leaf, v] - sums[leaf, v]) if short else (sums[leaf, v] - upper[leaf, v])
+                    other, w, slack = _bound_partner(sums, lower, upper, short, leaf, v, siblings, mates)
+                    if other < 0:
+                        raise ValueError(
+                            f"bounds: leaf {leaf}'s bounds cannot be met with the exact totals; pass initial"
+                        )
+                    src, g_src, dst, g_dst = (other, w, leaf, v) if short else (leaf, v, other, w)
+                    have = members[g_src][cells[src, members[g_src]] > 0]
+                    k_src = have[np.argmax(cells[src, have])]
+                    if g_src == g_dst:
+                        k_dst = k_src
+                    else:
+                        k_dst = members[g_dst][np.argmax(cells[dst, members[g_dst]])]
+                    count = int(min(gap, slack, cells[src, k_src]))
+                    cells[src, k_src] -= count
+                    cells[dst, k_dst] += count
+                    sums[src, g_src] -= count
+                    sums[dst, g_dst] += count
     return cells
+
+
+def _bound_partner(sums, lower, upper, short: bool, leaf: int, v: int, siblings, mates) -> tuple[int, int, int]:
+    """The (leaf, group) with the most slack (people to give above its lower bound when ``short``, else room below
+    its upper bound) to trade with group v of ``leaf``, and that slack: the same group of a sibling, else another
+    group of the leaf, else the same group of an invariant-class mate, else any group of one ((-1, -1, 0): none)."""
+
+    def slack(rows):
+        return np.minimum(sums[rows] - lower[rows], sums[rows]) if short else upper[rows] - sums[rows]
+
+    for pool in (siblings, mates):
+        if pool.size:
+            room = slack(pool)[:, v]
+            if room.max() > 0:
+                return int(pool[np.argmax(room)]), v, int(room.max())
+        if pool is siblings:
+            own = slack(np.array([leaf]))[0]
+            own[v] = 0
+            if own.max() > 0:
+                return leaf, int(np.argmax(own)), int(own.max())
+    if mates.size:
+        room = slack(mates)
+        if room.max() > 0:
+            at = int(np.argmax(room))
+            return int(mates[at // room.shape[1]]), at % room.shape[1], int(room.max())
+    return -1, -1, 0
 
 
 def _classes(release: GroupedRelease):
@@ -238,14 +293,18 @@ def _classes(release: GroupedRelease):
     return lo.astype(np.int64), hi.astype(np.int64), free, geo.leaf_start[parent], geo.leaf_stop[parent]
 
 
-def _initial_cells(release: GroupedRelease) -> np.ndarray:
+def _initial_cells(release: GroupedRelease, closed: np.ndarray, exposure: LeafExposure | None) -> np.ndarray:
     """A start: the finest level's detailed releases (those ``START_SDS`` noise sds above 0, else 0; split evenly
-    over its unit's leaves), scaled to each leaf's released total where a leaf-level total is measured, then the
-    exact totals met (for Laplace noise the threshold reads its rate as a Gaussian's: a rough start only)."""
+    over its unit's leaves), scaled to each leaf's released total where a leaf-level total is measured; with an
+    exposure, the level above's, split over the leaves by their housing units (household cells) and facilities
+    (each GQ type's cells); then the exact totals and the leaves' bounds met, nobody in a ``closed`` leaf (for
+    Laplace noise the threshold reads its rate as a Gaussian's: a rough start only)."""
     geo, K = release.geography, release.table.n_cells
     allowed = ~release.structural_zeros
     cells = np.zeros((geo.n_leaves, K))
     detailed = [b for b in release.blocks if b.n_values == K and np.array_equal(np.sort(b.groups), np.arange(K))]
+    if exposure is not None and geo.n_levels > 1:
+        detailed = [b for b in detailed if b.level < geo.n_levels - 1] or detailed
     if detailed:
         b = max(detailed, key=lambda b: b.level)
         units = release.level_units[b.level]
@@ -261,28 +320,49 @@ def _initial_cells(release: GroupedRelease) -> np.ndarray:
         n_leaves = geo.leaf_stop[units] - geo.leaf_start[units]
         per_leaf = (share * (size / n_leaves)[:, None])[release.ancestors[b.level]]
         cells = per_leaf[:, b.groups]
+        if exposure is not None and b.level < geo.n_levels - 1:
+            weight = _cell_weights(release, exposure)
+            unit = release.ancestors[b.level]
+            sums = np.zeros((units.size, K))
+            np.add.at(sums, unit, weight)
+            split = np.where(sums[unit] > 0, weight / np.where(sums[unit] > 0, sums[unit], 1.0), 0.0)
+            cells = cells * np.where(sums[unit] > 0, split * n_leaves[unit][:, None], 1.0)
     cells[:, ~allowed] = 0
+    cells[closed] = 0
     out = np.zeros((geo.n_leaves, K), dtype=np.int64)
     for leaf in range(geo.n_leaves):
         total = int(round(cells[leaf].sum()))
         if total > 0:
             out[leaf] = largest_remainder(cells[leaf], total)
-    out = _met_bounds(release, _met_totals(release, out))
+    out = _met_bounds(release, _met_totals(release, out, closed))
+    if out[closed].any():
+        raise ValueError("the default start could not keep every leaf that holds nobody empty: pass initial")
     if not release.meets_bounds(out):
         raise ValueError("the default start meets the exact totals but not every bound above the leaves: pass initial")
     return out
 
 
-def _met_totals(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
+def _cell_weights(release: GroupedRelease, exposure: LeafExposure) -> np.ndarray:
+    """(leaves, K) weights of each leaf's share of its parent's people in each cell: housing units for household
+    cells, facilities of the type for a GQ type's cells (by the leaf level's hhgq bound groups); without such a
+    grouping, units + facilities for every cell."""
+    weight = np.column_stack([exposure.units, exposure.facilities])
+    for groups, _, _ in _leaf_bounds(release):
+        if groups.max() + 1 == weight.shape[1]:
+            return np.where(groups >= 0, weight[:, np.maximum(groups, 0)], 0.0)
+    return np.repeat(weight.sum(axis=1, keepdims=True), release.table.n_cells, axis=1)
+
+
+def _met_totals(release: GroupedRelease, cells: np.ndarray, closed: np.ndarray) -> np.ndarray:
     """``cells`` changed to meet the exact unit totals, deepest first, each by cells of its leaves not under a
-    deeper total (added in proportion to count + 1, taken in proportion to count)."""
+    deeper total and not ``closed`` (added in proportion to count + 1, taken in proportion to count)."""
     geo = release.geography
     allowed = ~release.structural_zeros
     fixed = np.zeros(geo.n_leaves, dtype=bool)
     for u in sorted(release.unit_totals, key=lambda u: -geo.depth[u]):
         a, b = geo.leaf_start[u], geo.leaf_stop[u]
         residual = release.unit_totals[u] - int(cells[a:b].sum())
-        free = np.flatnonzero(~fixed[a:b]) + a
+        free = np.flatnonzero(~fixed[a:b] & ~closed[a:b]) + a
         if residual and free.size == 0:
             raise ValueError(f"unit_totals: unit {geo.ids[u]!s}'s total cannot be met given the totals nested in it")
         block = cells[free][:, allowed].astype(float)
@@ -315,6 +395,58 @@ def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
     return cells
 
 
+def _split_gq(hyperparameters):
+    """The hyperparameters without the exposure's keys ('gq_size', 'gq_prior'), and those keys."""
+    if not isinstance(hyperparameters, dict):
+        return hyperparameters, {}
+    gq = {k: hyperparameters[k] for k in ("gq_size", "gq_prior") if k in hyperparameters}
+    return {k: v for k, v in hyperparameters.items() if k not in gq}, gq
+
+
+def _exposure_model(exposure, gq_given: dict, given, learn: bool, prior: CellPrior, cells0, mean0, prior_vec):
+    """The leaves' housing units, the GQ types' starting sizes and their leaves (CSR: ptr, leaves, counts), the
+    parents' starting means per unit and the prior settings with the GQ sizes' appended (all neutral without an
+    exposure: one unit per leaf, no facility)."""
+    L = cells0.shape[0]
+    if exposure is None:
+        if gq_given:
+            raise ValueError(f"hyperparameters: {sorted(gq_given)} need an exposure (exposure=LeafExposure(...))")
+        empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        return np.ones(L), np.zeros(0), empty, mean0, np.concatenate([prior_vec, [0.0, 1.0]])
+    fac, totals = exposure.facilities, cells0.sum(axis=1).astype(float)
+    T = fac.shape[1]
+    ptr = np.concatenate([[0], np.cumsum((fac > 0).sum(axis=0))]).astype(np.int64)
+    leaves = np.concatenate([np.flatnonzero(fac[:, t] > 0) for t in range(T)]).astype(np.int64) if T else ptr[:0]
+    counts = np.concatenate([fac[fac[:, t] > 0, t] for t in range(T)]) if T else np.zeros(0)
+    if "gq_size" in gq_given:
+        size = np.broadcast_to(np.asarray(gq_given["gq_size"], dtype=float), (T,)).copy()
+        if not np.all(np.isfinite(size) & (size > 0)):
+            raise ValueError(f"hyperparameters: gq_size must be {T} finite values > 0, got {gq_given['gq_size']!r}")
+    elif not learn and T:
+        raise ValueError("learn=False keeps the hyperparameters fixed: give gq_size (persons per facility per type)")
+    else:  # the people of the leaves holding a type's facilities, per facility
+        size = np.array([max(totals[fac[:, t] > 0].sum() / max(fac[:, t].sum(), 1.0), 1.0) for t in range(T)])
+    gq_prior = _normal_setting(gq_given.get("gq_prior", (math.log(50.0), 2.0)), "gq_prior")
+    prior_vec = np.concatenate([prior_vec, gq_prior])
+    household = np.maximum(totals - fac @ size, 0.0)
+    per_parent = np.bincount(prior.leaf_parent, household, prior.n_parents)
+    units_per_parent = np.bincount(prior.leaf_parent, exposure.units, prior.n_parents)
+    if "mean" not in (given or {}):
+        mean0 = np.maximum(per_parent, 0.5) / np.maximum(units_per_parent, 1.0)
+    if "mean_prior" not in (given or {}):
+        prior_vec[4:6] = math.log(max(household.sum(), 1.0) / max(exposure.units.sum(), 1.0)), 1.5
+    return exposure.units, size, (ptr, leaves, counts), mean0, prior_vec
+
+
+def _facility_means(gq_csr, sizes: np.ndarray, L: int) -> np.ndarray:
+    """Per leaf, sum over GQ types of size x facilities."""
+    ptr, leaves, counts = gq_csr
+    out = np.zeros(L)
+    for t in range(sizes.size):
+        np.add.at(out, leaves[ptr[t] : ptr[t + 1]], sizes[t] * counts[ptr[t] : ptr[t + 1]])
+    return out
+
+
 def _recorded(release: GroupedRelease, record) -> tuple[np.ndarray, tuple]:
     if record is None:
         return np.arange(release.table.n_cells, dtype=np.int64), release.table.labels
@@ -341,6 +473,7 @@ def sample_people(
     moves: PersonMoves | None = None,
     record: Coarsening | None = None,
     initial=None,
+    exposure: LeafExposure | None = None,
     progressbar: bool = True,
 ) -> xr.DataTree:
     """Posterior draws of a grouped release's cells by moves of people (module docstring).
@@ -351,7 +484,9 @@ def sample_people(
         From :func:`~ppdinfer.census.grouped_release.grouped_release` (a file) or ``GroupedRelease.from_census``.
     draws, tune, thin, chains, cores, random_seed, learn, hyperparameters, share_level
         As in :func:`~ppdinfer.census.sampler.sample_cells` (the same prior and hyperparameters; default shares give
-        structural zeros none).
+        structural zeros none). With an ``exposure``, ``mean`` is the persons per housing unit of each parent and
+        two more keys are read: ``gq_size`` (persons per facility, one per GQ type) and ``gq_prior`` ((mu, sd) of
+        its log's normal prior, default (log 50, 2)).
     moves : PersonMoves, optional
         The moves per sweep.
     record : Coarsening, optional
@@ -359,6 +494,10 @@ def sample_people(
         Hispanic origin x 7 race groups) for a state's full histogram, whose draws would not fit in memory.
     initial : array_like, optional
         Starting cells (leaves x K), meeting the exact totals; default: the finest detailed releases.
+    exposure : LeafExposure, optional
+        The leaves' housing units and facilities (:func:`~ppdinfer.census.exposure.file_exposure`): each leaf's
+        prior mean size becomes m_p units + sum_t c_t facilities (:mod:`ppdinfer.census.exposure`); a leaf with
+        neither holds nobody. Default: mean m_p for every leaf.
     progressbar : bool
         A tqdm bar over sweeps; Ctrl-C stops the chains after their current sweep, keeping the draws done.
 
@@ -367,7 +506,8 @@ def sample_people(
     xarray.DataTree
         posterior: ``cells`` (chain, draw, unit, cell) of the recorded table, ``alpha`` (chain, draw, group),
         ``phi``, ``mean_size`` (chain, draw, parent), ``shares`` (chain, draw, group, cell), the recorded cells'
-        shares; sample_stats: ``accept``; attrs: the settings, ``sampling_seconds``, ``interrupted``.
+        shares, with an exposure ``gq_size`` (chain, draw, gq_type); sample_stats: ``accept``; attrs: the
+        settings, ``sampling_seconds``, ``interrupted``.
 
     Examples
     --------
@@ -403,10 +543,17 @@ def sample_people(
             f"{chains * draws * L * R * 4 / 2**30:.1f} GiB: record a coarser table (record=schema.coarsen(...)), "
             "fewer draws or a larger thin"
         )
-    cells0 = _initial_cells(release) if initial is None else _checked_initial(release, initial)
+    if exposure is not None and (not isinstance(exposure, LeafExposure) or exposure.n_leaves != L):
+        raise ValueError(f"exposure must be a LeafExposure of the release's {L} leaves, got {exposure!r}")
+    closed = closed_leaves(release) | (exposure.empty if exposure is not None else False)
+    cells0 = _initial_cells(release, closed, exposure) if initial is None else _checked_initial(release, initial)
+    if exposure is not None and cells0[exposure.empty].any():
+        raise ValueError("initial has people in a leaf with no housing unit and no facility (exposure.empty)")
     prior = CellPrior(release, share_level)
-    alpha0, phi0, mean0, shares0, prior_vec, filled = _hyperparameters(
-        hyperparameters, prior, learn, cells0.astype(float)
+    given, gq_given = _split_gq(hyperparameters)
+    alpha0, phi0, mean0, shares0, prior_vec, filled = _hyperparameters(given, prior, learn, cells0.astype(float))
+    units, gq_size0, gq_csr, mean0, prior_vec = _exposure_model(
+        exposure, gq_given, given, learn, prior, cells0, mean0, prior_vec
     )
     allowed = ~release.structural_zeros
     shares0[:, ~allowed] = 0.0
@@ -421,7 +568,13 @@ def sample_people(
     exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + 1, 0)
     swaps = np.ceil(moves.swaps * people).astype(np.int64) if L > 1 else np.zeros(L, dtype=np.int64)
     births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + 1, 0)
-    bumps, spreads, flips = (int(math.ceil(rate * cats.size)) for rate in (moves.bumps, moves.spreads, moves.flips))
+    bumps, spreads, flips = (
+        np.ceil(rate * np.maximum(people, 1)).astype(np.int64) for rate in (moves.bumps, moves.spreads, moves.flips)
+    )
+    closed = closed_leaves(release)
+    for count in (within, exchanges, swaps, births, bumps, spreads, flips):
+        count[closed] = 0  # leaves that can hold nobody cost nothing
+    T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
     strides = np.concatenate([np.cumprod(axes[::-1])[::-1][1:], [1]]).astype(np.int64)
     P = 1 << max(int(K - 1).bit_length(), 0)
@@ -446,9 +599,9 @@ def sample_people(
                 log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + jitter * stream.normal(size=prior.n_parents),
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
-                shares=shares0.copy(),
+                shares=shares0.copy(), log_gq=np.log(gq_size0) + jitter * stream.normal(size=T),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
-                                      np.full(prior.n_groups, 0.3)]),
+                                      np.full(prior.n_groups, 0.3), np.full(T, 0.1)]),
                 bval=bval0.copy(), bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
                 rng=rng_state, touched=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
                 dr=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
@@ -458,9 +611,11 @@ def sample_people(
             dict(
                 rec=np.zeros((draws, L, R), dtype=np.int32), phi=np.zeros(draws), mean=np.zeros((draws, prior.n_parents)),
                 alpha=np.zeros((draws, prior.n_groups)), shares=np.zeros((draws, prior.n_groups, R)),
-                accept=np.zeros(draws),
+                accept=np.zeros(draws), gq=np.zeros((draws, T)),
             )
         )  # fmt: skip
+        s = states[-1]
+        s["mu"] = np.exp(s["log_mean"])[prior.leaf_parent] * units + _facility_means(gq_csr, np.exp(s["log_gq"]), L)
     workers = min(chains, resolve_cores(cores))
     done = [0] * chains
     stop = threading.Event()
@@ -484,7 +639,7 @@ def sample_people(
                 cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
                 prior_vec, s["rng"], bnd, s["bval"], s["bidx"], s["bdelta"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
-                o["accept"],
+                o["accept"], s["mu"], units, *gq_csr, s["log_gq"], o["gq"],
             )  # fmt: skip
             done[c] += count
             with lock:
@@ -495,12 +650,22 @@ def sample_people(
         interrupted = _wait([pool.submit(run, c) for c in range(chains)], stop)
     bar.close()
     kept = min(max(0, d - tune) // thin for d in done)
-    moves_per_sweep = int(within.sum() + exchanges.sum() + swaps.sum() + births.sum()) + L * (bumps + spreads + flips)
+    moves_per_sweep = int(sum(a.sum() for a in (within, exchanges, swaps, births, bumps, spreads, flips)))
     attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
              "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
              "moves_per_sweep": moves_per_sweep, "moves": repr(moves)}  # fmt: skip
-    return _tree(geo, prior, labels, outputs, kept, attrs)
+    tree = _tree(geo, prior, labels, outputs, kept, attrs)
+    if exposure is not None:
+        tree.attrs["exposure"] = f"{exposure.units.sum():.0f} housing units, {exposure.facilities.sum():.0f} facilities"
+        gq_size = np.exp(np.stack([o["gq"][:kept] for o in outputs]))
+        tree["posterior"] = (
+            tree["posterior"]
+            .to_dataset()
+            .assign(gq_size=(("chain", "draw", "gq_type"), gq_size))
+            .assign_coords(gq_type=list(exposure.types))
+        )
+    return tree
 
 
 def _tree(geo, prior: CellPrior, labels, outputs, kept: int, attrs) -> xr.DataTree:

@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .census import _below, _normal, _phi_change, _uniform
+from .census import _below, _nb_change, _normal, _uniform
 from .special import log_gamma_step
 
 
@@ -67,7 +67,10 @@ def _cell_change(n, beta, t):
 
 @njit(cache=True, nogil=True)
 def _total_change(N, t, phi, m, alpha):
-    """Change of lgamma(N + phi) + N log(m / (phi + m)) - lgamma(N + alpha) (a leaf's total terms), N -> N + t."""
+    """Change of lgamma(N + phi) + N log(m / (phi + m)) - lgamma(N + alpha) (a leaf's total terms), N -> N + t
+    (-inf where the mean m is 0: the leaf holds nobody)."""
+    if m <= 0.0:
+        return -np.inf
     return log_gamma_step(N + phi, t) - t * math.log1p(phi / m) - log_gamma_step(N + alpha, t)
 
 
@@ -262,32 +265,43 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
                bdelta, touched, dr, rng):  # fmt: skip
     """A rare category's bump moved whole, its place taken by one person of each of n cells drawn by group g's shares.
 
-    A cell i is drawn uniformly. With ``other`` >= 0 (a *bump trade*), all n (1..bump_max) people of i in one leaf
-    (``leaf`` or ``other``, by a coin) move to i, empty, in the other, and one person of each of n cells j_s drawn
-    by the shares comes back: both totals stay, and the reverse is the same move from the other side, drawn with
-    the same probability. With ``other`` < 0 (a *spread*), inside ``leaf``: a coin either scatters i's n people
-    into n drawn cells (one each), or, when i is empty, gathers one person of each of m drawn cells into it (m
-    uniform in 1..bump_max); the reverse is the other half, so the proposal ratio is 1 / bump_max or bump_max.
+    With ``other`` >= 0 (a *bump trade*), a person of one leaf (``leaf`` or ``other``, by a coin) is drawn
+    uniformly; all n (1..bump_max) people of their cell i move to i, empty, in the other leaf, and one person of
+    each of n cells j_s drawn by the shares comes back: both totals stay, and the reverse is the same move from the
+    other side (proposal ratio N_src / N_dst: a person of cell i drawn there). With ``other`` < 0 (a *spread*),
+    inside ``leaf``: a coin either scatters the n people of a person's cell i into n drawn cells (one each), or
+    gathers one person of each of m drawn cells (m uniform in 1..bump_max) into a cell i, empty, drawn uniformly
+    among the allowed ones; the reverse is the other half (proposal ratio N / (n Ka bump_max) or its inverse).
     Returns 1 if accepted."""
-    i = cats[_below(rng, cats.size)]
     gather = False
     if other >= 0:
         src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
-        n = cells[src, i]
-        if n == 0 or n > bump_max or cells[dst, i] != 0:
+        Ns = totals[src]
+        if Ns == 0:
             return 0
-        lr = 0.0
+        i = _fen_find(fen, src, _below(rng, Ns))
+        n = cells[src, i]
+        if n > bump_max or cells[dst, i] != 0 or totals[dst] < n:
+            return 0
+        lr = math.log(Ns) - math.log(totals[dst])
     else:
         src = dst = leaf
-        n = cells[leaf, i]
+        N = totals[leaf]
         gather = _uniform(rng) < 0.5
-        if gather == (n > 0) or n > bump_max:
-            return 0
         if gather:
+            i = cats[_below(rng, cats.size)]
             n = 1 + _below(rng, bump_max)
-            lr = math.log(bump_max)
+            if cells[leaf, i] != 0 or N < n:
+                return 0
+            lr = math.log(n * cats.size * bump_max) - math.log(N)
         else:
-            lr = -math.log(bump_max)
+            if N == 0:
+                return 0
+            i = _fen_find(fen, leaf, _below(rng, N))
+            n = cells[leaf, i]
+            if n > bump_max:
+                return 0
+            lr = math.log(N) - math.log(n * cats.size * bump_max)
     for s in range(n):
         picks[s] = _destination(cum[g], cats, rng)
     give = dst if other >= 0 or gather else -1  # the leaf whose drawn cells give a person each
@@ -365,6 +379,7 @@ def people_sweeps(
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
+    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -404,7 +419,7 @@ def people_sweeps(
         accepted = 0
         for leaf in range(L):
             g = leaf_group[leaf]
-            m = math.exp(log_mean[leaf_parent[leaf]])
+            m = mu[leaf]
             for _ in range(within[leaf]):
                 N = totals[leaf]
                 if N == 0:
@@ -440,8 +455,8 @@ def people_sweeps(
                 nd, Nd = cells[dst, k], totals[dst]
                 gs, gd = leaf_group[src], leaf_group[dst]
                 lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, k], t)
-                lr += _total_change(Ns, -t, phi, math.exp(log_mean[leaf_parent[src]]), math.exp(log_alpha[gs]))
-                lr += _total_change(Nd, t, phi, math.exp(log_mean[leaf_parent[dst]]), math.exp(log_alpha[gd]))
+                lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
+                lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
                 lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
                 accepted += _try_move(lr, src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, rates, scales,
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
@@ -482,32 +497,36 @@ def people_sweeps(
                     _apply(other, j, other, i, t, cells, totals, fen, rec, cmap, resid, touched[n:], dr[n:], n2)
                 else:
                     _bounds_revert(bval, bidx, bdelta, nb)
-            for _ in range(bumps if L > 1 else 0):
+            for _ in range(bumps[leaf] if L > 1 else 0):
                 other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
                 if other >= 0:
                     accepted += _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                            blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                                            beta, leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
-            for _ in range(spreads):
+            for _ in range(spreads[leaf]):
                 accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                        blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
                                        leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
-            for _ in range(flips):
-                i = cats[_below(rng, cats.size)]
+            for _ in range(flips[leaf]):
+                N = totals[leaf]
+                if N == 0:
+                    break
+                i = _fen_find(fen, leaf, _below(rng, N))
                 ni = cells[leaf, i]
-                if ni == 0:
-                    continue
                 j = _neighbour(i, axes, strides, rng)
                 if j < 0 or logw[g, j] == -np.inf:
                     continue
                 nj = cells[leaf, j]
-                t = 1
-                if _uniform(rng) < 0.5:  # the whole cell, into an empty neighbour
+                attempted += 1
+                if _uniform(rng) < 0.5:  # the whole cell, into an empty neighbour (the reverse draws ni of N too)
                     if nj != 0 or ni > bump_max:
                         continue
                     t = ni
-                attempted += 1
-                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
+                    lr = 0.0
+                else:
+                    t = 1
+                    lr = math.log(nj + 1) - math.log(ni)
+                lr += _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
                 accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                       bidx, bdelta, touched, dr, rng)  # fmt: skip
@@ -540,6 +559,8 @@ def people_sweeps(
             for _round in range(hyper_rounds):
                 _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                              log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng)  # fmt: skip
+                _mean_round(totals, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr,
+                            gq_leaves, gq_count, log_gq, steps, prior, adapt, rng)  # fmt: skip
         done = sweep - tune
         if done >= 0 and (done + 1) % thin == 0:
             row = done // thin
@@ -549,6 +570,8 @@ def people_sweeps(
             out_phi[row] = log_phi[0]
             for p in range(n_parents):
                 out_mean[row, p] = log_mean[p]
+            for q in range(log_gq.size):
+                out_gq[row, q] = log_gq[q]
             for g in range(G):
                 out_alpha[row, g] = log_alpha[g]
                 for c in range(R):
@@ -601,28 +624,8 @@ def _adapted(steps, s, ok, rate, target):
 @njit(cache=True, nogil=True)
 def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves, log_phi,
                  log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng):  # fmt: skip
-    """One update of phi, each parent's mean size, each group's alpha (shares kept) and its shares (in pairs)."""
+    """One update of each group's alpha (shares kept) and its shares (in pairs)."""
     n_parents, G, Ka = log_mean.size, log_alpha.size, cats.size
-    phi = math.exp(log_phi[0])
-    new = log_phi[0] + steps[0] * _normal(rng)
-    lr = _phi_change(totals, leaf_parent, all_leaves, phi, math.exp(new), log_mean, -1, 0.0)
-    lr += 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2 - 0.5 * ((new - prior[2]) / prior[3]) ** 2
-    ok = _accept(lr, rng)
-    if ok:
-        log_phi[0] = new
-        phi = math.exp(new)
-    if adapt:
-        _adapted(steps, 0, ok, 0.05, 0.3)
-    for p in range(n_parents):
-        leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
-        new = log_mean[p] + steps[1 + p] * _normal(rng)
-        lr = _phi_change(totals, leaf_parent, leaves, phi, phi, log_mean, p, new)
-        lr += 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2 - 0.5 * ((new - prior[4]) / prior[5]) ** 2
-        ok = _accept(lr, rng)
-        if ok:
-            log_mean[p] = new
-        if adapt:
-            _adapted(steps, 1 + p, ok, 0.05, 0.3)
     for g in range(G):
         alpha = math.exp(log_alpha[g])
         new = log_alpha[g] + steps[1 + n_parents + g] * _normal(rng)
@@ -663,3 +666,64 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
                     shares[g, k], shares[g, j] = new_k, new_j
             if adapt:
                 _adapted(steps, slot, ok, 0.01, 0.3)
+
+
+@njit(cache=True, nogil=True)
+def _mean_change(totals, leaves, mu, phi, new_phi, part, d):
+    """The change of sum over ``leaves`` of the negative binomial log pmf of N_l (mean mu_l, size phi) when phi
+    becomes ``new_phi`` and mu_l becomes mu_l + d part_l (leaves of mean 0 hold nobody and are skipped)."""
+    total = 0.0
+    for s in range(leaves.size):
+        leaf = leaves[s]
+        m = mu[leaf]
+        if m > 0.0:
+            total += _nb_change(totals[leaf], phi, m, new_phi, m + d * part[leaf])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _mean_round(totals, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr, gq_leaves,
+                gq_count, log_gq, steps, prior, adapt, rng):  # fmt: skip
+    """One update of phi, of each parent's mean per unit m_p and of each group-quarters type's mean per facility
+    c_t, the leaves' means mu_l = m_p units_l + sum_t c_t facilities_lt kept in step."""
+    n_parents = log_mean.size
+    phi = math.exp(log_phi[0])
+    new = log_phi[0] + steps[0] * _normal(rng)
+    lr = _mean_change(totals, all_leaves, mu, phi, math.exp(new), units, 0.0)
+    lr += 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2 - 0.5 * ((new - prior[2]) / prior[3]) ** 2
+    ok = _accept(lr, rng)
+    if ok:
+        log_phi[0] = new
+        phi = math.exp(new)
+    if adapt:
+        _adapted(steps, 0, ok, 0.05, 0.3)
+    for p in range(n_parents):
+        leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
+        new = log_mean[p] + steps[1 + p] * _normal(rng)
+        d = math.exp(new) - math.exp(log_mean[p])
+        lr = _mean_change(totals, leaves, mu, phi, phi, units, d)
+        lr += 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2 - 0.5 * ((new - prior[4]) / prior[5]) ** 2
+        ok = _accept(lr, rng)
+        if ok:
+            log_mean[p] = new
+            for s in range(leaves.size):
+                if mu[leaves[s]] > 0.0:
+                    mu[leaves[s]] += d * units[leaves[s]]
+        if adapt:
+            _adapted(steps, 1 + p, ok, 0.05, 0.3)
+    base = steps.size - log_gq.size
+    for q in range(log_gq.size):
+        leaves = gq_leaves[gq_ptr[q] : gq_ptr[q + 1]]
+        count = gq_count[gq_ptr[q] : gq_ptr[q + 1]]
+        new = log_gq[q] + steps[base + q] * _normal(rng)
+        d = math.exp(new) - math.exp(log_gq[q])
+        lr = 0.5 * ((log_gq[q] - prior[7]) / prior[8]) ** 2 - 0.5 * ((new - prior[7]) / prior[8]) ** 2
+        for s in range(leaves.size):
+            lr += _nb_change(totals[leaves[s]], phi, mu[leaves[s]], phi, mu[leaves[s]] + d * count[s])
+        ok = _accept(lr, rng)
+        if ok:
+            log_gq[q] = new
+            for s in range(leaves.size):
+                mu[leaves[s]] += d * count[s]
+        if adapt:
+            _adapted(steps, base + q, ok, 0.05, 0.3)
