@@ -21,6 +21,7 @@ from ppdinfer.census import (
     CellPrior,
     Geography,
     GroupedRelease,
+    LeafExposure,
     PersonMoves,
     TableSpec,
     census_queries,
@@ -49,12 +50,14 @@ def _small(noise: str, total: bool):
     return census, mech, mech.release(TRUTH, random_seed=11)
 
 
-def _log_prior(states: np.ndarray, fixed=FIXED) -> np.ndarray:
-    """The fixed hyperparameters' log prior of (S, 2 leaves, 2 cells) states, up to a constant."""
-    alpha, phi, m = fixed["alpha"], fixed["phi"], fixed["mean"]
+def _log_prior(states: np.ndarray, fixed=FIXED, m=None) -> np.ndarray:
+    """The fixed hyperparameters' log prior of (S, leaves, 2 cells) states, up to a constant (m: the leaves' mean
+    sizes, default the fixed mean)."""
+    alpha, phi = fixed["alpha"], fixed["phi"]
+    m = np.asarray(fixed["mean"] if m is None else m, dtype=float)
     beta = alpha * np.asarray(fixed["shares"])
     N = states.sum(axis=2)
-    out = gammaln(N + phi) + N * math.log(m / (phi + m)) - gammaln(N + alpha)
+    out = gammaln(N + phi) + N * np.log(m / (phi + m)) - gammaln(N + alpha)
     out = out + (gammaln(states + beta) - gammaln(states + 1)).sum(axis=2)
     return out.sum(axis=1)
 
@@ -285,3 +288,91 @@ def test_bump_trades_keep_the_posterior():
         x = cells[..., c].astype(float)
         mcse = sd / math.sqrt(float(az.ess(x)))
         assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+
+
+def test_people_sampler_with_an_exposure_matches_enumeration():
+    """A block group of three blocks, the middle one with no housing unit and no facility, the last with a
+    facility: the prior mean of a block is m units + c facilities (fixed), the block group's total exact; the draws
+    follow the enumeration and the empty block stays empty."""
+    truth = np.array([6, 3, 0, 0, 2, 5])
+    geo = Geography(["g", "b1", "b2", "b3"], [None, "g", "g", "g"], ["Block_Group", "Block"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total"], "Block": ["total", "detailed"]})
+    invariants = census.unit_invariants(["g"], [int(truth.sum())])
+    mech = NoisyMeasurements(census.matrix, [3.0] + [5.0] * 9, invariants=invariants)
+    y = mech.release(truth, random_seed=12)
+    exposure = LeafExposure(np.array([3.0, 0.0, 1.0]), np.array([[0.0], [0.0], [1.0]]), ("nursing",))
+    fixed = {**FIXED, "mean": 2.5, "gq_size": 4.0}
+    grid = np.array(list(itertools.product(range(TOP), repeat=4)))
+    grid = grid[grid.sum(axis=1) == truth.sum()]
+    states = np.zeros((grid.shape[0], 6), dtype=np.int64)
+    states[:, [0, 1, 4, 5]] = grid
+    both = states.reshape(-1, 3, 2)[:, [0, 2]]
+    log = _log_prior(both, fixed, m=[7.5, 6.5]) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=3000, tune=300, thin=2, random_seed=8,
+                         learn=False, hyperparameters=fixed, exposure=exposure, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 6)
+    assert (cells[..., 2:4] == 0).all() and (cells.sum(axis=-1) == truth.sum()).all()
+    # the facility matters: left out (b3's mean 2.5, not 6.5), b3's total moves far beyond the errors
+    flat = _log_prior(both, fixed, m=[7.5, 2.5]) + mech.logpdf(y, states)
+    q = np.exp(flat - flat.max())
+    q /= q.sum()
+    features = {f"cell {c}": states[:, c] for c in (0, 1, 4, 5)} | {"b3 total": states[:, 4] + states[:, 5]}
+    for name, f in features.items():
+        exact = float(p @ f)
+        sd = math.sqrt(float(p @ f**2) - exact**2)
+        x = (cells[..., 4] + cells[..., 5] if name == "b3 total" else cells[..., int(name[-1])]).astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+    assert abs(x.mean() - float(q @ f)) > 10 * mcse
+
+
+def test_learned_unit_and_facility_means_match_quadrature():
+    """The cells held at the truth (measurements of noise sd 0.01), phi, the persons per housing unit m and the
+    persons per facility c learned: their posterior (normal priors on the logs, the negative binomial of each
+    block's total with mean m units + c facilities) is the quadrature's on a grid of the three logs."""
+    from scipy.stats import nbinom, norm
+
+    units = np.array([4.0, 0.0, 3.0, 10.0, 1.0, 2.0, 6.0])
+    facilities = np.array([[0.0], [0.0], [0.0], [0.0], [0.0], [1.0], [1.0]])
+    totals = np.array([11, 0, 6, 27, 2, 46, 61])
+    names = [f"b{i}" for i in range(units.size)]
+    geo = Geography(["g", *names], [None] + ["g"] * units.size, ["Block_Group", "Block"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["detailed"]})
+    truth = np.column_stack([totals - totals // 3, totals // 3]).ravel()
+    mech = NoisyMeasurements(census.matrix, 0.01)
+    y = mech.release(truth, random_seed=1)
+    settings = {
+        "phi_prior": (math.log(10.0), 1.0),
+        "mean_prior": (math.log(2.5), 1.0),
+        "gq_prior": (math.log(30.0), 1.0),
+    }
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=4000, tune=1000, random_seed=4,
+                         hyperparameters=settings, exposure=LeafExposure(units, facilities, ("nursing",)),
+                         initial=truth.reshape(-1, 2), progressbar=False)  # fmt: skip
+    assert (tree["posterior"]["cells"].values.reshape(-1, truth.size) == truth).all()
+    grid = np.linspace(-4.0, 4.0, 81)
+    lp, lm, lc = np.meshgrid(grid + math.log(10.0), grid / 2 + math.log(2.5), grid / 2 + math.log(30.0), indexing="ij")
+    log = (
+        norm.logpdf(lp, math.log(10.0), 1.0)
+        + norm.logpdf(lm, math.log(2.5), 1.0)
+        + norm.logpdf(lc, math.log(30.0), 1.0)
+    )
+    phi = np.exp(lp)
+    for n, u, f in zip(totals, units, facilities[:, 0], strict=True):
+        if u or f:
+            mu = np.exp(lm) * u + np.exp(lc) * f
+            log = log + nbinom.logpmf(n, phi, phi / (phi + mu))
+    w = np.exp(log - log.max())
+    w /= w.sum()
+    post = tree["posterior"]
+    drawn = {"phi": np.log(post["phi"].values), "m": np.log(post["mean_size"].values[..., 0]),
+             "c": np.log(post["gq_size"].values[..., 0])}  # fmt: skip
+    for name, grid_value in (("phi", lp), ("m", lm), ("c", lc)):
+        exact = float((w * grid_value).sum())
+        sd = math.sqrt(float((w * grid_value**2).sum()) - exact**2)
+        x = drawn[name]
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+        assert abs(x.std() - sd) < 0.15 * sd, (name, x.std(), sd)

@@ -559,8 +559,8 @@ def people_sweeps(
             for _round in range(hyper_rounds):
                 _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                              log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng)  # fmt: skip
-                _mean_round(totals, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr,
-                            gq_leaves, gq_count, log_gq, steps, prior, adapt, rng)  # fmt: skip
+                _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units,
+                            gq_ptr, gq_leaves, gq_count, log_gq, steps, prior, adapt, rng)  # fmt: skip
         done = sweep - tune
         if done >= 0 and (done + 1) % thin == 0:
             row = done // thin
@@ -682,11 +682,16 @@ def _mean_change(totals, leaves, mu, phi, new_phi, part, d):
 
 
 @njit(cache=True, nogil=True)
-def _mean_round(totals, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr, gq_leaves,
-                gq_count, log_gq, steps, prior, adapt, rng):  # fmt: skip
+def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr,
+                gq_leaves, gq_count, log_gq, steps, prior, adapt, rng):  # fmt: skip
     """One update of phi, of each parent's mean per unit m_p and of each group-quarters type's mean per facility
-    c_t, the leaves' means mu_l = m_p units_l + sum_t c_t facilities_lt kept in step."""
+    c_t, the leaves' means mu_l = m_p units_l + sum_t c_t facilities_lt (computed afresh, then kept in step)."""
     n_parents = log_mean.size
+    for leaf in range(mu.size):
+        mu[leaf] = math.exp(log_mean[leaf_parent[leaf]]) * units[leaf]
+    for q in range(log_gq.size):
+        for s in range(gq_ptr[q], gq_ptr[q + 1]):
+            mu[gq_leaves[s]] += math.exp(log_gq[q]) * gq_count[s]
     phi = math.exp(log_phi[0])
     new = log_phi[0] + steps[0] * _normal(rng)
     lr = _mean_change(totals, all_leaves, mu, phi, math.exp(new), units, 0.0)
