@@ -376,3 +376,41 @@ def test_learned_unit_and_facility_means_match_quadrature():
         mcse = sd / math.sqrt(float(az.ess(x)))
         assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
         assert abs(x.std() - sd) < 0.15 * sd, (name, x.std(), sd)
+
+
+@pytest.mark.parametrize("bounded", [False, True], ids=["free", "bounded"])
+def test_line_draws_keep_the_posterior(bounded):
+    """Line draws alone (no other move) pass people of one cell between two leaves, so each cell's total over the
+    leaves stays at the start's: the draws follow the enumerated posterior given those totals, with and without
+    bounds on the leaves' cells (lopsided compositions and wide noise, so the cell choice's correction matters)."""
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total", "detailed"]})
+    mech = NoisyMeasurements(census.matrix, 4.0)
+    y = mech.release(TRUTH, random_seed=2)
+    release = GroupedRelease.from_census(census, mech, y)
+    lopsided = {**FIXED, "alpha": 0.5}
+    A, B = TRUTH[0] + TRUTH[2], TRUTH[1] + TRUTH[3]
+    states = np.array([[a, b, A - a, B - b] for a in range(A + 1) for b in range(B + 1)])
+    if bounded:
+        bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[2, 0], [0, 5]]), np.array([[7, 6], [5, 9]])),)
+        release = GroupedRelease(release.geography, release.table, release.blocks, release.power, release.unit_totals,
+                                 release.structural_zeros, bounds=bounds)  # fmt: skip
+        states = states[[release.meets_bounds(x.reshape(2, 2)) for x in states]]
+    log = _log_prior(states.reshape(-1, 2, 2), lopsided) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    moves = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=0.0, swaps=0.0, bumps=0.0, spreads=0.0, flips=0.0,
+                        births=0.0, lines=2.0, line_window=6)  # fmt: skip
+    tree = sample_people(release, draws=4000, tune=300, random_seed=6, learn=False, hyperparameters=lopsided,
+                         moves=moves, initial=TRUTH.reshape(2, 2), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
+    assert (cells[..., 0] + cells[..., 2] == A).all() and (cells[..., 1] + cells[..., 3] == B).all()
+    if bounded:  # every draw, leaf by leaf: cells within [lower, upper]
+        drawn = cells.reshape(-1, 2, 2)
+        assert ((drawn >= bounds[0].lower) & (drawn <= bounds[0].upper)).all()
+    for c in (0, 1):
+        exact = float(p @ states[:, c])
+        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
+        x = cells[..., c].astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)

@@ -58,7 +58,7 @@ DRAWS_BYTES = 2**32
 
 @dataclass(frozen=True)
 class PersonMoves:
-    """The moves of :func:`sample_people` per sweep (its tuning, like a PyMC step's).
+    """The moves of :func:`sample_people` per sweep (its tuning, like a PyMC step's); a rate of 0 turns a move off.
 
     Attributes
     ----------
@@ -67,6 +67,11 @@ class PersonMoves:
         with people).
     exchanges : float
         Moves with another leaf of the invariant class per person of the starting table (plus one per leaf).
+    lines, line_window : float, int
+        *Line draws* per person of the starting table (plus one per leaf): people of a drawn person's cell pass
+        between the leaf and another of its class by an exact draw from their conditional on a window of
+        ``line_window`` + 1 values placed at random, corrected for the choice of the cell: a leaf's total moves by
+        several people at once, as the measurements allow.
     swaps : float
         Trades per person of the starting table: t people of cell i of a leaf and t of cell j of another
         (a sibling, a leaf nearby or any) trade cells, both leaves' totals kept; between siblings, every
@@ -105,6 +110,8 @@ class PersonMoves:
     within: float = 1.0
     within_per_cell: float = 2.0
     exchanges: float = 0.25
+    lines: float = 0.25
+    line_window: int = 8
     swaps: float = 0.5
     births: float = 0.25
     partners: tuple = (0.6, 0.25)
@@ -119,7 +126,7 @@ class PersonMoves:
     hyper_rounds: int = 1
 
     def __post_init__(self):
-        for name in ("within", "within_per_cell", "exchanges", "swaps", "bumps", "spreads", "flips", "births"):
+        for name in ("within", "within_per_cell", "exchanges", "lines", "swaps", "bumps", "spreads", "flips", "births"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
                 raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
@@ -135,6 +142,7 @@ class PersonMoves:
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"PersonMoves: {name} must be a probability, got {getattr(self, name)!r}")
         positive_int(self.near, "PersonMoves: near")
+        positive_int(self.line_window, "PersonMoves: line_window")
         positive_int(self.max_jump, "PersonMoves: max_jump")
         positive_int(self.bump_max, "PersonMoves: bump_max")
         positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
@@ -565,14 +573,15 @@ def sample_people(
     lo, hi, free, sib_lo, sib_hi = _classes(release)
     people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
     within = np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64)
-    exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + 1, 0)
+    exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + (moves.exchanges > 0), 0)
+    lines = np.where(hi - lo >= 2, np.ceil(moves.lines * people).astype(np.int64) + (moves.lines > 0), 0)
     swaps = np.ceil(moves.swaps * people).astype(np.int64) if L > 1 else np.zeros(L, dtype=np.int64)
-    births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + 1, 0)
+    births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + (moves.births > 0), 0)
     bumps, spreads, flips = (
         np.ceil(rate * np.maximum(people, 1)).astype(np.int64) for rate in (moves.bumps, moves.spreads, moves.flips)
     )
     closed = closed_leaves(release)
-    for count in (within, exchanges, swaps, births, bumps, spreads, flips):
+    for count in (within, exchanges, lines, swaps, births, bumps, spreads, flips):
         count[closed] = 0  # leaves that can hold nobody cost nothing
     T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
@@ -605,6 +614,8 @@ def sample_people(
                 bval=bval0.copy(), bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
                 rng=rng_state, touched=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
                 dr=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
+                sign=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64), weight=np.zeros(4 * len(release.blocks) + 4),
+                logp=np.zeros(moves.line_window + 1),
             )
         )  # fmt: skip
         outputs.append(
@@ -619,7 +630,9 @@ def sample_people(
     workers = min(chains, resolve_cores(cores))
     done = [0] * chains
     stop = threading.Event()
-    work = float(within.sum() + exchanges.sum() + 2 * swaps.sum() + births.sum()) * len(release.blocks)
+    work = float(within.sum() + exchanges.sum() + 4 * lines.sum() + 2 * swaps.sum() + births.sum()) * len(
+        release.blocks
+    )
     chunk = max(1, min(50, int(5e7 // max(work, 1.0))))
     bar = tqdm(total=n_sweeps * chains, desc="census people", unit="sweep", disable=not progressbar, leave=False)
     lock = threading.Lock()
@@ -639,7 +652,8 @@ def sample_people(
                 cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
                 prior_vec, s["rng"], bnd, s["bval"], s["bidx"], s["bdelta"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
-                o["accept"], s["mu"], units, *gq_csr, s["log_gq"], o["gq"],
+                o["accept"], s["mu"], units, *gq_csr, s["log_gq"], o["gq"], lines, moves.line_window, s["sign"],
+                s["weight"], s["logp"],
             )  # fmt: skip
             done[c] += count
             with lock:
@@ -650,7 +664,7 @@ def sample_people(
         interrupted = _wait([pool.submit(run, c) for c in range(chains)], stop)
     bar.close()
     kept = min(max(0, d - tune) // thin for d in done)
-    moves_per_sweep = int(sum(a.sum() for a in (within, exchanges, swaps, births, bumps, spreads, flips)))
+    moves_per_sweep = int(sum(a.sum() for a in (within, exchanges, lines, swaps, births, bumps, spreads, flips)))
     attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
              "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),

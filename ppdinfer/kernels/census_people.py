@@ -337,6 +337,105 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
 
 
 @njit(cache=True, nogil=True)
+def _line_terms(a, b, k, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                touched, sign, weight):  # fmt: skip
+    """The released values whose residuals change when people of cell k pass from leaf a to leaf b: their indices,
+    the sign of the change (+1: the residual grows by t) and their rates; returns how many."""
+    n = 0
+    for blk in range(blk_level.size):
+        lv = blk_level[blk]
+        g = blk_groups[blk, k]
+        ua, ub = anc[lv, a], anc[lv, b]
+        if g < 0 or ua == ub:
+            continue
+        for u, sg in ((ua, 1), (ub, -1)):
+            rate = rates[blk_rate[blk] + u] * scales[blk_scale[blk] + g]
+            if rate > 0.0:
+                touched[n] = blk_off[blk] + u * blk_nv[blk] + g
+                sign[n] = sg
+                weight[n] = rate
+                n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t):
+    """The range [lo_t, hi_t] of t (people of cell k from leaf a to leaf b; negative: from b to a) that the bounds
+    allow, narrowed from the given one."""
+    level, off, nv, groups, lower, upper = bnd[0], bnd[1], bnd[2], bnd[3], bnd[4], bnd[5]
+    for blk in range(level.size):
+        lv = level[blk]
+        g = groups[blk, k]
+        ua, ub = anc[lv, a], anc[lv, b]
+        if g < 0 or ua == ub:
+            continue
+        ia, ib = off[blk] + ua * nv[blk] + g, off[blk] + ub * nv[blk] + g
+        # value at a: bval[ia] - t in [lower, upper]; at b: bval[ib] + t
+        lo_t = max(lo_t, bval[ia] - upper[ia], lower[ib] - bval[ib])
+        hi_t = min(hi_t, bval[ia] - lower[ia], upper[ib] - bval[ib])
+    return lo_t, hi_t
+
+
+@njit(cache=True, nogil=True)
+def _line_move(a, b, window, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+               blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta,
+               touched, dr, sign, weight, logp, rng):  # fmt: skip
+    """People of one cell pass between leaves a and b by a draw from their exact conditional along the line
+    (n_ak - t, n_bk + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every state of a
+    window would place it with the same chance), then a Metropolis-Hastings correction for the state-dependent
+    choice of the cell k (a person drawn in a or b, by a coin): accepted with sel(t) / sel(0), sel(t) =
+    (n_ak(t) / N_a(t) + n_bk(t) / N_b(t)) / 2. Returns 1 if people moved."""
+    side = a if _uniform(rng) < 0.5 else b
+    if totals[side] == 0:
+        return 0
+    k = _fen_find(fen, side, _below(rng, totals[side]))
+    na, nb_, Na, Nb = cells[a, k], cells[b, k], totals[a], totals[b]
+    offset = _below(rng, window + 1)
+    lo_t, hi_t = max(-offset, -nb_), min(window - offset, na)
+    lo_t, hi_t = _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t)
+    if lo_t >= hi_t:
+        return 0
+    n = _line_terms(a, b, k, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                    touched, sign, weight)  # fmt: skip
+    ga, gb = leaf_group[a], leaf_group[b]
+    alpha_a, alpha_b = math.exp(log_alpha[ga]), math.exp(log_alpha[gb])
+    top = -np.inf
+    for t in range(lo_t, hi_t + 1):
+        lp = 0.0
+        if t != 0:
+            lp = _cell_change(na, beta[ga, k], -t) + _cell_change(nb_, beta[gb, k], t)
+            lp += _total_change(Na, -t, phi, mu[a], alpha_a) + _total_change(Nb, t, phi, mu[b], alpha_b)
+            for s in range(n):
+                r = resid[touched[s]]
+                lp -= weight[s] * (_loss(r + sign[s] * t, power) - _loss(r, power))
+        logp[t - lo_t] = lp
+        top = max(top, lp)
+    total = 0.0
+    for t in range(lo_t, hi_t + 1):
+        logp[t - lo_t] = math.exp(logp[t - lo_t] - top)
+        total += logp[t - lo_t]
+    u = _uniform(rng) * total
+    pick = hi_t
+    for t in range(lo_t, hi_t + 1):
+        u -= logp[t - lo_t]
+        if u < 0.0:
+            pick = t
+            break
+    if pick == 0:
+        return 0
+    sel0 = (na / Na if Na > 0 else 0.0) + (nb_ / Nb if Nb > 0 else 0.0)
+    sel1 = ((na - pick) / (Na - pick) if Na > pick else 0.0) + ((nb_ + pick) / (Nb + pick) if Nb + pick > 0 else 0.0)
+    if not _accept(math.log(sel1) - math.log(sel0) if sel1 > 0.0 else -np.inf, rng):
+        return 0
+    src, dst, m = (a, b, pick) if pick > 0 else (b, a, -pick)
+    _bound_step(src, k, dst, k, m, anc, bnd, bval, bidx, bdelta, 0)
+    _, nr = _lik_change(src, k, dst, k, m, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+                          blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+    _apply(src, k, dst, k, m, cells, totals, fen, rec, cmap, resid, touched, dr, nr)
+    return 1
+
+
+@njit(cache=True, nogil=True)
 def _neighbour(k, axes, strides, rng):
     """Cell k with one axis (drawn uniformly among those with two or more levels) moved to another of its levels,
     drawn uniformly: a symmetric proposal (-1 where no axis has two levels)."""
@@ -379,12 +478,13 @@ def people_sweeps(
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
-    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq,
+    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
     Per leaf, in order: ``within[l]`` moves inside the leaf, ``exchanges[l]`` with another leaf of its
-    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``swaps[l]`` trades of cells
+    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``lines[l]`` draws of a cell's people
+    passing to or from such a leaf from their conditional on a window (:func:`_line_move`), ``swaps[l]`` trades of cells
     with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
     ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
     ``births[l]`` in or out (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean
@@ -461,6 +561,15 @@ def people_sweeps(
                 accepted += _try_move(lr, src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, rates, scales,
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                       bidx, bdelta, touched, dr, rng)  # fmt: skip
+            for _ in range(lines[leaf] if hi - lo >= 2 else 0):
+                other = _partner_leaf(leaf, lo, hi, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                if other < 0:
+                    continue
+                attempted += 1
+                accepted += _line_move(leaf, other, line_window, cells, totals, fen, rec, cmap, resid, rates, scales,
+                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
+                                       leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
+                                       weight, logp, rng)  # fmt: skip
             for _ in range(swaps[leaf]):
                 # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                 other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
