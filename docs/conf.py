@@ -76,6 +76,7 @@ ppd_public_modules = [
     "ppdinfer.mechanisms.distribution",
     "ppdinfer.priors",
     "ppdinfer.generators",
+    "ppdinfer.privacy.sufficient_statistics",
     "ppdinfer.privacy",
     "ppdinfer.invariants",
     "ppdinfer.datasets",

@@ -65,7 +65,8 @@ def constant_dataset(model: PPDModel, z) -> xr.Dataset:
         value = np.asarray(value)
         data[key] = (dimension_names(key, value.ndim), value)
     for key, value in model.mechanism.parameters().items():
-        data[f"mechanism_{key}"] = ((), value)
+        value = np.asarray(value)  # a tuple: one setting per coordinate (a vector sensitivity)
+        data[f"mechanism_{key}"] = (dimension_names(f"mechanism_{key}", value.ndim), value)
     guarantee = model.mechanism.guarantee()
     return xr.Dataset(data, attrs={"mechanism": repr(model.mechanism), **guarantee.attrs()})
 

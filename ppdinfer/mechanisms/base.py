@@ -243,6 +243,14 @@ class AdditiveNoiseMechanism(Mechanism):
 
     largest at y = x whatever x is, so log M = d log_norm.
 
+    With one scale per coordinate (a vector ``sensitivity`` or ``sigma``), ``rate`` and ``log_norm``
+    are arrays of shape (d,), ``coordinates`` is d, and the density is
+    sum_k (log_norm_k - rate_k |y_k - x_k| ** power) over the coordinates of the flattened release (C
+    order): independent noise that is not identically distributed. Such a mechanism is neither
+    ``separable`` nor declares ``additive_noise`` (None), so the compiled iid kernels and the symbolic
+    PyMC likelihood, which read one scalar rate, are not used: the samplers take their general paths
+    (``logpdf``), and the consumers that need iid noise refuse it.
+
     Examples
     --------
     >>> from ppdinfer.mechanisms import Laplace
@@ -253,15 +261,52 @@ class AdditiveNoiseMechanism(Mechanism):
     0.0
     """
 
-    log_norm: float
-    rate: float
+    log_norm: float | np.ndarray
+    rate: float | np.ndarray
     power: int
-    separable = True
+    #: The parameter that sets the scales, named when a release has the wrong number of coordinates.
+    scale_parameter = "sensitivity"
 
     @property
-    def additive_noise(self) -> AdditiveNoise:
-        """This mechanism's noise as the compiled kernels read it."""
+    def coordinates(self) -> int | None:
+        """d, the number of coordinates of a release, when the noise has one scale per coordinate; else None.
+
+        Examples
+        --------
+        >>> from ppdinfer.mechanisms import Laplace
+        >>> Laplace(1.0).coordinates, Laplace(1.0, sensitivity=[1.0, 2.0, 2.0]).coordinates
+        (None, 3)
+        """
+        return None if np.ndim(self.rate) == 0 else int(np.size(self.rate))
+
+    @property
+    def separable(self) -> bool:
+        """True for one scale shared by every coordinate (one density of y_k - x_k); False per coordinate."""
+        return self.coordinates is None
+
+    @property
+    def additive_noise(self) -> AdditiveNoise | None:
+        """This mechanism's iid noise as the compiled kernels read it; None for one scale per coordinate."""
+        if self.coordinates is not None:
+            return None
         return AdditiveNoise(self.log_norm, self.rate, self.power, self.discrete)
+
+    def check_coordinates(self, size: int, what: str) -> None:
+        """A ValueError when the noise has one scale per coordinate and ``what`` has not ``size`` = d of them.
+
+        Examples
+        --------
+        >>> from ppdinfer.mechanisms import Laplace
+        >>> Laplace(1.0, sensitivity=[1.0, 2.0]).check_coordinates(3, "x")
+        Traceback (most recent call last):
+        ...
+        ValueError: sensitivity has 2 values, one per released coordinate, but x has 3 coordinates
+        """
+        if self.coordinates is not None and size != self.coordinates:
+            raise ValueError(
+                f"{self.scale_parameter} has {self.coordinates} values, one per released coordinate, "
+                f"but {what} has {size} coordinates"
+            )
 
     def release(self, x, z=None, random_seed: SeedLike = None, *, secure: bool = False) -> np.ndarray:
         """The release ``x + noise``; a discrete mechanism releases counts, so x must hold integers >= 0.
@@ -272,6 +317,7 @@ class AdditiveNoiseMechanism(Mechanism):
         x = nonnegative_counts(x, "x") if self.discrete else finite_array(x, "x")
         if secure and not self.discrete:
             raise ValueError("secure=True is available for the discrete (integer) mechanisms only")
+        self.check_coordinates(x.size, "x")
         noise = self._noise(x.shape, as_generator(random_seed), secure)
         return x + noise
 
@@ -285,27 +331,37 @@ class AdditiveNoiseMechanism(Mechanism):
         x = self._check_values(x, "x")
         x2 = as_batch(x, y)
         y1 = np.ascontiguousarray(y.reshape(-1), dtype=np.float64)
+        if self.coordinates is not None:
+            self.check_coordinates(y.size, "y")
+            distance = np.abs(y1 - x2)
+            return np.sum(self.log_norm) - (self.rate * distance**self.power).sum(axis=1)
         return additive_noise_loglik(
             y1, np.ascontiguousarray(x2, dtype=np.float64), self.log_norm, self.rate, self.power
         )
 
     def log_bound(self, z=None, size: int = 1) -> float:
         # The noise density is largest at zero noise, whatever x is.
+        if self.coordinates is not None:
+            self.check_coordinates(size, "a release of size")
+            return float(np.sum(self.log_norm))
         return size * self.log_norm
 
     def noise_covariance(self, dim: int) -> np.ndarray | None:
-        """sigma^2 I for continuous Gaussian noise (power 2), else None."""
+        """sigma^2 I (diag(sigma_k^2) per coordinate) for continuous Gaussian noise (power 2), else None."""
         if self.discrete or self.power != 2:
             return None
-        return np.eye(positive_int(dim, "dim")) / (2 * self.rate)
+        dim = positive_int(dim, "dim")
+        self.check_coordinates(dim, "dim")
+        return np.eye(dim) / (2 * self.rate)
 
     def noise_scale(self, x=None, z=None) -> float:
         """The noise's standard deviation per coordinate, from the continuous density
         exp(-rate |e| ** power): sqrt(2) / rate (Laplace), sqrt(1 / (2 rate)) (Gaussian); x and z
-        are not needed (a discrete form differs by less than the step size needs)."""
-        if self.power == 1:
-            return float(np.sqrt(2.0) / self.rate)
-        return float(np.sqrt(0.5 / self.rate))
+        are not needed (a discrete form differs by less than the step size needs). With one scale
+        per coordinate, the root mean square of the coordinates' standard deviations."""
+        rate = np.asarray(self.rate)
+        sd = np.sqrt(2.0) / rate if self.power == 1 else np.sqrt(0.5 / rate)
+        return float(sd) if sd.ndim == 0 else float(np.sqrt(np.mean(sd**2)))
 
     def _check_values(self, values, name: str) -> np.ndarray:
         if self.discrete:
@@ -326,3 +382,14 @@ def as_batch(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.shape[1:] != y.shape:
         raise ValueError(f"y has shape {y.shape} but x has shape {x.shape}: x must be a batch of shape (B, *y.shape)")
     return x.reshape(x.shape[0], dim)
+
+
+def recorded(values: float | np.ndarray) -> float | tuple[float, ...]:
+    """A scalar setting as it is, a vector of per-coordinate settings as a tuple (hashable, comparable, readable).
+
+    Examples
+    --------
+    >>> recorded(2.0), recorded(np.array([1.0, 3.0]))
+    (2.0, (1.0, 3.0))
+    """
+    return tuple(np.asarray(values).tolist()) if np.ndim(values) else values

@@ -124,6 +124,11 @@ class Congenial(Mechanism):
     def __init__(self, mechanism, invariants: LinearInvariants, *, enumeration_limit: int = ENUMERATION_LIMIT):
         if not isinstance(mechanism, (DiscreteLaplace, DiscreteGaussian)):
             raise ValueError(f"mechanism must be a DiscreteLaplace or DiscreteGaussian, got {mechanism!r}")
+        if mechanism.coordinates is not None:
+            raise ValueError(
+                f"mechanism must have one noise scale for every cell (a scalar sensitivity or sigma), got "
+                f"{mechanism!r}: the conditioned sampler and its compiled kernels read one rate"
+            )
         if not isinstance(invariants, LinearInvariants):
             raise ValueError(f"invariants must be a LinearInvariants, got {invariants!r}")
         self.mechanism = mechanism

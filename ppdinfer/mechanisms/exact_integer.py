@@ -408,6 +408,16 @@ def sample_array(draw, parameter: Fraction, shape, rng, secure: bool = False) ->
     return out.reshape(shape)
 
 
+def sample_per_coordinate(draw, parameters: list[Fraction], rng, secure: bool = False) -> np.ndarray:
+    """An int64 vector whose entry i is an independent draw ``draw(parameters[i], ...)``: one `sample_array`
+    per distinct parameter, in the order of their first appearance."""
+    out = np.empty(len(parameters), dtype=np.int64)
+    for parameter in dict.fromkeys(parameters):
+        where = np.array([value == parameter for value in parameters])
+        out[where] = sample_array(draw, parameter, (int(where.sum()),), rng, secure)
+    return out
+
+
 # -- single trials and Bernoulli(exp(-gamma)), for the Wasserstein exponential mechanism -----------------
 # ppdinfer.kernels.wem decides the trials of its Bernoulli(exp(-gamma)) acceptances in double precision
 # with a margin; the rare one too close to call is finished here (mechanisms/wem.py), with the same

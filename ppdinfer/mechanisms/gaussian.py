@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import optimize, special
 
-from ..validation import positive_finite, probability
+from ..validation import positive_finite, probability, unit_parameter
 from . import exact_integer
-from .base import AdditiveNoiseMechanism
+from .base import AdditiveNoiseMechanism, recorded
 from .guarantee import Guarantee
 
 if TYPE_CHECKING:
@@ -146,17 +146,46 @@ SIGMA_LIMITS = (1e-100, 1e100)
 DISCRETE_SIGMA_MAX = 1e15
 
 
-def _sigma(value, largest: float = SIGMA_LIMITS[1]) -> float:
-    sigma = positive_finite(value, "sigma")
-    if not SIGMA_LIMITS[0] <= sigma <= largest:
+def _sigma(value, largest: float = SIGMA_LIMITS[1]) -> float | np.ndarray:
+    """sigma as a float, or a read-only vector of one sigma per coordinate, each within the limits."""
+    sigma = unit_parameter(value, "sigma", positive_finite, "positive finite number")
+    if not np.all((SIGMA_LIMITS[0] <= sigma) & (sigma <= largest)):
         raise ValueError(
             f"sigma must lie in [{SIGMA_LIMITS[0]:g}, {largest:g}] (double precision and int64 limits), got {value!r}"
         )
+    if np.ndim(sigma):
+        sigma.flags.writeable = False
     return sigma
+
+
+def _per_coordinate_zcdp(sigma: np.ndarray) -> Guarantee:
+    """rho-zCDP of independent (discrete) Gaussian noise of sigma_i per coordinate, as relative scales.
+
+    With sigma_min the smallest sigma_i and s_i = sigma_i / sigma_min, the noise is (1 / (2 sigma_min^2))-zCDP
+    for neighbours with sum_i ((f_i(x) - f_i(x')) / s_i)^2 <= 1: the Renyi divergence of order alpha between
+    the two releases is alpha sum_i (f_i(x) - f_i(x'))^2 / (2 sigma_i^2) (Canonne, Kamath & Steinke 2020,
+    Theorem 14, for the discrete Gaussian).
+    """
+    smallest = float(sigma.min())
+    return Guarantee(
+        "zcdp",
+        rho=1 / (2 * smallest**2),
+        sensitivity=recorded(sigma / smallest),
+        note="a budget per coordinate: for neighbours with sum_i ((f_i(x) - f_i(x')) / sensitivity_i)^2 <= 1",
+    )
 
 
 class Gaussian(AdditiveNoiseMechanism):
     """y = x + N(0, sigma^2) noise per coordinate: (epsilon, delta)-DP when sigma is calibrated.
+
+    A vector ``sigma`` (sigma_1, ..., sigma_d) gives coordinate i of the flattened release its own standard
+    deviation, and a release of exactly d coordinates. With s_i = sigma_i / min_j sigma_j the relative scales,
+    the release is rho-zCDP with rho = 1 / (2 min_j sigma_j^2) for the neighbours whose query values differ
+    within the weighted L2 ball sqrt(sum_i ((f_i(x) - f_i(x')) / s_i)^2) <= 1, and ``guarantee()`` states
+    it so (the s_i as its sensitivity). ``from_epsilon_delta`` with a vector ``sensitivity`` (Delta_1, ...,
+    Delta_d) calibrates sigma_i for each Delta_i: (epsilon, delta)-DP for sum_i ((f_i(x) - f_i(x')) /
+    Delta_i)^2 <= 1, since y_i / Delta_i is the calibrated Gaussian release of f_i / Delta_i, a query of L2
+    sensitivity at most one.
 
     See Also
     --------
@@ -177,10 +206,13 @@ class Gaussian(AdditiveNoiseMechanism):
     3.731
     >>> round(Gaussian.from_epsilon_delta(0.5, 1e-5, method="classical").sigma, 3)
     9.69
+    >>> Gaussian.from_epsilon_delta(1.0, 1e-5, sensitivity=[1.0, 2.0]).sigma.round(3)   # a budget per statistic
+    array([3.731, 7.461])
     """
 
     discrete = False
     power = 2
+    scale_parameter = "sigma (or the sensitivity it was calibrated for)"
 
     def __init__(self, sigma: float | None = None, *extra, **calibration):
         if extra or calibration:
@@ -193,33 +225,53 @@ class Gaussian(AdditiveNoiseMechanism):
             )
         self.sigma = _sigma(sigma)
         self.rate = 1 / (2 * self.sigma**2)
-        self.log_norm = -0.5 * math.log(2 * math.pi * self.sigma**2)
+        if self.coordinates is None:
+            self.log_norm = -0.5 * math.log(2 * math.pi * self.sigma**2)
+        else:
+            self.log_norm = -0.5 * np.log(2 * math.pi * self.sigma**2)
 
     @classmethod
     def from_epsilon_delta(cls, epsilon: float, delta: float, sensitivity: float = 1.0, method: str = "analytic"):
         """Calibrate sigma for (epsilon, delta)-DP; ``method`` is 'analytic' or 'classical'.
 
         The mechanism keeps the guarantee it was calibrated for: ``guarantee()`` states epsilon,
-        delta and the L2 sensitivity.
+        delta and the L2 sensitivity. A vector ``sensitivity`` (one per released coordinate) gives
+        sigma_i calibrated for Delta_i alone, each certified as for a scalar, and the guarantee
+        holds for sum_i ((f_i(x) - f_i(x')) / Delta_i)^2 <= 1 (see the class).
         """
         if method not in _CALIBRATIONS:
             raise ValueError(f"method must be one of {sorted(_CALIBRATIONS)}, got {method!r}")
-        mechanism = cls(_CALIBRATIONS[method](epsilon, delta, sensitivity))
-        return mechanism.with_guarantee(
+        calibrate = _CALIBRATIONS[method]
+        sensitivity = unit_parameter(sensitivity, "sensitivity", positive_finite, "positive finite number")
+        if np.ndim(sensitivity) == 0:
+            return cls(calibrate(epsilon, delta, sensitivity)).with_guarantee(
+                Guarantee(
+                    "approximate", epsilon=epsilon, delta=delta, sensitivity=sensitivity, note=f"{method} calibration"
+                )
+            )
+        sigmas = {value: calibrate(epsilon, delta, value) for value in dict.fromkeys(sensitivity.tolist())}
+        return cls(np.array([sigmas[value] for value in sensitivity.tolist()])).with_guarantee(
             Guarantee(
-                "approximate", epsilon=epsilon, delta=delta, sensitivity=sensitivity, note=f"{method} calibration"
+                "approximate",
+                epsilon=epsilon,
+                delta=delta,
+                sensitivity=recorded(sensitivity),
+                note=f"{method} calibration; a budget per coordinate: for neighbours with "
+                "sum_i ((f_i(x) - f_i(x')) / sensitivity_i)^2 <= 1",
             )
         )
 
-    def parameters(self) -> dict[str, float]:
-        return {"sigma": self.sigma}
+    def parameters(self) -> dict[str, float | tuple[float, ...]]:
+        return {"sigma": recorded(self.sigma)}
 
     def _guarantee(self) -> Guarantee:
+        if self.coordinates is not None:
+            return _per_coordinate_zcdp(self.sigma)
         # N(0, sigma^2) noise on a query of L2 sensitivity 1 is (1 / (2 sigma^2))-zCDP.
         return Guarantee("zcdp", rho=1 / (2 * self.sigma**2), sensitivity=1.0)
 
     def _noise(self, shape, rng, secure):
-        return rng.normal(0.0, self.sigma, size=shape)
+        return rng.normal(0.0, self.sigma if self.coordinates is None else self.sigma.reshape(shape), size=shape)
 
 
 def discrete_gaussian_log_normalizer(sigma: float) -> float:
@@ -253,7 +305,8 @@ class DiscreteGaussian(AdditiveNoiseMechanism):
     """y = x + K on the integers with P(K = k) proportional to exp(-k^2 / (2 sigma^2)).
 
     Releases are drawn exactly (Canonne, Kamath & Steinke 2020), in a time that does not depend
-    on the noise.
+    on the noise. A vector ``sigma`` gives each coordinate its own, with the weighted L2 guarantee of
+    :class:`Gaussian` (their Theorem 14 covers independent coordinates of different scales).
 
     See Also
     --------
@@ -269,23 +322,34 @@ class DiscreteGaussian(AdditiveNoiseMechanism):
     >>> k = np.arange(-60, 61)
     >>> round(float(np.exp(DiscreteGaussian(2.0).logpdf(0, k)).sum()), 12)  # the pmf sums to one
     1.0
+    >>> DiscreteGaussian([1.0, 3.0]).guarantee().sensitivity   # rho = 1/2 for sum_i (change_i / s_i)^2 <= 1
+    (1.0, 3.0)
     """
 
     discrete = True
     power = 2
+    scale_parameter = "sigma"
 
-    def __init__(self, sigma: float):
+    def __init__(self, sigma):
         self.sigma = _sigma(sigma, DISCRETE_SIGMA_MAX)
         self.rate = 1 / (2 * self.sigma**2)
-        self.log_norm = -discrete_gaussian_log_normalizer(self.sigma)
+        if self.coordinates is None:
+            self.log_norm = -discrete_gaussian_log_normalizer(self.sigma)
+        else:
+            self.log_norm = -np.array([discrete_gaussian_log_normalizer(value) for value in self.sigma.tolist()])
 
-    def parameters(self) -> dict[str, float]:
-        return {"sigma": self.sigma}
+    def parameters(self) -> dict[str, float | tuple[float, ...]]:
+        return {"sigma": recorded(self.sigma)}
 
     def _guarantee(self) -> Guarantee:
+        if self.coordinates is not None:
+            return _per_coordinate_zcdp(self.sigma)
         # Canonne, Kamath & Steinke (2020), Theorem 14: (1 / (2 sigma^2))-zCDP for sensitivity 1.
         return Guarantee("zcdp", rho=1 / (2 * self.sigma**2), sensitivity=1.0)
 
     def _noise(self, shape, rng, secure):
-        sigma_squared = Fraction(self.sigma) ** 2
-        return exact_integer.sample_array(exact_integer.discrete_gaussian, sigma_squared, shape, rng, secure)
+        if self.coordinates is None:
+            sigma_squared = Fraction(self.sigma) ** 2
+            return exact_integer.sample_array(exact_integer.discrete_gaussian, sigma_squared, shape, rng, secure)
+        squares = [Fraction(value) ** 2 for value in self.sigma.tolist()]
+        return exact_integer.sample_per_coordinate(exact_integer.discrete_gaussian, squares, rng, secure).reshape(shape)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 #: The privacy definitions a guarantee may name.
 DEFINITIONS = {
     "pure": "epsilon-differential privacy",
@@ -37,8 +39,12 @@ class Guarantee:
         'semi-dp', 'distribution' or 'unstated'.
     epsilon, delta, rho, mu : float, optional
         The definition's parameters, as stated.
-    sensitivity : float, optional
+    sensitivity : float or tuple of float, optional
         The sensitivity of the query the noise was calibrated for (L1 for Laplace, L2 for Gaussian).
+        A tuple (Delta_1, ..., Delta_d), one per released coordinate, states a budget per statistic:
+        the guarantee holds for neighbours x, x' whose query values differ by a weighted norm of at
+        most one, sum_i |f_i(x) - f_i(x')| / Delta_i <= 1 (pure) or sum_i ((f_i(x) - f_i(x')) / Delta_i)^2
+        <= 1 (approximate, zCDP). A tuple of equal values Delta states the same as the scalar Delta.
     note : str
         Where the guarantee comes from, when that is not the mechanism's own calibration (e.g.
         'stated by OpenDP').
@@ -52,6 +58,8 @@ class Guarantee:
     1e-05
     >>> Gaussian(2.0).guarantee().attrs()["guarantee_rho"]
     0.125
+    >>> print(Laplace(epsilon=1.0, sensitivity=[1.0, 4.0]).guarantee())
+    epsilon-differential privacy (epsilon=1, sensitivity=(1, 4)); ...
     """
 
     definition: str
@@ -59,7 +67,7 @@ class Guarantee:
     delta: float | None = None
     rho: float | None = None
     mu: float | None = None
-    sensitivity: float | None = None
+    sensitivity: float | tuple[float, ...] | None = None
     note: str = field(default="")
 
     def __post_init__(self):
@@ -69,9 +77,13 @@ class Guarantee:
             value = getattr(self, name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
-            object.__setattr__(self, name, float(value))
+            if name == "sensitivity" and isinstance(value, (tuple, list, np.ndarray)):
+                entries = np.asarray(value).reshape(-1).tolist()
+                if np.ndim(value) != 1 or not entries:
+                    raise ValueError(f"sensitivity must be a number or a non-empty 1-D sequence of them, got {value!r}")
+                object.__setattr__(self, name, tuple(_number(entry, name) for entry in entries))
+                continue
+            object.__setattr__(self, name, _number(value, name))
 
     def attrs(self) -> dict[str, float | str]:
         """The guarantee as flat attributes (``guarantee``, ``guarantee_epsilon``, ...), netCDF-safe."""
@@ -96,12 +108,24 @@ class Guarantee:
 
     def __str__(self) -> str:
         values = ", ".join(
-            f"{name}={getattr(self, name):g}"
+            f"{name}={_format(getattr(self, name))}"
             for name in ("epsilon", "delta", "rho", "mu", "sensitivity")
             if getattr(self, name) is not None
         )
         text = DEFINITIONS[self.definition] + (f" ({values})" if values else "")
         return text + (f"; {self.note}" if self.note else "")
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a number >= 0 or None, got {value!r}")
+    return float(value)
+
+
+def _format(value: float | tuple[float, ...]) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(f"{entry:g}" for entry in value) + ")"
+    return f"{value:g}"
 
 
 @dataclass(frozen=True)

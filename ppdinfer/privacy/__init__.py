@@ -4,6 +4,9 @@
   the mechanisms, and are re-exported here.
 - `sensitivity`: Delta_z for the examples of Seeman, Reimherr & Slavkovic (normal mean, counts
   under SDL properties, correlated counts).
+- `sufficient_statistics`: the L1 and L2 sensitivities of the sufficient statistics of clipped data (counts,
+  sums, squares, cross-products, least squares' X'X, X'y and y'y), per statistic and jointly, for replace-one
+  and add/remove-one neighbours.
 - `accounting`: sequential and parallel composition, conditioning on a public subset (eps-TP);
   tradeoff functions, mu-GDP and zCDP conversions to (eps, delta) and group privacy (Semi-DP).
 - `figures`: the paper's Figure 4.
@@ -88,6 +91,14 @@ from .sensitivity import (
     k_anonymous_counts,
     t_close_counts,
 )
+from .sufficient_statistics import (
+    StatisticsSensitivity,
+    count_sensitivity,
+    product_sum_sensitivity,
+    regression_sensitivity,
+    square_sum_sensitivity,
+    sum_sensitivity,
+)
 
 __all__ = [
     "ABSENT",
@@ -97,6 +108,7 @@ __all__ = [
     "MonteCarloSecretPosterior",
     "QuantileCoupling",
     "SensitivitySpace",
+    "StatisticsSensitivity",
     "ZCDPGroupAccount",
     "condition_on_public_subset",
     "conforming_probability",
@@ -104,6 +116,7 @@ __all__ = [
     "congenial_privacy_loss",
     "contingency_sensitivities",
     "contingency_sensitivity_space",
+    "count_sensitivity",
     "counting_query_conditionals",
     "delta_conditional_normal_mean",
     "delta_correlated_counts",
@@ -133,8 +146,10 @@ __all__ = [
     "posterior_odds_ratio",
     "privacy_delta",
     "privacy_loss",
+    "product_sum_sensitivity",
     "quantile_coupling",
     "record_changes",
+    "regression_sensitivity",
     "relaxed_laplace_scale",
     "secret_log_likelihood",
     "secret_posterior",
@@ -147,6 +162,8 @@ __all__ = [
     "sequential_composition",
     "smallest_gaussian_sigma",
     "smallest_laplace_scale",
+    "square_sum_sensitivity",
+    "sum_sensitivity",
     "support_diameter",
     "t_close_counts",
     "table_rectangles",

@@ -802,7 +802,7 @@ def _additive_noise(mechanism, power: int, kind: str, continuous: bool = False):
     """The mechanism's iid additive noise of the given power (1: Laplace shapes, 2: Gaussian), or a ValueError."""
     noise = getattr(mechanism, "additive_noise", None)
     if noise is None or noise.power != power or (continuous and noise.discrete):
-        raise ValueError(f"mechanism must be {kind}, got {mechanism!r}")
+        raise ValueError(f"mechanism must be {kind} with one noise scale for every coordinate, got {mechanism!r}")
     return noise
 
 
