@@ -414,3 +414,14 @@ def test_line_draws_keep_the_posterior(bounded):
         x = cells[..., c].astype(float)
         mcse = sd / math.sqrt(float(az.ess(x)))
         assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+
+
+def test_short_chains_warn_that_they_have_not_converged():
+    """Too few draws for the leaf totals' R-hat and ESS: a ConvergenceWarning, and the figures in the attrs."""
+    from ppdinfer.inference.diagnostics import ConvergenceWarning
+
+    census, mech, y = _small("gaussian", True)
+    with pytest.warns(ConvergenceWarning, match="leaf totals and phi"):
+        tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=20, tune=20, random_seed=1,
+                             progressbar=False)  # fmt: skip
+    assert tree.attrs["unconverged"] >= 1 and tree.attrs["max_rhat"] >= 1.0 and tree.attrs["min_ess"] < 200

@@ -38,6 +38,7 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
+from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
 from ..kernels.census_people import fenwick_build, people_sweeps
 from ..rng import SeedLike, root_seed
@@ -670,6 +671,9 @@ def sample_people(
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
              "moves_per_sweep": moves_per_sweep, "moves": repr(moves)}  # fmt: skip
     tree = _tree(geo, prior, labels, outputs, kept, attrs)
+    totals = np.stack([o["rec"][:kept].sum(axis=2) for o in outputs])
+    check_convergence(np.concatenate([totals, np.log(tree["posterior"]["phi"].values)[..., None]], axis=2),
+                      "leaf totals and phi", tree.attrs)  # fmt: skip
     if exposure is not None:
         tree.attrs["exposure"] = f"{exposure.units.sum():.0f} housing units, {exposure.facilities.sum():.0f} facilities"
         gq_size = np.exp(np.stack([o["gq"][:kept] for o in outputs]))

@@ -106,6 +106,7 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
+from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
 from ..kernels.census import census_sweeps, log_gamma_step
 from ..mechanisms.noisy_measurements import NoisyMeasurements
@@ -743,7 +744,11 @@ def sample_cells(
     attrs = {"sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "step": step, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
              "cells_dtype": str(dtype), "cells_bound": float(upper.max(initial=0.0)), "cells_peak": peak}  # fmt: skip
-    return _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs)
+    tree = _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs)
+    totals = tree["posterior"]["cells"].values.sum(axis=3)
+    check_convergence(np.concatenate([totals, np.log(tree["posterior"]["phi"].values)[..., None]], axis=2),
+                      "leaf totals and phi", tree.attrs)  # fmt: skip
+    return tree
 
 
 def _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs):

@@ -23,11 +23,20 @@ folding, and localization: an improved R-hat for assessing convergence of MCMC. 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import fft as sfft
 from scipy import special, stats
 
-__all__ = ["ess_rhat"]
+__all__ = ["ConvergenceWarning", "check_convergence", "ess_rhat"]
+
+#: R-hat above this flags a variable as unconverged (Vehtari et al. 2021's recommendation).
+RHAT_LIMIT = 1.01
+
+
+class ConvergenceWarning(UserWarning):
+    """Draws whose chains disagree (R-hat above 1.01) or carry little information (bulk ESS below 100 per chain)."""
 
 
 def _ranks(pooled: np.ndarray) -> np.ndarray:
@@ -138,3 +147,40 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
             r = np.full(split.shape[0], np.nan)
         rhat[start : start + block] = r
     return ess.reshape(shape), rhat.reshape(shape)
+
+
+def check_convergence(draws, what: str, attrs: dict) -> None:
+    """Warn (:class:`ConvergenceWarning`) where some of ``draws`` (chains, draws, variables) have R-hat above 1.01
+    or bulk ESS below 100 per chain, and record ``max_rhat``, ``min_ess`` and ``unconverged`` in ``attrs``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> stuck = rng.normal(size=(2, 200, 3)) + np.array([0.0, 3.0])[:, None, None]   # chains apart
+    >>> attrs = {}
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     check_convergence(stuck, "block totals", attrs)
+    >>> attrs["unconverged"], caught[0].category.__name__
+    (3, 'ConvergenceWarning')
+    """
+    draws = np.asarray(draws, dtype=float)
+    chains, n = draws.shape[:2]
+    if chains < 2 or n < 4 or draws.size == 0:
+        return
+    ess, rhat = ess_rhat(draws.reshape(chains, n, -1))
+    varying = np.isfinite(rhat)
+    bad = varying & ((rhat > RHAT_LIMIT) | (ess < 100 * chains))
+    attrs.update(
+        max_rhat=float(np.max(rhat[varying], initial=1.0)),
+        min_ess=float(np.min(ess[varying], initial=np.inf)),
+        unconverged=int(bad.sum()),
+    )
+    if bad.any():
+        warnings.warn(
+            f"{int(bad.sum())} of {rhat.size} {what} have R-hat above {RHAT_LIMIT} or bulk ESS below {100 * chains} "
+            f"(largest R-hat {attrs['max_rhat']:.3f}, smallest ESS {attrs['min_ess']:.0f}): the chains have not "
+            "converged; run more tuning and draws (or a thin) before reading these draws",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
