@@ -1,0 +1,127 @@
+"""sample_people down to the blocks of a county: the full 2,016-cell histogram, the blocks' housing units and
+group-quarters facilities as the prior's exposure; seconds per sweep, cost per person, mixing, error.
+
+What is measured
+----------------
+A synthetic state of ``--counties`` (``synthetic_pl94_state``, seed 2020, down to blocks) is written with
+``write_nmf`` (persons and housing units) and read back; ``grouped_release`` keeps every level to the Block level
+and ``file_exposure`` reads each block's housing units (the unit file's ``total_con``) and facilities (the person
+file's ``hhgq_total_lb_con``). Then, with the default ``PersonMoves`` or ``--moves`` (a Python dict literal):
+
+1. ``sample_people`` (2 chains in 2 threads, recording voting age per block) with ``--tune`` tuning sweeps and
+   ``--draws`` draws: seconds per sweep (the sampler's own clock over all sweeps, set-up excluded), moves per
+   sweep, microseconds per person per sweep per chain;
+2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
+   blocks with R-hat <= 1.01; the RMSE of the posterior-mean block totals against the truth, beside GLS's on
+   the one-cell (total) table of the same file (``NoisyMeasurementFile.release``, no housing-unit information);
+   the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people:
+   one release, so a rough check, not the replicate study of the case study).
+
+Run with ``.venv/bin/python benchmarks/census_blocks.py [--counties Adams] [--tune 300] [--draws 300]
+[--moves "{'lines': 1.0}"] [--tmp DIR]``: Adams County (103,852 people, 2,661 blocks) takes about 8 minutes at the
+defaults on 2 cores, Cameron (4,547 people) half a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import resource
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+SIZES = ((0, 0), (1, 9), (10, 49), (50, None))
+
+
+def peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counties", default="Adams", help="comma-separated county names")
+    parser.add_argument("--tune", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--moves", default="{}", help="PersonMoves settings, a dict literal")
+    parser.add_argument("--tmp", default=None)
+    args = parser.parse_args()
+
+    from ppdinfer.census import (
+        PERSON,
+        PersonMoves,
+        file_exposure,
+        gls_estimate,
+        grouped_release,
+        read_nmf,
+        sample_people,
+        synthetic_pl94_state,
+        write_nmf,
+    )
+    from ppdinfer.inference.diagnostics import ess_rhat
+
+    counties = args.counties.split(",")
+    out: dict = {"counties": counties}
+    start = time.perf_counter()
+    state = synthetic_pl94_state(counties, random_seed=2020)
+    root = tempfile.mkdtemp(dir=args.tmp)
+    write_nmf(root, state, random_seed=1, workers=2)
+    write_nmf(root, state, random_seed=2, table="unit")
+    out["write_s"] = time.perf_counter() - start
+    people = int(state.persons.sum())
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nmf = read_nmf(root, "42", state_total=people)
+        units = read_nmf(root, "42", table="unit")
+    release = grouped_release(nmf)
+    exposure = file_exposure(release, units)
+    out.update(read_s=time.perf_counter() - start, values=release.n_values, peak_after_release_gib=peak_gib())
+    truth = np.asarray(state.persons.sum(axis=1)).ravel()
+    out.update(people=people, blocks=release.geography.n_leaves, empty_blocks=int((truth == 0).sum()),
+               blocks_without_housing=int(exposure.empty.sum()))  # fmt: skip
+    moves = PersonMoves(**ast.literal_eval(args.moves))
+    record = PERSON.coarsen({"votingage": None})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = sample_people(release, draws=args.draws, tune=args.tune, record=record, random_seed=3,
+                             exposure=exposure, moves=moves, progressbar=False)  # fmt: skip
+    sweeps = args.draws + args.tune
+    per_sweep = tree.attrs["sampling_seconds"] / sweeps
+    out.update(
+        moves=repr(moves),
+        seconds_per_sweep=per_sweep,
+        moves_per_sweep=tree.attrs["moves_per_sweep"],
+        us_per_person_per_sweep_per_chain=per_sweep / people * 1e6,
+        sampling_s=tree.attrs["sampling_seconds"],
+        peak_gib=peak_gib(),
+    )
+    draws = tree["posterior"]["cells"].values.sum(axis=3).astype(float)  # chain, draw, block
+    ess, rhat = ess_rhat(draws)
+    varying = np.isfinite(rhat)
+    estimate = draws.mean(axis=(0, 1))
+    census, mechanism, y = nmf.release(PERSON.coarsen({"votingage": (((0, 1),), ("all",))}))
+    gls = gls_estimate(census, y, mechanism.sigmas).cell_estimate.ravel()
+    lo, hi = np.quantile(draws, [0.05, 0.95], axis=(0, 1))
+    covered = (lo <= truth) & (truth <= hi)
+    coverage = {}
+    for a, b in SIZES:
+        rows = (truth >= a) & (truth <= (np.inf if b is None else b))
+        coverage[f"{a}-{b if b is not None else ''}"] = [float(covered[rows].mean()), int(rows.sum())]
+    out.update(
+        ess_bulk_min=float(ess[varying].min()),
+        ess_bulk_median=float(np.median(ess[varying])),
+        rhat_max=float(rhat[varying].max()),
+        share_rhat_below_1_01=float((rhat[varying] <= 1.01).mean()),
+        rmse_people=float(np.sqrt(((estimate - truth) ** 2).mean())),
+        rmse_gls_totals=float(np.sqrt(((gls - truth) ** 2).mean())),
+        coverage_90_by_size=coverage,
+    )
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
