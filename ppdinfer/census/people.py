@@ -111,7 +111,7 @@ class PersonMoves:
     within: float = 1.0
     within_per_cell: float = 2.0
     exchanges: float = 0.25
-    lines: float = 1.0
+    lines: float = 0.25
     line_window: int = 8
     swaps: float = 0.5
     births: float = 0.25
