@@ -63,3 +63,11 @@ def test_exercises_have_hidden_checked_solutions(path):
         assert SOLUTION_TAGS <= set(solution.metadata.get("tags", [])), cells[i].source[:60]
         assert solution.metadata.get("jupyter", {}).get("source_hidden") is True, cells[i].source[:60]
         assert "assert " in solution.source, cells[i].source[:60]
+
+
+def test_the_census_notebook_builds_its_data_from_the_public_api():
+    """Notebook 08 teaches ppdinfer.census: its code imports no case study's helpers."""
+    nbformat = pytest.importorskip("nbformat")
+    (path,) = [path for path in NOTEBOOKS if path.name.startswith("08_")]
+    code = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+    assert "from ppdinfer.census import" in code and "case_studies" not in code

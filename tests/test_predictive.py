@@ -9,6 +9,7 @@ from scipy import stats
 
 import ppdinfer as pp
 from ppdinfer import generators, mechanisms, priors
+from ppdinfer.census import Geography, TableSpec, census_queries, sample_cells
 from ppdinfer.models import semidp_table
 
 BETA_BINOMIAL = pp.PPDModel(priors.Beta(1, 1), generators.Binomial(60), mechanisms.DiscreteLaplace(0.5), names="p")
@@ -207,3 +208,30 @@ def test_p_values_refuse_a_nan_or_a_vector_statistic():
         pp.plot_posterior_predictive(checked, SHARES, {"label": lambda y, x: "high"})
     p = pp.posterior_predictive_pvalue(checked, SHARES, {"infinite": lambda y, x: np.inf if y[0] > 3 else 0.0})
     assert 0 <= p["infinite"] <= 1  # infinities order as usual
+
+
+def test_a_census_fit_gets_replicated_releases_of_its_queries():
+    """sample_cells's draws of cells (unit, cell), flattened per draw in C order, are released again by the
+    NoisyMeasurements mechanism: y_rep has the release's dims, and its mean over the N draws is Q times the
+    posterior mean cells up to the mean of N iid noises (within 5 sigma / sqrt(N) at every query)."""
+    geo = Geography(["t", "b0", "b1", "b2"], [None, "t", "t", "t"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"level1": ["total", "detailed"]})
+    mechanism = mechanisms.NoisyMeasurements(census.matrix, 1.0)
+    y = mechanism.release([12, 3, 20, 7, 1, 9], random_seed=1)
+    fit = sample_cells(census, mechanism, y, draws=200, tune=200, random_seed=2, progressbar=False)
+    checked = pp.posterior_predictive(fit, mechanism, random_seed=3)
+    replicated = checked["posterior_predictive"]["y"]
+    assert replicated.dims == ("chain", "draw", "query") and replicated.shape == (2, 200, y.size)
+    assert replicated.sizes["query"] == fit["observed_data"]["y"].size
+    mean_cells = fit["posterior"]["cells"].mean(("chain", "draw")).values.reshape(-1)
+    gap = replicated.mean(("chain", "draw")).values - mechanism.queries @ mean_cells
+    assert np.abs(gap).max() < 5 / np.sqrt(400), gap
+    p = pp.posterior_predictive_pvalue(checked, mechanism)  # the default discrepancy reads the flattened cells
+    assert set(p.index) == {"sum", "discrepancy"} and p.between(0, 1).all()
+    # the tree names its latent (attrs x_name); without it the error names the argument to pass
+    del fit.attrs["x_name"]
+    with pytest.raises(ValueError, match="no draws of x named 'x'.*pass x_name"):
+        pp.posterior_predictive(fit, mechanism)
+    other = mechanisms.NoisyMeasurements(np.eye(4, dtype=int), 1.0)  # a mechanism of 4 cells, not 6
+    with pytest.raises(ValueError, match="a posterior draw of 'cells' \\(shape \\(3, 2\\).*not an x of the mechanism"):
+        pp.posterior_predictive(fit, other, x_name="cells")

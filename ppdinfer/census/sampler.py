@@ -578,9 +578,10 @@ def sample_cells(
         posterior: ``cells`` (chain, draw, unit, cell), ``alpha`` (chain, draw, group), ``phi``,
         ``mean_size`` (chain, draw, parent), ``shares`` (chain, draw, group, cell); sample_stats: ``accept`` (the cell moves'
         acceptance rate); observed_data: ``y`` (query); constant_data: ``sigma``, ``query_unit``,
-        ``query_kind`` and the invariants; attrs: the settings, ``interrupted``, ``hyperparameters_filled``,
-        and the draws' ``cells_dtype`` with the bound that chose it and the largest cell stored
-        (``cells_bound``, ``cells_peak``).
+        ``query_kind`` and the invariants; attrs: ``x_name`` (``"cells"``, the latent that
+        :func:`ppdinfer.posterior_predictive` releases again), the settings, ``interrupted``,
+        ``hyperparameters_filled``, and the draws' ``cells_dtype`` with the bound that chose it and the
+        largest cell stored (``cells_bound``, ``cells_peak``).
 
     Examples
     --------
@@ -790,5 +791,5 @@ def _tree(census, mechanism, y, prior, outputs, all_cells, kept, attrs):
     tree = xr.DataTree.from_dict(
         {"posterior": posterior, "sample_stats": stats, "observed_data": observed, "constant_data": constant_data}
     )
-    tree.attrs.update({"sampler": "census cells (compiled Metropolis within Gibbs)", **attrs})
+    tree.attrs.update({"sampler": "census cells (compiled Metropolis within Gibbs)", "x_name": "cells", **attrs})
     return tree

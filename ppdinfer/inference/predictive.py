@@ -50,15 +50,19 @@ def posterior_predictive(
     r"""Replicated releases y_rep, one per posterior draw of x, drawn by the mechanism itself.
 
     For each draw x_i of the result's ``posterior`` group, ``mechanism.release(x_i, z)`` draws
-    y_rep_i ~ pi(y | x_i, z). Every sampler's result works: rejection, exact and MCMC draws, and
-    the equal-weight ``posterior`` resample of an importance result.
+    y_rep_i ~ pi(y | x_i, z). Every sampler's result works: rejection, exact and MCMC draws, the
+    equal-weight ``posterior`` resample of an importance result, and a census fit of
+    :func:`ppdinfer.census.sampler.sample_cells` with its ``NoisyMeasurements`` mechanism (each draw's
+    ``cells`` (unit, cell) flattened in C order, the mechanism's cell vector). A draw the mechanism does
+    not take as stored is flattened so where the mechanism takes a vector of its size.
 
     Parameters
     ----------
     result : xarray.DataTree
         A result whose ``posterior`` holds draws of x with dims (chain, draw, ...).
     mechanism_or_model : Mechanism or PPDModel
-        The release mechanism the model assumes (a model's ``mechanism``).
+        The release mechanism the model assumes (a model's ``mechanism``; a census fit records
+        only its repr, so pass the mechanism that made the release).
     z : dict, optional
         The public information for the mechanism; by default the result's ``constant_data``
         less its ``mechanism_*`` entries, as the samplers record it (none if it has no such entry).
@@ -75,7 +79,8 @@ def posterior_predictive(
     -------
     xarray.DataTree
         A copy of the result with a ``posterior_predictive`` group (ArviZ's layout): y_rep under
-        the observed variable's name (``y`` for the samplers' results) with x's dims.
+        the observed variable's name (``y`` for the samplers' results) with x's dims, or the observed
+        release's dims where a release has another shape than x (a census fit's ``query``).
 
     Examples
     --------
@@ -93,23 +98,34 @@ def posterior_predictive(
         raise ValueError(f"result must be an xarray.DataTree, got {type(result).__name__}")
     mechanism, model_x_name = _mechanism(mechanism_or_model)
     x_draws = _x_draws(result, x_name or result.attrs.get("x_name") or model_x_name or "x")
+    x_shape = _mechanism_shape(mechanism, x_draws)
+    y_shape = tuple(mechanism.release_shape(x_shape))
     z = _public_information(result, z)
     tree = result.copy()
     if y is not None:
         if "observed_data" in result.children:
             raise ValueError("y must be left out: the result has an observed_data group")
         y = np.asarray(y)
-        if y.shape != x_draws.shape[2:]:
-            raise ValueError(f"y has shape {y.shape} but each draw of x has shape {x_draws.shape[2:]}")
-        tree["observed_data"] = xr.DataTree(xr.Dataset({"y": (x_draws.dims[2:], y)}))
+        if y.shape != y_shape:
+            raise ValueError(f"y has shape {y.shape} but a release of one draw of x has shape {y_shape}")
+        dims = x_draws.dims[2:] if y_shape == x_draws.shape[2:] else tuple(f"y_dim_{i}" for i in range(y.ndim))
+        tree["observed_data"] = xr.DataTree(xr.Dataset({"y": (dims, y)}))
     name = _observed_name(tree)
     rng = as_generator(random_seed)
-    flat = x_draws.values.reshape(-1, *x_draws.shape[2:])
+    flat = x_draws.values.reshape(-1, *x_shape)
     if mechanism.additive_noise is not None:  # iid noise per coordinate: one call for all draws
         replicated = np.asarray(mechanism.release(flat, z, rng))
     else:
         replicated = np.stack([np.asarray(mechanism.release(row, z, rng)) for row in flat])
-    replicated = xr.DataArray(replicated.reshape(x_draws.shape), dims=x_draws.dims, coords=x_draws.coords)
+    replicated = replicated.reshape(*x_draws.shape[:2], *y_shape)
+    if y_shape == x_draws.shape[2:]:
+        replicated = xr.DataArray(replicated, dims=x_draws.dims, coords=x_draws.coords)
+    else:  # a release of another shape than x (a noisy-measurement file's queries): the observed release's dims
+        observed = tree["observed_data"][name]
+        if observed.shape != y_shape:
+            raise ValueError(f"result's observed {name!r} has shape {observed.shape}, not a release's {y_shape}")
+        coords = {**{dim: x_draws[dim] for dim in x_draws.dims[:2]}, **observed.coords}
+        replicated = xr.DataArray(replicated, dims=x_draws.dims[:2] + observed.dims, coords=coords)
     tree[GROUP] = xr.DataTree(xr.Dataset({name: replicated}, attrs={"mechanism": repr(mechanism)}))
     return tree
 
@@ -129,7 +145,7 @@ def posterior_predictive_pvalue(
     mechanism_or_model : Mechanism or PPDModel
         The mechanism the model assumes (the default discrepancy is its log density).
     statistics : callable or dict of callables, optional
-        ``T(y, x) -> float`` for one release y and one draw x (arrays of x's shape); a statistic
+        ``T(y, x) -> float`` for one release y and one draw x (x as the mechanism takes it); a statistic
         of the release alone ignores x. A dict names them; a callable is named by its
         ``__name__``. Default: ``sum``, the sum of the release's coordinates, and
         ``discrepancy``, -log pi(y | x, z), the realized discrepancy of the mechanism. Each
@@ -290,6 +306,25 @@ def _x_draws(result: xr.DataTree, x_name: str) -> xr.DataArray:
     return draws
 
 
+def _mechanism_shape(mechanism: Mechanism, x_draws: xr.DataArray) -> tuple[int, ...]:
+    """The shape in which the mechanism takes one draw of x: as stored, or flattened in C order where it takes a
+    vector only (a census fit's ``cells`` (unit, cell) for a noisy-measurement file's cell vector)."""
+    shape, flat = x_draws.shape[2:], (int(np.prod(x_draws.shape[2:])),)
+    try:
+        mechanism.release_shape(shape)
+        return shape
+    except ValueError as error:
+        stored = error
+    try:
+        mechanism.release_shape(flat)
+    except ValueError:
+        raise ValueError(
+            f"result: a posterior draw of {x_draws.name!r} (shape {shape}, dims {x_draws.dims[2:]}) is not an x of "
+            f"the mechanism, as stored or flattened: {stored}"
+        ) from None
+    return flat
+
+
 def _public_information(result: xr.DataTree, z) -> dict | None:
     """z as given, or rebuilt from the result's constant_data (less the mechanism's parameters)."""
     if z is not None:
@@ -346,9 +381,8 @@ def _statistic_draws(result, mechanism_or_model, statistics, z, x_name) -> dict[
     statistics = _statistics(statistics, mechanism, _public_information(result, z))
     name = _observed_name(result)
     observed = result["observed_data"][name].values
-    shape = x.shape[2:]
-    x = x.values.reshape(-1, *shape)
-    replicated = result[GROUP][name].values.reshape(-1, *shape)
+    replicated = result[GROUP][name].values.reshape(-1, *observed.shape)
+    x = x.values.reshape(-1, *_mechanism_shape(mechanism, x))
     draws = {}
     for label, statistic in statistics.items():
         draws[label] = (

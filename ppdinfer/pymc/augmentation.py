@@ -112,6 +112,58 @@ class AugmentationWarning(UserWarning):
 _RELEASES = (ReleaseRV, DiscreteLaplaceRV, DiscreteGaussianRV, LatticeL2RV)
 
 
+def observed_integer_latents(model: pm.Model) -> list:
+    """``(rv, its observed children)`` for each free integer variable that feeds an observed release, whatever its
+    prior (:func:`privacy_latents` keeps those of a family that ppdinfer has a step for).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.augmentation import observed_integer_latents
+    >>> with pm.Model() as model:
+    ...     x = pm.DiscreteUniform("x", 0, 40)
+    ...     y = Release("y", Gaussian(2.0), x, observed=12.1)
+    >>> [(rv.name, [term.name for term in observed]) for rv, observed in observed_integer_latents(model)]
+    [('x', ['y'])]
+    """
+    found = []
+    for rv in model.free_RVs:
+        if rv.type.dtype.startswith("float"):
+            continue
+        observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
+        if observed:
+            found.append((rv, observed))
+    return found
+
+
+def no_latent_reason(model: pm.Model) -> str:
+    """Why :func:`privacy_latents` finds nothing in ``model``: no integer latent feeds an observed release, or each
+    one that does has a prior family that ppdinfer neither augments nor sums out.
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> from ppdinfer.mechanisms import Gaussian
+    >>> from ppdinfer.pymc import Release
+    >>> from ppdinfer.pymc.augmentation import no_latent_reason
+    >>> with pm.Model() as model:
+    ...     x = pm.DiscreteUniform("x", 0, 40)
+    ...     y = Release("y", Gaussian(2.0), x, observed=12.1)
+    >>> no_latent_reason(model)[:71]
+    'x has a DiscreteUniform prior, which ppdinfer neither augments nor sums'
+    """
+    unsupported = [rv for rv, _ in observed_integer_latents(model) if not isinstance(rv.owner.op, LATENT_OPS)]
+    if not unsupported:
+        return "the model has no integer latent observed through a release"
+    priors = ", ".join(f"{rv.name} has a {type(rv.owner.op).__name__.removesuffix('RV')} prior" for rv in unsupported)
+    return (
+        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson and Binomial latents, and "
+        "augments Multinomial ones)"
+    )
+
+
 def privacy_latents(model: pm.Model) -> list:
     """Free integer variables that feed an observed release: a :class:`ppdinfer.pymc.Release`, a
     ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
@@ -135,12 +187,7 @@ def privacy_latents(model: pm.Model) -> list:
     ['x']
     """
     latents = []
-    for rv in model.free_RVs:
-        if rv.type.dtype.startswith("float"):
-            continue
-        observed = [term for term in dependents(model, rv) if term in model.observed_RVs]
-        if not observed:
-            continue
+    for rv, observed in observed_integer_latents(model):
         if isinstance(rv.owner.op, LATENT_OPS):
             latents.append(rv)
             continue

@@ -72,7 +72,7 @@ from ..kernels.windows import gamma_poisson_window_checked_draws, window_edge_ma
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
 from ._constants import graph_constant
-from .augmentation import privacy_latents
+from .augmentation import no_latent_reason, privacy_latents
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
@@ -389,7 +389,7 @@ def marginalize(
     window_half_width(0.0, 1.0, 1, tol)  # checks tol
     latents = privacy_latents(model)
     if not latents:
-        raise ValueError("the model has no integer latent observed through a release: nothing to sum out")
+        raise ValueError(f"{no_latent_reason(model)}: nothing to sum out")
     plans = []
     removed = set()
     for x_rv in latents:
