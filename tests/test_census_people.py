@@ -425,3 +425,22 @@ def test_short_chains_warn_that_they_have_not_converged():
         tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=20, tune=20, random_seed=1,
                              progressbar=False)  # fmt: skip
     assert tree.attrs["unconverged"] >= 1 and tree.attrs["max_rhat"] >= 1.0 and tree.attrs["min_ess"] < 200
+
+
+def test_exchanges_that_turn_keep_the_posterior():
+    """Exchanges alone, half of them changing the people's cell on the way (the only moves between cells here):
+    the draws follow the enumeration with the tract's total exact."""
+    census, mech, y = _small("gaussian", True)
+    states, p = _exact(census, mech, y)
+    moves = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=2.0, turns=0.5, lines=0.0, swaps=0.0, bumps=0.0,
+                        spreads=0.0, flips=0.0)  # fmt: skip
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=3000, tune=300, random_seed=7,
+                         learn=False, hyperparameters=FIXED, moves=moves, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 4)
+    assert (cells.sum(axis=-1) == TRUTH.sum()).all()
+    for c in range(4):
+        exact = float(p @ states[:, c])
+        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
+        x = cells[..., c].astype(float)
+        mcse = sd / math.sqrt(float(az.ess(x)))
+        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)

@@ -66,8 +66,11 @@ class PersonMoves:
     within, within_per_cell : float
         Moves inside a leaf per person and per non-zero cell of the starting table (at least one per leaf
         with people).
-    exchanges : float
-        Moves with another leaf of the invariant class per person of the starting table (plus one per leaf).
+    exchanges, turns : float, float
+        Moves with another leaf of the invariant class per person of the starting table (plus one per leaf), and
+        the probability that the people change cell on the way (one axis, as a flip: e.g. from a facility's cell
+        to the household cell of the same age and race, which moves inside one leaf cannot reach where a block
+        has no housing unit).
     lines, line_window : float, int
         *Line draws* per person of the starting table (plus one per leaf): people of a drawn person's cell pass
         between the leaf and another of its class by an exact draw from their conditional on a window of
@@ -111,6 +114,7 @@ class PersonMoves:
     within: float = 1.0
     within_per_cell: float = 2.0
     exchanges: float = 0.25
+    turns: float = 0.25
     lines: float = 0.25
     line_window: int = 8
     swaps: float = 0.5
@@ -139,7 +143,7 @@ class PersonMoves:
             raise ValueError(
                 f"PersonMoves: partners must be two probabilities summing to at most 1, got {self.partners!r}"
             )
-        for name in ("jump",):
+        for name in ("jump", "turns"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"PersonMoves: {name} must be a probability, got {getattr(self, name)!r}")
         positive_int(self.near, "PersonMoves: near")
@@ -654,7 +658,7 @@ def sample_people(
                 s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
                 prior_vec, s["rng"], bnd, s["bval"], s["bidx"], s["bdelta"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
                 o["accept"], s["mu"], units, *gq_csr, s["log_gq"], o["gq"], lines, moves.line_window, s["sign"],
-                s["weight"], s["logp"],
+                s["weight"], s["logp"], moves.turns,
             )  # fmt: skip
             done[c] += count
             with lock:

@@ -478,7 +478,7 @@ def people_sweeps(
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
-    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp,
+    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -552,13 +552,18 @@ def people_sweeps(
                 ns = cells[src, k]
                 if ns < t:
                     continue
-                nd, Nd = cells[dst, k], totals[dst]
+                kd = k
+                if _uniform(rng) < p_turn:  # the people change cell on the way: one axis, as a flip
+                    kd = _neighbour(k, axes, strides, rng)
+                    if kd < 0 or logw[g, kd] == -np.inf:
+                        continue
+                nd, Nd = cells[dst, kd], totals[dst]
                 gs, gd = leaf_group[src], leaf_group[dst]
-                lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, k], t)
+                lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
                 lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
                 lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
                 lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
-                accepted += _try_move(lr, src, k, dst, k, t, cells, totals, fen, rec, cmap, resid, rates, scales,
+                accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, fen, rec, cmap, resid, rates, scales,
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                       bidx, bdelta, touched, dr, rng)  # fmt: skip
             for _ in range(lines[leaf] if hi - lo >= 2 else 0):
