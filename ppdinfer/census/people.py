@@ -15,11 +15,18 @@ so the two samplers have one posterior. What differs is how it is explored:
   (the chance to draw the reverse move), so every move keeps the posterior; an empty cell is only ever
   read as a destination. The likelihood ratio reads the one or two released values of each (level,
   query) whose sums change. A sweep makes, per leaf, ``within`` moves per person and ``within_per_cell``
-  per non-zero cell of the starting table, ``exchanges`` per person with other leaves and ``births``
-  per person in and out: its cost is O(people + non-zero cells) x the number of (level, query) blocks.
-  Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one axis
-  changed) follow (:class:`PersonMoves`); every move is refused off the release's bounds (its
-  :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
+  per non-zero cell of the starting table, ``exchanges`` per person with other leaves (some of them changing
+  the people's cell on the way: ``turns``), ``lines`` per person (a cell's people passing between two leaves
+  by an exact draw from their conditional on a window) and ``births`` per person in and out: its cost is
+  O(people + non-zero cells) x the number of (level, query) blocks, and a leaf that can hold nobody costs
+  nothing. Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one
+  axis changed) follow, all per person (:class:`PersonMoves`); every move is refused off the release's
+  bounds (its :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
+
+With an exposure (:mod:`ppdinfer.census.exposure`: each leaf's housing units and group-quarters facilities,
+for blocks) a leaf's prior mean size is m_p units + sum_t c_t facilities rather than m_p. The default start
+meets the leaves' bounds (people moved to siblings with room), and every fit warns
+(:class:`~ppdinfer.inference.diagnostics.ConvergenceWarning`) where its leaf totals have not converged.
 
 The hyperparameters follow each sweep: phi and the mean sizes as in :mod:`~ppdinfer.census.sampler`; each
 group's alpha alone (shares kept) and its shares in pairs (q_k and a random partner q_j, their sum kept, a
