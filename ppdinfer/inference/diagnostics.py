@@ -14,9 +14,7 @@ pairs up to the first non-positive pair, made monotone (Geyer's initial monotone
 **R-hat.** The larger of the split R-hat of z and of the normal scores of the draws' distance from
 their median (the folded, tail R-hat).
 
-References
-----------
-Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. & Bürkner, P.-C. (2021). Rank-normalization,
+The reference: Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. & Bürkner, P.-C. (2021). Rank-normalization,
 folding, and localization: an improved R-hat for assessing convergence of MCMC. Bayesian Analysis
 16(2), 667-718.
 """
@@ -105,7 +103,7 @@ def ess_rhat(draws, *, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     draws : array_like
-        Shape (chains, draws, *variables), at least 4 draws per chain.
+        Shape ``(chains, draws, *variables)``, at least 4 draws per chain.
     block : int
         Variables handled at once (memory: about 40 x block x chains x draws bytes).
 
