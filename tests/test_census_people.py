@@ -444,3 +444,35 @@ def test_exchanges_that_turn_keep_the_posterior():
         x = cells[..., c].astype(float)
         mcse = sd / math.sqrt(float(az.ess(x)))
         assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+
+
+def test_a_county_down_to_blocks_with_its_housing_units(tmp_path):
+    """A file down to the Block level (Cameron County: 117 blocks, 21 with no housing unit and no facility): the
+    default start meets every block's bounds, the exposure is the truth's, every draw meets the file's
+    constraints and keeps the empty-by-construction blocks empty, and the block totals beat GLS's by far."""
+    from ppdinfer.census import file_exposure, gls_estimate
+
+    state = synthetic_pl94_state(["Cameron"], random_seed=1)
+    write_nmf(tmp_path, state, random_seed=2)
+    write_nmf(tmp_path, state, random_seed=3, table="unit")
+    nmf = read_nmf(tmp_path, "42", state_total=int(state.persons.sum()))
+    release = grouped_release(nmf)
+    exposure = file_exposure(release, read_nmf(tmp_path, "42", table="unit"))
+    assert (exposure.units == state.units.sum(axis=1)).all() and (
+        exposure.facilities == state.gq_facilities[:, 1:]
+    ).all()
+    assert exposure.empty.sum() == 21 and release.meets_bounds(
+        people_module._initial_cells(release, exposure.empty, exposure)
+    )
+    tree = sample_people(release, draws=40, tune=60, random_seed=4, exposure=exposure, progressbar=False)
+    draws = tree["posterior"]["cells"].values
+    for draw in draws.reshape(-1, *draws.shape[2:])[::10]:
+        assert all(held.all() for held in nmf.check_constraints(draw).values())
+    totals = draws.sum(axis=3)
+    assert (totals[..., exposure.empty] == 0).all() and (totals.sum(axis=2) == state.persons.sum()).all()
+    assert tree["posterior"]["gq_size"].sizes["gq_type"] == 7
+    truth = np.asarray(state.persons.sum(axis=1)).ravel()
+    census, mechanism, y = nmf.release(PERSON.coarsen({"votingage": (((0, 1),), ("all",))}))
+    gls = gls_estimate(census, y, mechanism.sigmas).cell_estimate.ravel()
+    ours = np.sqrt(((totals.mean(axis=(0, 1)) - truth) ** 2).mean())
+    assert ours < 0.25 * np.sqrt(((gls - truth) ** 2).mean()), ours
