@@ -71,6 +71,22 @@ def _exact(census, mech, y) -> tuple[np.ndarray, np.ndarray]:
     return states, w / w.sum()
 
 
+def _exact_moments(p, f) -> tuple[float, float]:
+    """The mean and sd of f under the exact weights p."""
+    exact = float(p @ f)
+    return exact, math.sqrt(max(float(p @ f**2) - exact**2, 0.0))
+
+
+def _assert_exact_mean(p, f, x, name) -> float:
+    """The draws x (chain, draw) have the exact mean of f under p within 4.5 Monte Carlo standard errors (ESS-based);
+    returns that standard error."""
+    exact, sd = _exact_moments(p, f)
+    x = np.asarray(x, dtype=float)
+    mcse = sd / math.sqrt(float(az.ess(x)))
+    assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+    return mcse
+
+
 def test_the_enumeration_is_the_library_s_prior():
     census = _small("gaussian", False)[0]
     prior = CellPrior(census)
@@ -102,13 +118,9 @@ def test_people_sampler_matches_enumeration(noise, total):
     drawn["b1 larger"] = (cells[..., :2].sum(axis=-1) > cells[..., 2:].sum(axis=-1)).astype(float)
     checked = 0
     for name, f in features.items():
-        exact = float(p @ f)
-        sd = math.sqrt(max(float(p @ f**2) - exact**2, 0.0))
-        if sd < 1e-9:
+        if _exact_moments(p, f)[1] < 1e-9:
             continue
-        x = drawn[name].astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+        _assert_exact_mean(p, f, drawn[name], name)
         checked += 1
     assert checked >= 6
 
@@ -135,11 +147,7 @@ def test_people_sampler_keeps_bounds_and_matches_enumeration(total):
     assert all(release.meets_bounds(c.reshape(2, 2)) for c in cells[::50])
     assert (cells[:, 0] >= 4).all() and (cells[:, 0] <= 9).all() and (cells[:, 0] + cells[:, 2] <= 11).all()
     for c in range(4):
-        exact = float(p @ states[:, c])
-        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
-        x = tree["posterior"]["cells"].values.reshape(2, 3000, 4)[..., c].astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+        _assert_exact_mean(p, states[:, c], tree["posterior"]["cells"].values.reshape(2, 3000, 4)[..., c], c)
 
 
 def _hierarchy():
@@ -283,11 +291,7 @@ def test_bump_trades_keep_the_posterior():
     cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
     assert (cells[..., :2].sum(axis=-1) == 12).all() and (cells[..., 2:].sum(axis=-1) == 4).all()
     for c in (0, 2):
-        exact = float(p @ states[:, c])
-        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
-        x = cells[..., c].astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+        _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
 def test_people_sampler_with_an_exposure_matches_enumeration():
@@ -320,11 +324,8 @@ def test_people_sampler_with_an_exposure_matches_enumeration():
     q /= q.sum()
     features = {f"cell {c}": states[:, c] for c in (0, 1, 4, 5)} | {"b3 total": states[:, 4] + states[:, 5]}
     for name, f in features.items():
-        exact = float(p @ f)
-        sd = math.sqrt(float(p @ f**2) - exact**2)
-        x = (cells[..., 4] + cells[..., 5] if name == "b3 total" else cells[..., int(name[-1])]).astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
+        x = cells[..., 4] + cells[..., 5] if name == "b3 total" else cells[..., int(name[-1])]
+        mcse = _assert_exact_mean(p, f, x, name)
     assert abs(x.mean() - float(q @ f)) > 10 * mcse
 
 
@@ -370,12 +371,9 @@ def test_learned_unit_and_facility_means_match_quadrature():
     drawn = {"phi": np.log(post["phi"].values), "m": np.log(post["mean_size"].values[..., 0]),
              "c": np.log(post["gq_size"].values[..., 0])}  # fmt: skip
     for name, grid_value in (("phi", lp), ("m", lm), ("c", lc)):
-        exact = float((w * grid_value).sum())
-        sd = math.sqrt(float((w * grid_value**2).sum()) - exact**2)
-        x = drawn[name]
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (name, x.mean(), exact, mcse)
-        assert abs(x.std() - sd) < 0.15 * sd, (name, x.std(), sd)
+        _assert_exact_mean(w.ravel(), grid_value.ravel(), drawn[name], name)
+        sd = _exact_moments(w.ravel(), grid_value.ravel())[1]
+        assert abs(drawn[name].std() - sd) < 0.15 * sd, (name, drawn[name].std(), sd)
 
 
 @pytest.mark.parametrize("bounded", [False, True], ids=["free", "bounded"])
@@ -409,11 +407,7 @@ def test_line_draws_keep_the_posterior(bounded):
         drawn = cells.reshape(-1, 2, 2)
         assert ((drawn >= bounds[0].lower) & (drawn <= bounds[0].upper)).all()
     for c in (0, 1):
-        exact = float(p @ states[:, c])
-        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
-        x = cells[..., c].astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+        _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
 def test_short_chains_warn_that_they_have_not_converged():
@@ -439,11 +433,7 @@ def test_exchanges_that_turn_keep_the_posterior():
     cells = tree["posterior"]["cells"].values.reshape(2, 3000, 4)
     assert (cells.sum(axis=-1) == TRUTH.sum()).all()
     for c in range(4):
-        exact = float(p @ states[:, c])
-        sd = math.sqrt(float(p @ states[:, c] ** 2) - exact**2)
-        x = cells[..., c].astype(float)
-        mcse = sd / math.sqrt(float(az.ess(x)))
-        assert abs(x.mean() - exact) < 4.5 * mcse, (c, x.mean(), exact, mcse)
+        _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
 def test_a_county_down_to_blocks_with_its_housing_units(tmp_path):
