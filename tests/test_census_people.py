@@ -466,3 +466,96 @@ def test_a_county_down_to_blocks_with_its_housing_units(tmp_path):
     gls = gls_estimate(census, y, mechanism.sigmas).cell_estimate.ravel()
     ours = np.sqrt(((totals.mean(axis=(0, 1)) - truth) ** 2).mean())
     assert ours < 0.25 * np.sqrt(((gls - truth) ** 2).mean()), ours
+
+
+TWO_COUNTIES = np.array([2, 1, 3, 0, 1, 2, 2, 1])  # blocks b1..b4 (cells a, b), b1 b2 in county c1, b3 b4 in c2
+COUNTY_FIXED = {**FIXED, "mean": 3.0}
+
+
+def _two_counties():
+    """A state of two counties of two blocks each (two cells), its total exact: every state (50,388 of them)."""
+    geo = Geography(["s", "c1", "c2", "b1", "b2", "b3", "b4"], [None, "s", "s", "c1", "c1", "c2", "c2"],
+                    ["State", "County", "Block"])  # fmt: skip
+    census = census_queries(geo, TableSpec(("a", "b")), {"County": ["total"], "Block": ["total", "detailed"]})
+    N = int(TWO_COUNTIES.sum())
+    mech = NoisyMeasurements(census.matrix, [3.0] * 2 + [1.5] * 12, invariants=census.unit_invariants(["s"], [N]))
+    y = mech.release(TWO_COUNTIES, random_seed=3)
+    bars = np.array(list(itertools.combinations(range(N + 7), 7)))  # stars and bars: 8 cells summing to N
+    edges = np.concatenate([np.full((len(bars), 1), -1), bars, np.full((len(bars), 1), N + 7)], axis=1)
+    states = np.diff(edges, axis=1) - 1
+    log = _log_prior(states.reshape(-1, 4, 2), COUNTY_FIXED) + mech.logpdf(y, states)
+    return GroupedRelease.from_census(census, mech, y), states, log
+
+
+NO_MOVES = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=0.0, lines=0.0, swaps=0.0, bumps=0.0, spreads=0.0,
+                       flips=0.0, births=0.0)  # fmt: skip
+LOCAL = PersonMoves(exchanges=1.0, lines=1.0, swaps=0.5, bumps=0.5, line_window=4)
+
+
+def test_local_sweeps_keep_each_county_s_cells_and_the_posterior_given_them():
+    """Local sweeps alone (the whole-table sweep moves nothing): each county's two cell sums stay the start's, and
+    the draws follow the enumerated posterior given them, so no local move reaches past its county."""
+    from ppdinfer.census import Decomposition
+
+    release, states, log = _two_counties()
+    county = lambda x: np.stack([x[..., 0] + x[..., 2], x[..., 1] + x[..., 3], x[..., 4] + x[..., 6]], -1)  # noqa: E731
+    keep = (county(states) == county(TWO_COUNTIES)).all(axis=1)
+    p = np.exp(log[keep] - log[keep].max())
+    p /= p.sum()
+    tree = sample_people(release, draws=3000, tune=200, random_seed=8, learn=False, hyperparameters=COUNTY_FIXED,
+                         moves=NO_MOVES, initial=TWO_COUNTIES.reshape(4, 2), progressbar=False,
+                         decompose=Decomposition("County", sweeps=2, moves=LOCAL))  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 8)
+    assert (county(cells) == county(TWO_COUNTIES)).all()
+    for c in (0, 1, 4, 5):
+        _assert_exact_mean(p, states[keep][:, c], cells[..., c], c)
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # the short runs
+def test_a_decomposed_fit_matches_enumeration_and_is_the_same_on_any_executor():
+    """Counties' local sweeps between whole-table sweeps: the enumerated posterior (the state's total exact), and
+    draw for draw the same whether the counties run one after another, on two threads or on dask's workers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ppdinfer.census import Decomposition
+
+    release, states, log = _two_counties()
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    run = lambda executor, draws=3000: sample_people(  # noqa: E731
+        release, draws=draws, tune=300, random_seed=9, learn=False, hyperparameters=COUNTY_FIXED, progressbar=False,
+        decompose=Decomposition("County", moves=LOCAL, executor=executor),
+    )  # fmt: skip
+    tree = run(None)
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 8)
+    assert (cells.sum(axis=-1) == TWO_COUNTIES.sum()).all()
+    assert "2 units of County" in tree.attrs["decomposition"]
+    features = {"c1 total": (states[:, :4].sum(axis=1), cells[..., :4].sum(axis=-1))}
+    features |= {f"block {b} total": (states[:, 2 * b : 2 * b + 2].sum(axis=1), cells[..., 2 * b : 2 * b + 2].sum(-1))
+                 for b in range(4)}  # fmt: skip
+    features |= {f"cell {c}": (states[:, c], cells[..., c]) for c in (0, 3, 5)}
+    for name, (f, x) in features.items():
+        _assert_exact_mean(p, f, x, name)
+    short = run(None, draws=200)["posterior"]["cells"].values
+    with ThreadPoolExecutor(2) as pool:
+        np.testing.assert_array_equal(run(pool, draws=200)["posterior"]["cells"].values, short)
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
+        np.testing.assert_array_equal(run(client.get_executor(), draws=200)["posterior"]["cells"].values, short)
+
+
+def test_a_bad_decomposition_is_refused():
+    from ppdinfer.census import Decomposition
+
+    release = _two_counties()[0]
+    for decompose, match in [
+        ("County", "decompose must be a Decomposition"),
+        (Decomposition("Tract"), "level 'Tract' is not one of"),
+        (Decomposition("Block"), "the leaves' own"),
+        (Decomposition("County", moves={"lines": 1.0}), "moves must be a PersonMoves"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            sample_people(release, draws=5, tune=0, decompose=decompose, progressbar=False)
+    for kwargs, match in [({"sweeps": 0}, "sweeps"), ({"executor": 2}, "executor must be")]:
+        with pytest.raises(ValueError, match=match):
+            Decomposition("County", **kwargs)

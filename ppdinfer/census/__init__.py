@@ -11,6 +11,7 @@ over districts (:mod:`.districts`).
 """
 
 from .baselines import GLSResult, gls_estimate, largest_remainder, project_columns, topdown_estimate
+from .decomposition import Decomposition
 from .districts import aggregate, district_summary
 from .exposure import LeafExposure, file_exposure
 from .geography import CensusQueries, Geography, TableSpec, census_queries
@@ -41,6 +42,7 @@ __all__ = [
     "UNIT",
     "BoundBlock",
     "Coarsening",
+    "Decomposition",
     "GroupedRelease",
     "MeasurementBlock",
     "PersonMoves",

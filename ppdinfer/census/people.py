@@ -51,6 +51,7 @@ from ..kernels.census_people import fenwick_build, people_sweeps
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
 from .baselines import largest_remainder
+from .decomposition import Decomposition
 from .exposure import LeafExposure
 from .grouped_release import GroupedRelease, group_sums
 from .pl94 import Coarsening
@@ -160,6 +161,59 @@ class PersonMoves:
         positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
         if not 0 < self.floor < math.inf:
             raise ValueError(f"PersonMoves: floor must be a finite number > 0, got {self.floor!r}")
+
+
+#: The relative cost of each move, for the sweeps' chunk size (a line draw reads a window of values).
+_WORK = {"within": 1, "exchanges": 1, "lines": 4, "swaps": 2, "births": 1}
+
+
+def _move_counts(moves: PersonMoves, cells0: np.ndarray, in_class: np.ndarray, free, closed) -> dict:
+    """The moves per leaf and sweep of each kind (a dict of int64 arrays), by the starting table's people."""
+    people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
+    per = lambda rate, extra=0: np.ceil(rate * people).astype(np.int64) + extra  # noqa: E731
+    counts = {
+        "within": np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64),
+        "exchanges": np.where(in_class, per(moves.exchanges, moves.exchanges > 0), 0),
+        "lines": np.where(in_class, per(moves.lines, moves.lines > 0), 0),
+        "swaps": per(moves.swaps) if len(people) > 1 else np.zeros(len(people), dtype=np.int64),
+        "births": np.where(free, per(moves.births, moves.births > 0), 0),
+    }
+    for name in ("bumps", "spreads", "flips"):
+        counts[name] = np.ceil(getattr(moves, name) * np.maximum(people, 1)).astype(np.int64)
+    for count in counts.values():
+        count[closed] = 0  # leaves that can hold nobody cost nothing
+    return counts
+
+
+def _local_moves(decompose, release, cells0, in_class, free, closed):
+    """A decomposition's unit spans, local PersonMoves and move counts (those that keep cells' sums over a unit)."""
+    if decompose is None:
+        return np.zeros((0, 2), dtype=np.int64), PersonMoves(), None
+    spans = decompose.spans(release)
+    moves = PersonMoves(lines=1.0) if decompose.moves is None else decompose.moves
+    if not isinstance(moves, PersonMoves):
+        raise ValueError(f"Decomposition: moves must be a PersonMoves, got {type(moves).__name__}")
+    counts = _move_counts(moves, cells0, in_class, free, closed)
+    for name in ("within", "births", "spreads", "flips"):  # they change cells' sums over the unit
+        counts[name][:] = 0
+    return spans, moves, counts
+
+
+def _rng_state(seed: np.random.SeedSequence) -> np.ndarray:
+    """The compiled kernels' xoshiro state from a seed sequence (never all zero)."""
+    state = seed.generate_state(4, np.uint64)
+    if not state.any():
+        state[0] = 1
+    return state
+
+
+def _scratch(rng_state, buffer: int, size: int, window: int) -> dict:
+    """A random stream and the scratch arrays of one thread of people_sweeps."""
+    return dict(
+        rng=rng_state, bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
+        touched=np.zeros(size, dtype=np.int64), dr=np.zeros(size, dtype=np.int64), sign=np.zeros(size, dtype=np.int64),
+        weight=np.zeros(size), logp=np.zeros(window + 1),
+    )  # fmt: skip
 
 
 def _residuals(release: GroupedRelease, cells: np.ndarray):
@@ -494,6 +548,7 @@ def sample_people(
     record: Coarsening | None = None,
     initial=None,
     exposure: LeafExposure | None = None,
+    decompose: Decomposition | None = None,
     progressbar: bool = True,
 ) -> xr.DataTree:
     """Posterior draws of a grouped release's cells by moves of people (module docstring).
@@ -518,6 +573,9 @@ def sample_people(
         The leaves' housing units and facilities (:func:`~ppdinfer.census.exposure.file_exposure`): each leaf's
         prior mean size becomes m_p units + sum_t c_t facilities (:mod:`ppdinfer.census.exposure`); a leaf with
         neither holds nobody. Default: mean m_p for every leaf.
+    decompose : Decomposition, optional
+        Before each sweep, local sweeps of the units of a level (e.g. counties) in parallel, the posterior still
+        exactly the whole table's (:mod:`ppdinfer.census.decomposition`).
     progressbar : bool
         A tqdm bar over sweeps; Ctrl-C stops the chains after their current sweep, keeping the draws done.
 
@@ -563,6 +621,8 @@ def sample_people(
             f"{chains * draws * L * R * 4 / 2**30:.1f} GiB: record a coarser table (record=schema.coarsen(...)), "
             "fewer draws or a larger thin"
         )
+    if decompose is not None and not isinstance(decompose, Decomposition):
+        raise ValueError(f"decompose must be a Decomposition, got {type(decompose).__name__}")
     if exposure is not None and (not isinstance(exposure, LeafExposure) or exposure.n_leaves != L):
         raise ValueError(f"exposure must be a LeafExposure of the release's {L} leaves, got {exposure!r}")
     closed = closed_leaves(release) | (exposure.empty if exposure is not None else False)
@@ -583,18 +643,8 @@ def sample_people(
     bnd, bval0 = _bound_arrays(release, cells0)
     buffer = (moves.bump_max + 2) * 2 * len(release.bounds) + 4
     lo, hi, free, sib_lo, sib_hi = _classes(release)
-    people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
-    within = np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64)
-    exchanges = np.where(hi - lo >= 2, np.ceil(moves.exchanges * people).astype(np.int64) + (moves.exchanges > 0), 0)
-    lines = np.where(hi - lo >= 2, np.ceil(moves.lines * people).astype(np.int64) + (moves.lines > 0), 0)
-    swaps = np.ceil(moves.swaps * people).astype(np.int64) if L > 1 else np.zeros(L, dtype=np.int64)
-    births = np.where(free, np.ceil(moves.births * people).astype(np.int64) + (moves.births > 0), 0)
-    bumps, spreads, flips = (
-        np.ceil(rate * np.maximum(people, 1)).astype(np.int64) for rate in (moves.bumps, moves.spreads, moves.flips)
-    )
-    closed = closed_leaves(release)
-    for count in (within, exchanges, lines, swaps, births, bumps, spreads, flips):
-        count[closed] = 0  # leaves that can hold nobody cost nothing
+    counts = _move_counts(moves, cells0, hi - lo >= 2, free, closed)
+    spans, local_moves, local = _local_moves(decompose, release, cells0, hi - lo >= 2, free, closed)
     T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
     strides = np.concatenate([np.cumprod(axes[::-1])[::-1][1:], [1]]).astype(np.int64)
@@ -602,13 +652,12 @@ def sample_people(
     parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
     seeds = root_seed(random_seed).spawn(chains)
+    scratch_size = 4 * len(release.blocks) + 4
     n_sweeps = tune + draws * thin
     states, outputs = [], []
     for c in range(chains):
         stream = np.random.default_rng(seeds[c])
-        rng_state = seeds[c].generate_state(4, np.uint64)
-        if not rng_state.any():
-            rng_state[0] = 1
+        rng_state = _rng_state(seeds[c])
         jitter = 0.3 if learn else 0.0
         cells = cells0.astype(np.int32)
         fen = np.zeros((L, P + 1), dtype=np.int32)
@@ -623,13 +672,13 @@ def sample_people(
                 shares=shares0.copy(), log_gq=np.log(gq_size0) + jitter * stream.normal(size=T),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
                                       np.full(prior.n_groups, 0.3), np.full(T, 0.1)]),
-                bval=bval0.copy(), bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
-                rng=rng_state, touched=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
-                dr=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64),
-                sign=np.zeros(4 * len(release.blocks) + 4, dtype=np.int64), weight=np.zeros(4 * len(release.blocks) + 4),
-                logp=np.zeros(moves.line_window + 1),
+                bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip
+        unit_seeds = seeds[c].spawn(len(spans)) if len(spans) else []
+        states[-1]["local"] = [
+            _scratch(_rng_state(u), buffer, scratch_size, local_moves.line_window) for u in unit_seeds
+        ]
         outputs.append(
             dict(
                 rec=np.zeros((draws, L, R), dtype=np.int32), phi=np.zeros(draws), mean=np.zeros((draws, prior.n_parents)),
@@ -642,9 +691,7 @@ def sample_people(
     workers = min(chains, resolve_cores(cores))
     done = [0] * chains
     stop = threading.Event()
-    work = float(within.sum() + exchanges.sum() + 4 * lines.sum() + 2 * swaps.sum() + births.sum()) * len(
-        release.blocks
-    )
+    work = float(sum(counts[k].sum() * w for k, w in _WORK.items())) * len(release.blocks)
     chunk = max(1, min(50, int(5e7 // max(work, 1.0))))
     bar = tqdm(total=n_sweeps * chains, desc="census people", unit="sweep", disable=not progressbar, leave=False)
     lock = threading.Lock()
@@ -652,21 +699,41 @@ def sample_people(
     leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
     p_sibling, p_near = (float(p) for p in moves.partners)
 
+    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_):
+        """people_sweeps of chain state s with move counts k and settings m over the leaves of span."""
+        people_sweeps(
+            start, count, n_tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
+            scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors,
+            k["within"], k["exchanges"], k["swaps"], k["births"], lo, hi, sib_lo, sib_hi, m.near, p_sibling, p_near,
+            m.jump, m.max_jump, k["bumps"], k["spreads"], k["flips"], axes, strides, m.bump_max, m.floor,
+            cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
+            s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn_, moves.hyper_rounds, s["steps"],
+            prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
+            scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
+            *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
+            scratch["logp"], p_turn, span[0], span[1],
+        )  # fmt: skip
+
+    def local_round(s, o):
+        """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps)."""
+        m = local_moves
+        jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, 0.0, False)
+                for span, scratch in zip(spans, s["local"], strict=True)]  # fmt: skip
+        if decompose.executor is None:
+            for job in jobs:
+                sweeps(*job)
+        else:
+            for future in [decompose.executor.submit(sweeps, *job) for job in jobs]:
+                future.result()
+
     def run(c):
         s, o = states[c], outputs[c]
         while done[c] < n_sweeps and not stop.is_set():
             count = min(chunk, n_sweeps - done[c])
-            people_sweeps(
-                done[c], count, tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
-                scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors, within, exchanges,
-                swaps, births, lo, hi, sib_lo, sib_hi, moves.near, p_sibling, p_near, moves.jump, moves.max_jump, bumps, spreads, flips, axes, strides,
-                moves.bump_max, moves.floor,
-                cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
-                s["log_phi"], s["log_mean"], s["log_alpha"], s["shares"], learn, moves.hyper_rounds, s["steps"],
-                prior_vec, s["rng"], bnd, s["bval"], s["bidx"], s["bdelta"], s["touched"], s["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"],
-                o["accept"], s["mu"], units, *gq_csr, s["log_gq"], o["gq"], lines, moves.line_window, s["sign"],
-                s["weight"], s["logp"], moves.turns,
-            )  # fmt: skip
+            if len(spans):
+                count = 1
+                local_round(s, o)
+            sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn)
             done[c] += count
             with lock:
                 bar.update(count)
@@ -676,11 +743,14 @@ def sample_people(
         interrupted = _wait([pool.submit(run, c) for c in range(chains)], stop)
     bar.close()
     kept = min(max(0, d - tune) // thin for d in done)
-    moves_per_sweep = int(sum(a.sum() for a in (within, exchanges, lines, swaps, births, bumps, spreads, flips)))
+    moves_per_sweep = int(sum(a.sum() for a in counts.values()))
     attrs = {"sampler": "census people (compiled Metropolis-Hastings moves of persons)",
              "sampling_seconds": time.perf_counter() - started, "interrupted": int(interrupted), "tune": tune,
              "thin": thin, "learn": int(learn), "hyperparameters_filled": ", ".join(filled),
              "moves_per_sweep": moves_per_sweep, "moves": repr(moves)}  # fmt: skip
+    if decompose is not None:
+        attrs.update(decomposition=f"{len(spans)} units of {decompose.level}, {decompose.sweeps} local sweeps per "
+                     f"sweep: {local_moves!r}", local_moves_per_sweep=int(sum(a.sum() for a in local.values())))  # fmt: skip
     tree = _tree(geo, prior, labels, outputs, kept, attrs)
     totals = np.stack([o["rec"][:kept].sum(axis=2) for o in outputs])
     check_convergence(np.concatenate([totals, np.log(tree["posterior"]["phi"].values)[..., None]], axis=2),

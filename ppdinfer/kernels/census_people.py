@@ -478,7 +478,8 @@ def people_sweeps(
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
-    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn,
+    mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
+    span_hi,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -490,6 +491,11 @@ def people_sweeps(
     ``births[l]`` in or out (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean
     sizes, each group's alpha and its shares (pairs of shares with their sum kept), step sizes adapted while
     tuning.
+
+    Only the leaves span_lo..span_hi - 1 move, each with partners in that span alone (0, L: all of them): a unit's
+    moves that keep every cell's sum over the unit (exchanges that do not turn, line draws, swaps, bump trades)
+    change no value above it, so disjoint units may run in parallel threads, each with its own scratch arrays and
+    random stream (:mod:`ppdinfer.census.decomposition`).
     """
     L, K = cells.shape
     G = shares.shape[0]
@@ -501,9 +507,12 @@ def people_sweeps(
     cum = np.empty((G, Ka))
     gk_ptr = np.zeros(G * K + 1, dtype=np.int64)
     picks = np.empty(max(bump_max, 1), dtype=np.int64)
+    g_lo, g_hi = G, 0
+    for leaf in range(span_lo, span_hi):
+        g_lo, g_hi = min(g_lo, leaf_group[leaf]), max(g_hi, leaf_group[leaf] + 1)
     for sweep in range(start, start + count):
         phi = math.exp(log_phi[0])
-        for g in range(G):
+        for g in range(g_lo, g_hi):
             alpha = math.exp(log_alpha[g])
             norm = 1.0 + Ka * floor
             running = 0.0
@@ -517,9 +526,10 @@ def people_sweeps(
                 beta[g, k] = alpha * shares[g, k]
         attempted = 0
         accepted = 0
-        for leaf in range(L):
+        for leaf in range(span_lo, span_hi):
             g = leaf_group[leaf]
             m = mu[leaf]
+            a_sib, b_sib = max(sib_lo[leaf], span_lo), min(sib_hi[leaf], span_hi)
             for _ in range(within[leaf]):
                 N = totals[leaf]
                 if N == 0:
@@ -537,9 +547,9 @@ def people_sweeps(
                 accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                       bidx, bdelta, touched, dr, rng)  # fmt: skip
-            lo, hi = class_lo[leaf], class_hi[leaf]
+            lo, hi = max(class_lo[leaf], span_lo), min(class_hi[leaf], span_hi)
             for _ in range(exchanges[leaf] if hi - lo >= 2 else 0):
-                other = _partner_leaf(leaf, lo, hi, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
                 if other < 0:
                     continue
                 src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
@@ -567,7 +577,7 @@ def people_sweeps(
                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                       bidx, bdelta, touched, dr, rng)  # fmt: skip
             for _ in range(lines[leaf] if hi - lo >= 2 else 0):
-                other = _partner_leaf(leaf, lo, hi, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
                 if other < 0:
                     continue
                 attempted += 1
@@ -577,7 +587,7 @@ def people_sweeps(
                                        weight, logp, rng)  # fmt: skip
             for _ in range(swaps[leaf]):
                 # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
-                other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+                other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
                 N, No = totals[leaf], totals[other] if other >= 0 else 0
                 attempted += 1
                 if N == 0 or No == 0:
@@ -611,8 +621,8 @@ def people_sweeps(
                     _apply(other, j, other, i, t, cells, totals, fen, rec, cmap, resid, touched[n:], dr[n:], n2)
                 else:
                     _bounds_revert(bval, bidx, bdelta, nb)
-            for _ in range(bumps[leaf] if L > 1 else 0):
-                other = _partner_leaf(leaf, 0, L, sib_lo[leaf], sib_hi[leaf], near, p_sibling, p_near, rng)
+            for _ in range(bumps[leaf] if span_hi - span_lo > 1 else 0):
+                other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
                 if other >= 0:
                     accepted += _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
                                            blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,

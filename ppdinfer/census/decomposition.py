@@ -1,0 +1,106 @@
+"""A state's fit in parallel pieces: the units of one geography level (e.g. counties) moved at once, exactly.
+
+:func:`~ppdinfer.census.people.sample_people` with ``decompose=Decomposition("County")`` runs, before each of its
+sweeps over the whole table, ``sweeps`` *local* sweeps of every county in parallel (threads, or the tasks of an
+executor whose workers share this process's memory, such as dask's ``Client(processes=False)``). A local sweep
+makes only the moves that keep every cell's sum over the county: exchanges of people between two of its leaves
+that keep their cell (no turn), line draws, swaps of cells and bump trades, each with its partner leaf drawn inside
+the county, the hyperparameters held.
+
+Why the posterior is exactly the whole state's
+---------------------------------------------
+Such a move changes the sums of its two leaves' ancestors below the county and nothing above: not the county's
+own cells, not the state's, not a bound above the leaves' common ancestor. Its Metropolis-Hastings ratio reads
+only the county's leaves, the county's measurements below it and the hyperparameters, none of which another
+county's local moves change. So the counties' local sweeps commute: running them at once gives the draws that
+running them one after another would, and each is a Metropolis-Hastings kernel that keeps the posterior, as is
+their composition with the whole-table sweep that follows (it makes every other move: within a leaf, between
+counties, spreads and flips, which change the state's sums, and the hyperparameters). Each county has its own
+random stream (the chain's seed spawned per county), so the draws do not depend on the executor or the order in
+which the counties finish: ``executor=None`` (one after another, in the chain's thread) gives the same draws.
+
+What it does not do: ship a county's table to another machine. The counties share one table in memory (a
+process on many threads); a cluster of processes would need each county's cells moved to its worker and back
+every round.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..validation import positive_int
+
+if TYPE_CHECKING:
+    from .grouped_release import GroupedRelease
+    from .people import PersonMoves
+
+__all__ = ["Decomposition"]
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """The units of ``level`` moved in parallel between whole-table sweeps (module docstring).
+
+    Attributes
+    ----------
+    level : str
+        A level of the release's geography above its leaves (e.g. ``"County"``).
+    sweeps : int
+        Local sweeps of every unit before each whole-table sweep.
+    moves : PersonMoves, optional
+        The local moves' rates: its ``exchanges`` (never turning), ``lines``, ``swaps`` and ``bumps``; its other
+        moves change cells' sums over the unit and are left to the whole-table sweep. Default
+        ``PersonMoves(lines=1.0)``.
+    executor : concurrent.futures.Executor, optional
+        Runs the units' local sweeps; its tasks must share this process's memory (a ``ThreadPoolExecutor``,
+        ``distributed.Client(processes=False).get_executor()``). Default: one after another in the chain's thread
+        (the same draws).
+
+    Examples
+    --------
+    >>> Decomposition("County", sweeps=2).sweeps
+    2
+    """
+
+    level: str
+    sweeps: int = 1
+    moves: PersonMoves | None = None
+    executor: Executor | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.level, str):
+            raise ValueError(f"Decomposition: level must be a level name, got {self.level!r}")
+        positive_int(self.sweeps, "Decomposition: sweeps")
+        if self.executor is not None and not isinstance(self.executor, Executor):
+            raise ValueError(
+                f"Decomposition: executor must be a concurrent.futures.Executor, got {type(self.executor).__name__}"
+            )
+
+    def spans(self, release: GroupedRelease) -> np.ndarray:
+        """(units, 2) leaf ranges [start, stop) of ``level``'s units that hold two leaves or more (a unit of one
+        leaf has no local move).
+
+        Examples
+        --------
+        >>> from ppdinfer.census import Geography, GroupedRelease, TableSpec, census_queries
+        >>> from ppdinfer.mechanisms import NoisyMeasurements
+        >>> geo = Geography(["s", "c1", "c2", "b1", "b2", "b3"], [None, "s", "s", "c1", "c1", "c2"],
+        ...                 level_names=["State", "County", "Block"])
+        >>> q = census_queries(geo, TableSpec(("a",)), {"Block": ["total"]})
+        >>> mech = NoisyMeasurements(q.matrix, 1.0)
+        >>> release = GroupedRelease.from_census(q, mech, mech.release([3, 4, 5], random_seed=1))
+        >>> Decomposition("County").spans(release).tolist()
+        [[0, 2]]
+        """
+        geo = release.geography
+        if self.level not in geo.level_names:
+            raise ValueError(f"Decomposition: level {self.level!r} is not one of {geo.level_names}")
+        if geo.level_names.index(self.level) >= geo.n_levels - 1:
+            raise ValueError(f"Decomposition: level {self.level!r} is the leaves' own; name a level above them")
+        units = geo.level(self.level)
+        spans = np.stack([geo.leaf_start[units], geo.leaf_stop[units]], axis=1).astype(np.int64)
+        return spans[spans[:, 1] - spans[:, 0] >= 2]
