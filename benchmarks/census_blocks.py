@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import resource
 import tempfile
@@ -50,11 +51,17 @@ def main() -> None:
     parser.add_argument("--tune", type=int, default=300)
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--moves", default="{'lines': 1.0}", help="PersonMoves settings, a dict literal")
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--decompose", default=None, help="a level (e.g. County) whose units move in parallel")
+    parser.add_argument("--local-sweeps", type=int, default=1)
+    parser.add_argument("--local-moves", default="{'lines': 1.0}", help="the units' local PersonMoves, a dict")
+    parser.add_argument("--workers", type=int, default=2, help="threads of a dask Client(processes=False); 0: none")
     parser.add_argument("--tmp", default=None)
     args = parser.parse_args()
 
     from ppdinfer.census import (
         PERSON,
+        Decomposition,
         PersonMoves,
         file_exposure,
         gls_estimate,
@@ -84,20 +91,37 @@ def main() -> None:
     exposure = file_exposure(release, units)
     out.update(read_s=time.perf_counter() - start, values=release.n_values, peak_after_release_gib=peak_gib())
     truth = np.asarray(state.persons.sum(axis=1)).ravel()
+    position = {leaf: i for i, leaf in enumerate(state.geography.ids[state.geography.leaves])}
+    truth = truth[[position[leaf] for leaf in release.geography.ids[release.geography.leaves]]]  # the file's order
     out.update(people=people, blocks=release.geography.n_leaves, empty_blocks=int((truth == 0).sum()),
                blocks_without_housing=int(exposure.empty.sum()))  # fmt: skip
     moves = PersonMoves(**ast.literal_eval(args.moves))
     record = PERSON.coarsen({"votingage": None})
-    with warnings.catch_warnings():
+    with contextlib.ExitStack() as stack:
+        decompose = None
+        if args.decompose:
+            executor = None
+            if args.workers > 0:
+                import distributed
+
+                client = stack.enter_context(distributed.Client(processes=False, n_workers=1, dashboard_address=None,
+                                                                threads_per_worker=args.workers))  # fmt: skip
+                executor = client.get_executor(pure=False)
+            local = PersonMoves(**ast.literal_eval(args.local_moves))
+            decompose = Decomposition(args.decompose, sweeps=args.local_sweeps, moves=local, executor=executor)
+            out.update(decomposition=repr(decompose), workers=args.workers)
+        stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
         tree = sample_people(release, draws=args.draws, tune=args.tune, record=record, random_seed=3,
-                             exposure=exposure, moves=moves, progressbar=False)  # fmt: skip
+                             exposure=exposure, moves=moves, progressbar=False, chains=args.chains,
+                             decompose=decompose)  # fmt: skip
     sweeps = args.draws + args.tune
     per_sweep = tree.attrs["sampling_seconds"] / sweeps
     out.update(
         moves=repr(moves),
         seconds_per_sweep=per_sweep,
         moves_per_sweep=tree.attrs["moves_per_sweep"],
+        local_moves_per_sweep=tree.attrs.get("local_moves_per_sweep", 0),
         us_per_person_per_sweep_per_chain=per_sweep / people * 1e6,
         sampling_s=tree.attrs["sampling_seconds"],
         peak_gib=peak_gib(),

@@ -541,10 +541,16 @@ def test_a_decomposed_fit_matches_enumeration_and_is_the_same_on_any_executor():
         np.testing.assert_array_equal(run(pool, draws=200)["posterior"]["cells"].values, short)
     distributed = pytest.importorskip("distributed")
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
-        np.testing.assert_array_equal(run(client.get_executor(), draws=200)["posterior"]["cells"].values, short)
+        np.testing.assert_array_equal(
+            run(client.get_executor(pure=False), draws=200)["posterior"]["cells"].values, short
+        )
+        with pytest.raises(ValueError, match="pure=False"):  # dask's default would hash the table at every task
+            run(client.get_executor(), draws=5)
 
 
 def test_a_bad_decomposition_is_refused():
+    from concurrent.futures import ProcessPoolExecutor
+
     from ppdinfer.census import Decomposition
 
     release = _two_counties()[0]
@@ -556,6 +562,8 @@ def test_a_bad_decomposition_is_refused():
     ]:
         with pytest.raises(ValueError, match=match):
             sample_people(release, draws=5, tune=0, decompose=decompose, progressbar=False)
+    with ProcessPoolExecutor(1) as pool, pytest.raises(ValueError, match="do not share this process's memory"):
+        sample_people(release, draws=5, tune=0, decompose=Decomposition("County", executor=pool), progressbar=False)
     for kwargs, match in [({"sweeps": 0}, "sweeps"), ({"executor": 2}, "executor must be")]:
         with pytest.raises(ValueError, match=match):
             Decomposition("County", **kwargs)

@@ -57,8 +57,8 @@ class Decomposition:
         ``PersonMoves(lines=1.0)``.
     executor : concurrent.futures.Executor, optional
         Runs the units' local sweeps; its tasks must share this process's memory (a ``ThreadPoolExecutor``,
-        ``distributed.Client(processes=False).get_executor()``). Default: one after another in the chain's thread
-        (the same draws).
+        ``distributed.Client(processes=False).get_executor(pure=False)``), which :meth:`check_executor` tests
+        at each fit's start. Default: one after another in the chain's thread (the same draws).
 
     Examples
     --------
@@ -78,6 +78,32 @@ class Decomposition:
         if self.executor is not None and not isinstance(self.executor, Executor):
             raise ValueError(
                 f"Decomposition: executor must be a concurrent.futures.Executor, got {type(self.executor).__name__}"
+            )
+
+    def check_executor(self) -> None:
+        """Refuse an executor whose tasks would not change this process's arrays (a process pool: the local moves
+        would be made on copies and lost) or that would hash the table at each task (dask's default ``pure=True``,
+        which may also hand back a finished task's result for an unchanged table rather than run it).
+
+        Examples
+        --------
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> with ThreadPoolExecutor(2) as pool:
+        ...     Decomposition("County", executor=pool).check_executor()
+        """
+        if self.executor is None:
+            return
+        if type(self.executor).__name__ == "ClientExecutor" and getattr(self.executor, "_kwargs", {}).get("pure", True):
+            raise ValueError(
+                "Decomposition: a dask executor must be client.get_executor(pure=False): with pure=True dask hashes "
+                "every array of the table at each task, and may return a finished task's result instead of moving"
+            )
+        probe = np.zeros(1)
+        self.executor.submit(_mark, probe).result()
+        if probe[0] != 1.0:
+            raise ValueError(
+                f"Decomposition: the tasks of {type(self.executor).__name__} do not share this process's memory (a "
+                "process pool?): the local moves would be made on copies and lost; use threads"
             )
 
     def spans(self, release: GroupedRelease) -> np.ndarray:
@@ -104,3 +130,7 @@ class Decomposition:
         units = geo.level(self.level)
         spans = np.stack([geo.leaf_start[units], geo.leaf_stop[units]], axis=1).astype(np.int64)
         return spans[spans[:, 1] - spans[:, 0] >= 2]
+
+
+def _mark(probe: np.ndarray) -> None:
+    probe[0] = 1.0

@@ -190,6 +190,7 @@ def _local_moves(decompose, release, cells0, in_class, free, closed):
     if decompose is None:
         return np.zeros((0, 2), dtype=np.int64), PersonMoves(), None
     spans = decompose.spans(release)
+    decompose.check_executor()
     moves = PersonMoves(lines=1.0) if decompose.moves is None else decompose.moves
     if not isinstance(moves, PersonMoves):
         raise ValueError(f"Decomposition: moves must be a PersonMoves, got {type(moves).__name__}")
