@@ -567,3 +567,27 @@ def test_a_bad_decomposition_is_refused():
     for kwargs, match in [({"sweeps": 0}, "sweeps"), ({"executor": 2}, "executor must be")]:
         with pytest.raises(ValueError, match=match):
             Decomposition("County", **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # short chains
+def test_two_counties_down_to_blocks_move_at_once_with_the_same_draws(tmp_path):
+    """Two counties of a file (296 blocks, 11,520 people), every local move at a high rate: the counties' local
+    sweeps on two threads give the draws of one after another. (A swap's first half, applied to every level before
+    its second takes it back, raced with the other county's moves here: swaps are no local move.)"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ppdinfer.census import Decomposition, file_exposure
+
+    state = synthetic_pl94_state(["Cameron", "Forest"], random_seed=2020)
+    write_nmf(tmp_path, state, random_seed=1)
+    write_nmf(tmp_path, state, random_seed=2, table="unit")
+    release = grouped_release(read_nmf(tmp_path, "42", state_total=int(state.persons.sum())))
+    exposure = file_exposure(release, read_nmf(tmp_path, "42", table="unit"))
+    local = PersonMoves(lines=1.0, exchanges=1.0, swaps=1.0, bumps=2.0)
+    run = lambda executor: sample_people(  # noqa: E731
+        release, draws=30, tune=30, random_seed=3, exposure=exposure, record=PERSON.coarsen({"votingage": None}),
+        progressbar=False, decompose=Decomposition("County", moves=local, executor=executor),
+    )["posterior"]["cells"].values  # fmt: skip
+    alone = run(None)
+    with ThreadPoolExecutor(2) as pool:
+        np.testing.assert_array_equal(run(pool), alone)

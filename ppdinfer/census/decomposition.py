@@ -4,11 +4,12 @@
 sweeps over the whole table, ``sweeps`` *local* sweeps of every county in parallel (threads, or the tasks of an
 executor whose workers share this process's memory, such as dask's ``Client(processes=False)``). A local sweep
 makes only the moves that keep every cell's sum over the county: exchanges of people between two of its leaves
-that keep their cell (no turn), line draws, swaps of cells and bump trades, each with its partner leaf drawn inside
-the county, the hyperparameters held.
+that keep their cell (no turn), line draws and bump trades, each with its partner leaf drawn inside the county, the
+hyperparameters held. Swaps are left to the whole-table sweep: a swap's first half is applied to every level before
+its second takes it back, so for a moment it changes the state's sums, which another county's moves read.
 
 Why the posterior is exactly the whole state's
----------------------------------------------
+----------------------------------------------
 Such a move changes the sums of its two leaves' ancestors below the county and nothing above: not the county's
 own cells, not the state's, not a bound above the leaves' common ancestor. Its Metropolis-Hastings ratio reads
 only the county's leaves, the county's measurements below it and the hyperparameters, none of which another
@@ -52,8 +53,8 @@ class Decomposition:
     sweeps : int
         Local sweeps of every unit before each whole-table sweep.
     moves : PersonMoves, optional
-        The local moves' rates: its ``exchanges`` (never turning), ``lines``, ``swaps`` and ``bumps``; its other
-        moves change cells' sums over the unit and are left to the whole-table sweep. Default
+        The local moves' rates: its ``exchanges`` (never turning), ``lines`` and ``bumps``; its other
+        moves change cells' sums over the unit (a swap for a moment) and are left to the whole-table sweep. Default
         ``PersonMoves(lines=1.0)``.
     executor : concurrent.futures.Executor, optional
         Runs the units' local sweeps; its tasks must share this process's memory (a ``ThreadPoolExecutor``,

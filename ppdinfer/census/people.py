@@ -195,7 +195,8 @@ def _local_moves(decompose, release, cells0, in_class, free, closed):
     if not isinstance(moves, PersonMoves):
         raise ValueError(f"Decomposition: moves must be a PersonMoves, got {type(moves).__name__}")
     counts = _move_counts(moves, cells0, in_class, free, closed)
-    for name in ("within", "births", "spreads", "flips"):  # they change cells' sums over the unit
+    for name in ("within", "births", "spreads", "flips", "swaps"):  # they change cells' sums over the unit (a swap
+        # transiently: its first half is applied to every level before the second takes it back)
         counts[name][:] = 0
     return spans, moves, counts
 
