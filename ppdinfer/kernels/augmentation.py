@@ -344,9 +344,50 @@ def accept(log_ratio):
     return log_ratio >= 0.0 or log_uniform() <= log_ratio
 
 
+#: the children's families in :func:`child_sweeps`: a Poisson of mean a + b x, a binomial of n = x (a holds the
+#: probability), a normal of mean a + b x (c holds its sd)
+CHILD_POISSON, CHILD_BINOMIAL, CHILD_NORMAL = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, counts, move):
+def _child_logp(code, obs, a, b, c, t):
+    """The log density of one child's observation ``obs`` at x = t, up to terms free of t; -inf off its support."""
+    if code == CHILD_BINOMIAL:  # log C(t, obs) + (t - obs) log(1 - p), a = p
+        if t < obs:
+            return -np.inf
+        if a >= 1.0:
+            return 0.0 if t == obs else -np.inf
+        return math.lgamma(t + 1.0) - math.lgamma(t - obs + 1.0) + (t - obs) * math.log1p(-a)
+    mean = a + b * t
+    if code == CHILD_NORMAL:
+        z = (obs - mean) / c
+        return -0.5 * z * z
+    if mean <= 0.0:  # Poisson
+        return 0.0 if (mean == 0.0 and obs == 0.0) else -np.inf
+    return obs * math.log(mean) - mean
+
+
+@njit(cache=True, nogil=True)
+def _children_change(ccode, cobs, ca, cb, cc, k, old, new):
+    """The children's log-likelihood change when x_k goes from ``old`` to ``new`` (one term per child: O(1))."""
+    total = 0.0
+    for c in range(ccode.shape[0]):
+        before = _child_logp(ccode[c], cobs[c, k], ca[c, k], cb[c, k], cc[c, k], old)
+        after = _child_logp(ccode[c], cobs[c, k], ca[c, k], cb[c, k], cc[c, k], new)
+        if after == -np.inf:
+            return -np.inf
+        total += after - before
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, counts, move, kids):
     counts[1, move] += 1
+    if log_ratio > -np.inf and kids[0].shape[0] > 0:
+        ccode, cobs, ca, cb, cc = kids
+        log_ratio += _children_change(ccode, cobs, ca, cb, cc, i, x[i], new_i)
+        if j >= 0 and log_ratio > -np.inf:
+            log_ratio += _children_change(ccode, cobs, ca, cb, cc, j, x[j], new_j)
     if log_ratio > -np.inf and accept(log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm, state)):
         x[i] = new_i
         if j >= 0:
@@ -356,34 +397,36 @@ def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, cou
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
+def _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids):
     """One sweep of pair moves for a multinomial x over disjoint random pairs."""
     order = pair_order(x.shape[0])
     for pair in range(x.shape[0] // 2):
         i, j = order[2 * pair], order[2 * pair + 1]
         if make_move(frequency, PRIOR):
             xi, xj, ok = pair_prior_move(code, x, params, i, j)
-            _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR)
+            _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR, kids)
         if make_move(frequency, RELEASE):
             xi, xj, log_ratio = pair_release_move(code, x, params, centre, scale, i, j)
-            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE, kids)
         if make_move(frequency, LOCAL):
             xi, xj, log_ratio = pair_local_move(code, x, params, scale, i, j)
-            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL, kids)
 
 
 @njit(cache=True, nogil=True)
-def _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
+def _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids):
     """One sweep of single-coordinate moves for independent coordinates (every family but the multinomials)."""
     for k in range(x.shape[0]):
         if make_move(frequency, PRIOR):
-            _try_pair(x, y, k, site_prior_move(code, params, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR)
+            _try_pair(
+                x, y, k, site_prior_move(code, params, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR, kids
+            )
         if make_move(frequency, RELEASE):
             candidate, log_ratio = site_release_move(code, x, params, centre, scale, k)
-            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE, kids)
         if make_move(frequency, LOCAL):
             candidate, log_ratio = site_local_move(code, x, params, scale, k)
-            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL, kids)
 
 
 @njit(cache=True, nogil=True)
@@ -396,6 +439,27 @@ def augmentation_sweeps(code, x, y, params, rate, power, norm, scale, centre, fr
     ``frequency[RELEASE] > 0``) and ``frequency`` the probability of each move per pair or coordinate.
     ``code`` is x's prior family and ``params`` its packed parameters, one row per coordinate (``COLUMNS``).
     """
+    none = np.zeros((0, x.shape[0]))
+    kids = (np.zeros(0, dtype=np.int64), none, none, none, none)
+    return _sweeps(code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, kids)
+
+
+@njit(cache=True, nogil=True)
+def child_sweeps(
+    code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, ccode, cobs, ca, cb, cc
+):
+    """:func:`augmentation_sweeps` with x's other children in the likelihood: child ``c`` observes ``cobs[c, k]``
+    given x_k through the family ``ccode[c]`` (``CHILD_POISSON``: mean ``ca + cb x``; ``CHILD_BINOMIAL``: n = x,
+    probability ``ca``; ``CHILD_NORMAL``: mean ``ca + cb x``, sd ``cc``), arrays of shape (children, coordinates)
+    evaluated at the current point by the caller. A move of x_k adds one term per child: a sweep stays O(size of x).
+    """
+    return _sweeps(
+        code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, (ccode, cobs, ca, cb, cc)
+    )
+
+
+@njit(cache=True, nogil=True)
+def _sweeps(code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, kids):
     seed_moves(seed)
     counts = np.zeros((2, 3))
     state = np.zeros(2)
@@ -404,7 +468,7 @@ def augmentation_sweeps(code, x, y, params, rate, power, norm, scale, centre, fr
         for k in range(x.shape[0]):
             state[0] += _term(y[k], x[k], power)
         if pair_family(code):
-            _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
+            _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids)
         else:
-            _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
+            _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids)
     return counts

@@ -33,6 +33,7 @@ from ..kernels.augmentation import (
     RELEASE,
     accept,
     augmentation_sweeps,
+    child_sweeps,
     make_move,
     pair_family,
     pair_local_move,
@@ -45,6 +46,7 @@ from ..kernels.augmentation import (
     site_release_move,
 )
 from ._constants import NotConstantError, constant_shape, graph_constant
+from .children import ChildTerms, affine_children
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import (  # noqa: F401  (the conjugate steps and graph helpers, where they were)
     FAMILIES,
@@ -283,6 +285,33 @@ def _separable_release(model, x_rv, children):
         return (y, 1 / (2 * sigma**2), 2, False, sigma), None
     except ValueError as err:  # parameters that vary by coordinate or with the model: the generic moves
         return None, str(err)
+
+
+def _row_index(row):
+    """``row`` (a tuple of indices, or Ellipsis for all of x) as a tuple that indexes after a leading axis."""
+    return (Ellipsis,) if row is Ellipsis else tuple(row)
+
+
+def _release_and_children(model, x_rv, children):
+    """(the release's kernel parameters, None, the other children) where one of x's several children is a release
+    of x itself that the compiled kernel evaluates and every other one is an :class:`~ppdinfer.pymc.children.AffineChild`
+    (a Poisson or Normal of mean affine in x, a Binomial of n = x); else (None, why not, None)."""
+    for release in children:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AugmentationWarning)
+            separable, _ = _separable_release(model, x_rv, [release])
+        if separable is None:
+            continue
+        others = [term for term in children if term is not release]
+        found, why = affine_children(model, x_rv, others)
+        if found is None:
+            return None, f"{x_rv.name}'s child {why}", None
+        return separable, None, found
+    return (
+        None,
+        f"{x_rv.name} feeds {[term.name for term in children]}, none of them a release the kernel evaluates",
+        None,
+    )
 
 
 class _SeparableLikelihood:
@@ -550,10 +579,18 @@ class PrivacyAugmentation(BlockedStep):
         self.sweeps = sweeps
         self.family = found.family
         self.kind = found.family.code  # the kernel's code of x's family
-        separable, why = _separable_release(model, x_rv, children)
+        self._children = None  # x's other children, evaluated by the compiled kernel (``ChildTerms``)
+        if len(children) > 1:
+            separable, why, others = _release_and_children(model, x_rv, children)
+            if separable is not None:
+                self._children = ChildTerms(model, others, compile_kwargs)
+        else:
+            separable, why = _separable_release(model, x_rv, children)
         self.compiled = separable is not None
         #: what the moves evaluate, and why: recorded in the posterior's attrs by ``ppdinfer.pymc.sample``
         self.kernel = "the compiled kernel" if self.compiled else f"the model's log density ({why})"
+        if self._children is not None:
+            self.kernel += f" (with the children {', '.join(self._children.names)})"
         self._likelihood = (
             _SeparableLikelihood(*separable)
             if self.compiled
@@ -634,7 +671,30 @@ class PrivacyAugmentation(BlockedStep):
                 for values in (scale[row], np.zeros(0) if centre is None else centre[row])
             )
             seed = int(self.rng.integers(2**31))
-            if self.compiled:
+            if self.compiled and self._children is not None:
+                codes, observed, a, b, c = self._children(point)
+                counts += child_sweeps(
+                    self.kind,
+                    cells,
+                    centre_row,
+                    params_row,
+                    likelihood.rate,
+                    likelihood.power,
+                    likelihood.norm,
+                    scale_row,
+                    centre_row,
+                    self.frequency,
+                    self.sweeps,
+                    seed,
+                    codes,
+                    *(
+                        np.ascontiguousarray(
+                            v.reshape(len(codes), *x.shape)[(slice(None), *_row_index(row))].reshape(len(codes), -1)
+                        )
+                        for v in (observed, a, b, c)
+                    ),
+                )
+            elif self.compiled:
                 counts += augmentation_sweeps(
                     self.kind,
                     cells,
