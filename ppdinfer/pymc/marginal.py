@@ -67,12 +67,14 @@ from pytensor.tensor.random.basic import (
 )
 from scipy import special
 
+from ..kernels.augmentation import CHILD_BINOMIAL, CHILD_NORMAL
 from ..kernels.resampling import draw_columns
 from ..kernels.windows import gamma_poisson_window_checked_draws, window_edge_mass
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
 from ._constants import graph_constant
 from .augmentation import no_latent_reason, privacy_latents
+from .children import affine_children
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
@@ -400,12 +402,7 @@ def marginalize(
                 "use method='augment'"
             )
         children = dependents(model, x_rv)
-        if len(children) != 1 or children[0] not in model.observed_RVs:
-            raise ValueError(
-                f"{x_rv.name} feeds {[c.name for c in children]}: it can be summed out only where its one child is "
-                "its release; use method='augment'"
-            )
-        release = children[0]
+        release, others = _release_and_others(model, x_rv, children)
         loglik, y, log_norm, rate, power = _noise(model, x_rv, release)
         if y.shape != rv_shape(x_rv):
             raise ValueError(f"{release.name} has shape {y.shape} but {x_rv.name} has another shape")
@@ -413,8 +410,9 @@ def marginalize(
         if found is not None and not found.family.collapsed:
             found = None
         lo, width, d, bound, top = _latent_window(x_rv, y, log_norm, rate, power, tol)
-        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top))
-        removed |= {x_rv, release} | ({found.conjugate} if found is not None else set())
+        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others)))
+        removed |= {x_rv, release} | {child.child for child in others}
+        removed |= {found.conjugate} if found is not None else set()
     for det in model.deterministics:
         reads = removed & set(ancestors([det], blockers=set(model.basic_RVs) - removed))
         if reads:
@@ -438,6 +436,52 @@ class _Plan(NamedTuple):
     d: np.ndarray
     bound: float
     top: np.ndarray
+    children: tuple = ()  # x's other children (``AffineChild``), summed with it
+
+
+def _release_and_others(model, x_rv, children):
+    """(x's release, its other children as ``AffineChild`` records): the release is the child whose noise
+    :func:`_noise` reads; every other child must be an observed Poisson or Normal of mean affine in x or a Binomial
+    of n = x (``ppdinfer.pymc.children.affine_children``), else a ValueError."""
+    if not children or any(c not in model.observed_RVs for c in children):
+        raise ValueError(
+            f"{x_rv.name} feeds {[c.name for c in children]}: it can be summed out only where its children are "
+            "observed; use method='augment'"
+        )
+    if len(children) == 1:
+        return children[0], []
+    for release in children:
+        try:
+            _noise(model, x_rv, release)
+        except ValueError:
+            continue
+        found, why = affine_children(model, x_rv, [c for c in children if c is not release])
+        if found is None:
+            raise ValueError(
+                f"{x_rv.name} feeds {[c.name for c in children]}: besides its release {release.name}, its child "
+                f"{why}, so it cannot be summed out; use method='augment'"
+            )
+        return release, found
+    raise ValueError(
+        f"{x_rv.name} feeds {[c.name for c in children]}, none of them a release of {x_rv.name} itself with additive "
+        "noise: it cannot be summed out; use method='augment'"
+    )
+
+
+def _children_logp(children, grid, memo, free_rvs):
+    """The children's log densities at each value of the window's grid (width x x's shape), a graph of the fgraph's
+    variables (``memo``)."""
+    total = 0.0
+    for child in children:
+        a, b, c = graph_replace(list(child.rv_graphs), {rv: memo[rv] for rv in free_rvs}, strict=False)
+        observed = child.graphs[0]
+        if child.code == CHILD_BINOMIAL:
+            total = total + pm.logp(pm.Binomial.dist(n=grid, p=a), observed)
+        elif child.code == CHILD_NORMAL:
+            total = total + pm.logp(pm.Normal.dist(mu=a + b * grid, sigma=c), observed)
+        else:
+            total = total + pm.logp(pm.Poisson.dist(mu=a + b * grid), observed)
+    return total
 
 
 #: How far :func:`marginalize` looks past the noise's window for the posterior's mass at the start point (widths on
@@ -539,7 +583,8 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
     summed = []
     drop = []
     potentials = []
-    for x_rv, release, found, loglik, y, lo, width, d, bound, top in plans:
+    for plan in plans:
+        x_rv, release, found, loglik, y, lo, width, d, bound, top = plan[:10]
         grid = lo[None] + np.arange(width).reshape((width,) + (1,) * lo.ndim)
         noise_logp = loglik(grid)  # a constant: the noise's scale and y are fixed
         x_fg = memo[x_rv].owner.inputs[0]
@@ -549,8 +594,10 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
             found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
         (cells, per_unit, constant), conjugate_draw, family, steps = _prior_logp(x_fg, found_fg, grid, conjugate)
         weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
+        if plan.children:  # x's other children, per value of x in the window
+            weights = weights + _children_logp(plan.children, pt.as_tensor_variable(grid), memo, model.free_RVs)
         window = None
-        if recurrence and steps is not None:
+        if recurrence and steps is not None and not plan.children:
             window_constant = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
             summed_window = gamma_poisson_window_logp(*steps, window_constant, lo)
             _, step, peak, _ = window_constants(window_constant, lo)
@@ -560,6 +607,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         potential = summed_window + pt.sum(pt.broadcast_to(per_unit, lo.shape))
         potentials.append(model_potential(potential, f"{release.name}_summed"))
         drop += [memo[x_rv], memo[release]] + ([memo[found.conjugate]] if found is not None else [])
+        drop += [memo[child.child] for child in plan.children]
         summed.append(
             (
                 SummedOut(
