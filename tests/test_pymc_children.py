@@ -1,0 +1,117 @@
+"""A latent with two children (its release and another likelihood term) against hand-summed posteriors (issue 44).
+
+The epidemiologist's model in small: counties' populations N_i released with discrete Gaussian noise, deaths d_i
+observed exactly, d_i ~ Poisson(2 + r N_i) with one rate r = exp(lr). The reference is a quadrature over lr
+with exact sums over each N_i; a step (or summing out) that dropped the deaths' term from N's update would put N's
+posterior at p(N | y) instead, several posterior standard deviations away.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import special, stats
+
+import ppdinfer.pymc as ppm
+from ppdinfer.pymc import DiscreteGaussian
+from ppdinfer.pymc.children import affine_children
+
+PRIOR_MEAN, SIGMA = 60.0, 8.0
+Y = np.array([50.0, 71.0, 62.0])
+DEATHS = np.array([75, 52, 82])  # mean 2 + r N near 62: the deaths pull N against its release
+LR_SD = 0.1
+GRID_N = np.arange(0, 221)
+
+
+def epidemiologist():
+    with pm.Model() as model:
+        lr = pm.Normal("lr", 0.0, LR_SD)
+        n = pm.Poisson("N", PRIOR_MEAN, shape=Y.size)
+        DiscreteGaussian("y", mu=n, sigma=SIGMA, observed=Y)
+        pm.Poisson("d", 2.0 + pt.exp(lr) * n, observed=DEATHS)
+    return model
+
+
+def reference():
+    """Posterior means of lr and of each N_i: a quadrature over lr, exact sums over N."""
+    lr = np.linspace(-8 * LR_SD, 8 * LR_SD, 1601)
+    log_prior_n = stats.poisson.logpmf(GRID_N, PRIOR_MEAN) - (Y[:, None] - GRID_N) ** 2 / (2 * SIGMA**2)
+    mean = 2.0 + np.exp(lr)[:, None, None] * GRID_N  # (lr, county, N)
+    terms = log_prior_n[None] + stats.poisson.logpmf(DEATHS[None, :, None], mean)
+    per_county = special.logsumexp(terms, axis=2)  # (lr, county)
+    log_post = stats.norm.logpdf(lr, 0, LR_SD) + per_county.sum(axis=1)
+    weight = np.exp(log_post - special.logsumexp(log_post))
+    n_given_lr = np.exp(terms - per_county[..., None]) @ GRID_N  # E[N_i | lr]
+    return float(weight @ lr), weight @ n_given_lr
+
+
+def _check(idata, names=("lr", "N")):
+    lr_mean, n_mean = reference()
+    expected = {"lr": np.array([lr_mean]), "N": n_mean}
+    for name in names:
+        draws = idata.posterior[name]
+        got = np.atleast_1d(draws.mean(("chain", "draw")).values)
+        mcse = np.atleast_1d(az.mcse(idata, var_names=[name])[name].values)
+        assert np.all(np.abs(got - expected[name]) < 4.5 * mcse + 1e-9), (name, got, expected[name], mcse)
+
+
+@pytest.mark.parametrize("method", ["augment", "marginalize"])
+def test_two_children_match_the_hand_summed_posterior(method):
+    with epidemiologist(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(draws=1000, tune=500, chains=2, cores=1, method=method, random_seed=3, progressbar=False)
+    assert idata.posterior.attrs["ppdinfer_method"] == method
+    if method == "augment":
+        assert idata.posterior.attrs["ppdinfer_augmentation"] == "N: the compiled kernel (with the children d)"
+    _check(idata)
+    # the deaths move N: the posterior is not p(N | y) (what a step without the child's term would sample)
+    alone = stats.poisson.logpmf(GRID_N, PRIOR_MEAN) - (Y[:, None] - GRID_N) ** 2 / (2 * SIGMA**2)
+    without = np.exp(alone - special.logsumexp(alone, axis=1, keepdims=True)) @ GRID_N
+    assert np.all(np.abs(reference()[1] - without) > 3.0)
+
+
+def binomial_model(child):
+    with pm.Model() as model:
+        n = pm.Poisson("N", 30.0, shape=2)
+        DiscreteGaussian("y", mu=n, sigma=4.0, observed=[26.0, 35.0])
+        if child == "binomial":
+            pm.Binomial("d", n=n, p=0.6, observed=[21, 17])
+        else:
+            pm.Normal("d", mu=1.0 + 0.5 * n, sigma=1.5, observed=[16.0, 14.0])
+    return model
+
+
+@pytest.mark.parametrize("child", ["binomial", "normal"])
+def test_binomial_and_normal_children_match_enumeration(child):
+    grid = np.arange(0, 121)
+    log_terms = stats.poisson.logpmf(grid, 30.0) - (np.array([[26.0], [35.0]]) - grid) ** 2 / 32.0
+    if child == "binomial":
+        log_terms = log_terms + stats.binom.logpmf(np.array([[21], [17]]), grid, 0.6)
+    else:
+        log_terms = log_terms + stats.norm.logpdf(np.array([[16.0], [14.0]]), 1.0 + 0.5 * grid, 1.5)
+    expected = np.exp(log_terms - special.logsumexp(log_terms, axis=1, keepdims=True)) @ grid
+    with binomial_model(child), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(draws=1000, tune=300, chains=2, cores=1, method="augment", random_seed=5, progressbar=False)
+    assert "with the children d" in idata.posterior.attrs["ppdinfer_augmentation"]
+    got = idata.posterior["N"].mean(("chain", "draw")).values
+    mcse = az.mcse(idata, var_names=["N"])["N"].values
+    assert np.all(np.abs(got - expected) < 4.5 * mcse), (got, expected, mcse)
+
+
+def test_a_mean_not_affine_in_x_declines_to_the_model_density():
+    with pm.Model() as model:
+        n = pm.Poisson("N", 30.0, shape=2)
+        DiscreteGaussian("y", mu=n, sigma=4.0, observed=[26.0, 35.0])
+        coupled = pm.Poisson("c", n.sum() / 10.0 + 0 * n, observed=[6, 6])
+        squared = pm.Poisson("s", n**2 / 100.0, observed=[9, 12])
+    assert affine_children(model, n, [coupled])[1] == "the mean of c is not affine in N"
+    assert affine_children(model, n, [squared])[1] == "the mean of s is not affine in N"
+    with model:
+        step = ppm.PrivacyAugmentation([n])
+    assert not step.compiled and "the model's log density" in step.kernel
