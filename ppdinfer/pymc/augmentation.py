@@ -477,7 +477,9 @@ class PrivacyAugmentation(BlockedStep):
     219-381 without; on 3,000 synthetic counties the release move does nearly all the work and the
     adapted frequencies keep the local move's cost small.) Where x's one child is an additive release
     of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM), the moves run in
-    a compiled kernel; otherwise the same moves (one implementation,
+    a compiled kernel; so do they where x also has other children that
+    :func:`ppdinfer.pymc.children.affine_children` recognizes (an observed Poisson or Normal of mean affine in x,
+    a Binomial of n = x: each move adds one term per child); otherwise the same moves (one implementation,
     ``ppdinfer.kernels.augmentation``) call the model's log density of x's children.
 
     Parameters

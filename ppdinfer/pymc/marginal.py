@@ -338,8 +338,10 @@ def marginalize(
 
     Each latent x of ``ppdinfer.pymc.augmentation.privacy_latents`` must have a Poisson, Binomial or
     NegativeBinomial prior (with ``conjugate``, a Gamma rate of a Poisson x or a Beta probability of a
-    binomial x, one per coordinate and read by x alone, is integrated out with it) and one child: a release of x
-    itself with additive noise of a constant scale. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
+    binomial x, one per coordinate and read by x alone, is integrated out with it) and one child that is a release of
+    x itself with additive noise of a constant scale; any other child must be an observed Poisson or Normal of mean
+    affine in x or a Binomial of n = x (:func:`ppdinfer.pymc.children.affine_children`), whose log density joins each
+    value's term in the window. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
 
     .. math::
 
