@@ -88,6 +88,7 @@ __all__ = [
     "INDEPENDENCE_SECONDS_PER_CELL",
     "INDEPENDENCE_SECONDS_PER_DRAW",
     "MARGINAL_SECONDS_PER_CELL",
+    "MARGINAL_SECONDS_PER_CHILD_CELL",
     "MARGINAL_SECONDS_PER_DRAW",
     "MAX_SUMMED_COUNT",
     "NUTPIE_COMPILE_SECONDS",
@@ -186,6 +187,8 @@ class SummedOut:
     tol: float
     start_bound: float = float("nan")
     widened: int | None = None
+    #: the names of x's other children summed with it (``ppdinfer.pymc.children``)
+    children: tuple = ()
     # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
     _top: object = field(repr=False, default=None)
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
@@ -623,6 +626,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     half_width=d,
                     bound=bound,
                     tol=tol,
+                    children=tuple(child.name for child in plan.children),
                     _top=top,
                 ),
                 weights,
@@ -719,7 +723,12 @@ class MarginalModel:
     def seconds_per_draw(self) -> float:
         """The predicted seconds of one NUTS draw on the marginal model (``MARGINAL_SECONDS_PER_DRAW`` +
         ``MARGINAL_SECONDS_PER_CELL`` x cells)."""
-        return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells
+        return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells + self.child_seconds()
+
+    def child_seconds(self) -> float:
+        """The predicted extra seconds per draw of the latents' other children: ``MARGINAL_SECONDS_PER_CHILD_CELL``
+        x cells x children, summed over the latents."""
+        return MARGINAL_SECONDS_PER_CHILD_CELL * sum(latent.cells * len(latent.children) for latent in self.latents)
 
     def log_terms(self, latent: SummedOut, values: dict) -> np.ndarray:
         """log p(x = k | theta) + log pi(y | k) over ``latent``'s window (width x coordinates, up to a constant per
@@ -882,6 +891,10 @@ class MarginalModel:
 #: sigma 4.22: width 62) at 50, 200 and 800 hospitals, PyMC's NUTS, one chain at a time, 2 cores under load ~7.
 MARGINAL_SECONDS_PER_DRAW = 1.5e-3
 MARGINAL_SECONDS_PER_CELL = 5e-8
+#: The extra seconds per draw per window cell and per other child of the latent (a Poisson's log mean and its gradient
+#: through the parameters it reads, per cell): benchmarks/epidemiologist_pymc.py, 30 counties (22,000 cells, one child),
+#: 9 ms per NUTS draw against 2.6 ms predicted without it, 2 cores under load.
+MARGINAL_SECONDS_PER_CHILD_CELL = 3e-7
 #: The same for the independence sampler (1-2 transitions and the latents' exact draws per draw), hospital model at
 #: 50, 200 and 800 hospitals, load ~1: 16-22 ns per cell with the gamma-Poisson recurrence; 25 ns allows for the
 #: plain window sum (6.8 ns per cell and evaluation) of other families.
@@ -956,7 +969,7 @@ def choose_method(
     cells = marginal.cells
     units = sum(latent.units for latent in marginal.latents)
     if independence and independence_eligible(marginal.model, {}) is None:
-        t_marginal = INDEPENDENCE_SECONDS_PER_DRAW + INDEPENDENCE_SECONDS_PER_CELL * cells
+        t_marginal = INDEPENDENCE_SECONDS_PER_DRAW + INDEPENDENCE_SECONDS_PER_CELL * cells + marginal.child_seconds()
     else:
         t_marginal = marginal.seconds_per_draw()
     t_augment = AUGMENT_SECONDS_PER_STEP + AUGMENT_SECONDS_PER_SITE * sweeps * units
