@@ -115,3 +115,26 @@ def test_a_mean_not_affine_in_x_declines_to_the_model_density():
     with model:
         step = ppm.PrivacyAugmentation([n])
     assert not step.compiled and "the model's log density" in step.kernel
+
+
+@pytest.mark.parametrize("method", ["augment", "marginalize"])
+def test_a_flat_prior_is_augmented_and_summed_out(method):
+    """N ~ DiscreteUniform(10, 40): the release of 12 puts N's posterior against its lower end, which it must not cross;
+    a Binomial child of n = N joins it."""
+    grid = np.arange(10, 41)
+    released, deaths = np.array([[12.0], [30.0]]), np.array([[5], [20]])
+    log_terms = -((released - grid) ** 2) / 32.0 + stats.binom.logpmf(deaths, grid, 0.5)
+    expected = np.exp(log_terms - special.logsumexp(log_terms, axis=1, keepdims=True)) @ grid
+    with pm.Model() as model:
+        n = pm.DiscreteUniform("N", 10, 40, shape=2)
+        DiscreteGaussian("y", mu=n, sigma=4.0, observed=released.ravel())
+        pm.Binomial("d", n=n, p=0.5, observed=deaths.ravel())
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(draws=1000, tune=300, chains=2, cores=1, method=method, random_seed=7, progressbar=False)
+    assert idata.posterior.attrs["ppdinfer_method"] == method
+    draws = idata.posterior["N"].values
+    assert draws.min() >= 10 and draws.max() <= 40
+    got = draws.mean(axis=(0, 1))
+    mcse = az.mcse(idata, var_names=["N"])["N"].values
+    assert np.all(np.abs(got - expected) < 4.5 * mcse), (got, expected, mcse)

@@ -40,7 +40,8 @@ each family names (``COLUMNS[code]``):
 - Dirichlet-multinomial: (total, alpha);
 - Gamma-Poisson: (shape, ratio), rate ~ Gamma(shape, rate b) integrated out of Poisson(e rate),
   ratio = e / b;
-- Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob).
+- Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob);
+- discrete uniform: (lower, upper), a flat prior on lower, ..., upper.
 
 A move's prior ratio is taken whole, by log-gamma steps (``ppdinfer.kernels.special.log_gamma_step``), never
 as the difference of two log priors, which float64 rounds by +-16 at a count of 4e15; a prior draw of a
@@ -64,7 +65,7 @@ from numba import njit
 
 from .special import log_gamma_step, poisson_draw
 
-MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL = 0, 1, 2, 3, 4, 5
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL, UNIFORM = 0, 1, 2, 3, 4, 5, 6
 #: the named columns of each family's packed parameters (the kernels read them by position)
 COLUMNS = {
     MULTINOMIAL: ("total", "prob"),
@@ -73,6 +74,7 @@ COLUMNS = {
     DIRICHLET_MULTINOMIAL: ("total", "alpha"),
     GAMMA_POISSON: ("shape", "ratio"),
     BETA_BINOMIAL: ("trials", "a", "b"),
+    UNIFORM: ("lower", "upper"),
 }
 #: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
 PRIOR, RELEASE, LOCAL = 0, 1, 2
@@ -113,8 +115,17 @@ def pair_family(code):
 
 @njit(cache=True, nogil=True)
 def _upper(code, params, k):
-    """The largest value coordinate k may take: its trials for a binomial family, else infinite."""
+    """The largest value coordinate k may take: its trials for a binomial family, the upper end of a discrete
+    uniform, else infinite."""
+    if code == UNIFORM:
+        return params[k, 1]
     return params[k, 0] if code == BINOMIAL or code == BETA_BINOMIAL else np.inf
+
+
+@njit(cache=True, nogil=True)
+def _lower(code, params, k):
+    """The smallest value coordinate k may take: the lower end of a discrete uniform, else 0."""
+    return params[k, 0] if code == UNIFORM else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -138,10 +149,10 @@ def _log_prior_ratio(code, x, candidate, params, k):
     binomial; Beta-Binomial: trials n and the Beta's a, b): the two log priors themselves reach 1.4e17 at
     x = 4e15, where float64 holds them only to +-16.
     """
-    if candidate < 0 or candidate > _upper(code, params, k):
+    if candidate < _lower(code, params, k) or candidate > _upper(code, params, k):
         return -np.inf
     d = float(candidate - x)
-    if d == 0.0:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
+    if d == 0.0 or code == UNIFORM:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
         return 0.0
     if code == GAMMA_POISSON:
         r, q = params[k, 0], params[k, 1]
@@ -310,13 +321,16 @@ def pair_local_move(code, x, params, scale, i, j):
 @njit(cache=True, nogil=True)
 def site_prior_move(code, params, k):
     """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(mean_k), Poisson(ratio_k G) with
-    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), or Binomial(n_k, P) with P ~ Beta(a_k, b_k)."""
+    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), Binomial(n_k, P) with P ~ Beta(a_k, b_k), or
+    uniform on lower_k, ..., upper_k."""
     if code == BINOMIAL:
         return np.random.binomial(int(params[k, 0]), params[k, 1])
     if code == GAMMA_POISSON:
         return poisson_draw(np.random.gamma(params[k, 0], 1.0) * params[k, 1])
     if code == BETA_BINOMIAL:
         return np.random.binomial(int(params[k, 0]), np.random.beta(params[k, 1], params[k, 2]))
+    if code == UNIFORM:
+        return int(params[k, 0]) + np.random.randint(int(params[k, 1]) - int(params[k, 0]) + 1)
     return poisson_draw(params[k, 0])
 
 
@@ -324,7 +338,7 @@ def site_prior_move(code, params, k):
 def site_release_move(code, x, params, centre, scale, k):
     """Coordinate k from q(t) proportional to b ** |t - c_k| (c_k clipped to the support), b from the noise
     size ``scale_k / 2``: (candidate, log prior ratio + log q(old) - log q(new)), -inf off the support."""
-    c = min(max(centre[k], 0.0), _upper(code, params, k))
+    c = min(max(centre[k], _lower(code, params, k)), _upper(code, params, k))
     b = _decay(0.5 * scale[k])
     candidate = _interval_draw(c, c, b)
     log_ratio = _log_prior_ratio(code, x[k], candidate, params, k)

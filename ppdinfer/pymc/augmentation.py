@@ -1,7 +1,7 @@
 """A PyMC step for integer latent data observed through privacy noise.
 
-``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial or Poisson
-prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
+``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial, Poisson or
+DiscreteUniform prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
 It needs no gradient of the mechanism: it proposes from x's conditional prior given theta
 (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with a local
 symmetric move. For a multinomial x the moves transfer counts between two cells, so the public
@@ -151,18 +151,18 @@ def no_latent_reason(model: pm.Model) -> str:
     >>> from ppdinfer.pymc import Release
     >>> from ppdinfer.pymc.augmentation import no_latent_reason
     >>> with pm.Model() as model:
-    ...     x = pm.DiscreteUniform("x", 0, 40)
+    ...     x = pm.Geometric("x", 0.1)
     ...     y = Release("y", Gaussian(2.0), x, observed=12.1)
-    >>> no_latent_reason(model)[:71]
-    'x has a DiscreteUniform prior, which ppdinfer neither augments nor sums'
+    >>> no_latent_reason(model)[:65]
+    'x has a Geometric prior, which ppdinfer neither augments nor sums'
     """
     unsupported = [rv for rv, _ in observed_integer_latents(model) if not isinstance(rv.owner.op, LATENT_OPS)]
     if not unsupported:
         return "the model has no integer latent observed through a release"
     priors = ", ".join(f"{rv.name} has a {type(rv.owner.op).__name__.removesuffix('RV')} prior" for rv in unsupported)
     return (
-        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson and Binomial latents, and "
-        "augments Multinomial ones)"
+        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson, Binomial and DiscreteUniform "
+        "latents, and augments Multinomial ones)"
     )
 
 
@@ -171,7 +171,7 @@ def privacy_latents(model: pm.Model) -> list:
     ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
     distribution (a ``pm.Normal`` written as the release).
 
-    Those with a Multinomial, Binomial or Poisson prior are returned (they get
+    Those with a Multinomial, Binomial, Poisson or DiscreteUniform prior are returned (they get
     :class:`PrivacyAugmentation`); for any other, an :class:`AugmentationWarning` names the variable,
     since PyMC's generic Metropolis then updates it.
 
@@ -200,7 +200,7 @@ def privacy_latents(model: pm.Model) -> list:
             f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
             f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
             "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
-            "Poisson, Binomial or Multinomial prior",
+            "Poisson, Binomial, Multinomial or DiscreteUniform prior",
             AugmentationWarning,
             stacklevel=3,
         )
@@ -560,7 +560,7 @@ class PrivacyAugmentation(BlockedStep):
         found = latent_family(model, x_rv, collapse=collapse)
         if found is None:
             raise ValueError(
-                f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, not {type(x_rv.owner.op).__name__}"
+                f"{x_rv.name} must have a Multinomial, Binomial, Poisson or DiscreteUniform prior, not {type(x_rv.owner.op).__name__}"
             )
         if collapse and not found.family.collapsed:
             needs = "; or ".join(

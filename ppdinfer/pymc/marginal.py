@@ -52,6 +52,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import xarray as xr
+from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.initial_point import make_initial_point_fn
 from pymc.logprob.transforms import LogOddsTransform, LogTransform
 from pymc.model.fgraph import fgraph_from_model, model_from_fgraph, model_potential
@@ -107,7 +108,7 @@ __all__ = [
 #: moves take the prior's ratios exactly (``ppdinfer.kernels.special.log_gamma_step``).
 MAX_SUMMED_COUNT = 1e8
 #: priors whose log pmf PyMC evaluates elementwise on a window (the families' latents, and NegBin)
-_SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV)
+_SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV, DiscreteUniformRV)
 #: noise distributions written as the release (their class, scale parameter, and what the noise is)
 _PLAIN_NOISE = (NormalRV, LaplaceRV, DiscreteLaplaceRV, DiscreteGaussianRV)
 
@@ -191,6 +192,8 @@ class SummedOut:
     children: tuple = ()
     # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
     _top: object = field(repr=False, default=None)
+    # the smallest value of x's support per coordinate (None: 0): an edge there omits nothing
+    _bottom: object = field(repr=False, default=None)
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
     _weights: object = field(repr=False, default=None)
     _conjugate_draw: object = field(repr=False, default=None)
@@ -316,13 +319,17 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
 
 
 def _latent_window(x_rv, y, log_norm, rate, power, tol):
-    """(lo, width, half_width, bound, top): the noise's window of x around y, inside x's support, whose largest
-    value per coordinate is ``top`` (a binomial's n, else inf)."""
+    """(lo, width, half_width, bound, top, bottom): the noise's window of x around y, inside x's support, whose
+    largest value per coordinate is ``top`` (a binomial's n or a discrete uniform's upper end, else inf) and
+    smallest ``bottom`` (a discrete uniform's lower end, else 0)."""
     d = np.broadcast_to(window_half_width(log_norm, rate, power, tol), y.shape)
-    top = np.full(y.shape, np.inf)
+    top, bottom = np.full(y.shape, np.inf), np.zeros(y.shape)
     if isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
         top = np.broadcast_to(graph_constant(x_rv.owner.inputs[2], f"the number of trials n of {x_rv.name}"), y.shape)
-    lo, hi = _noise_window(y, d, top)
+    if isinstance(x_rv.owner.op, DiscreteUniformRV):  # both edges frozen: constants
+        lower, upper = (graph_constant(v, f"the bounds of {x_rv.name}") for v in x_rv.owner.inputs[2:4])
+        bottom, top = np.broadcast_to(lower, y.shape), np.broadcast_to(upper, y.shape)
+    lo, hi = _noise_window(y, d, top, bottom)
     if np.max(hi) > MAX_SUMMED_COUNT:
         raise ValueError(
             f"{x_rv.name}'s window reaches counts of {np.max(hi):.3g}: its terms' log pmfs (about k log k) are carried "
@@ -331,7 +338,7 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
         )
     width = int(max(np.max(hi - lo + 1), 1))
     bound = float(np.max(_tail_bound(d, log_norm, rate, power)))
-    return lo.astype(np.int64), width, d, bound, top
+    return lo.astype(np.int64), width, d, bound, top, bottom
 
 
 def marginalize(
@@ -402,8 +409,8 @@ def marginalize(
     for x_rv in latents:
         if isinstance(x_rv.owner.op, MultinomialRV) or not isinstance(x_rv.owner.op, _SUMMABLE_PRIORS):
             raise ValueError(
-                f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial "
-                "and NegativeBinomial latents can be summed out (a multinomial's cells are coupled by its total); "
+                f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial, "
+                "NegativeBinomial and DiscreteUniform latents can be summed out (a multinomial's cells are coupled by its total); "
                 "use method='augment'"
             )
         children = dependents(model, x_rv)
@@ -414,8 +421,8 @@ def marginalize(
         found = latent_family(model, x_rv, collapse=True) if conjugate else None
         if found is not None and not found.family.collapsed:
             found = None
-        lo, width, d, bound, top = _latent_window(x_rv, y, log_norm, rate, power, tol)
-        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others)))
+        lo, width, d, bound, top, bottom = _latent_window(x_rv, y, log_norm, rate, power, tol)
+        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others), bottom))
         removed |= {x_rv, release} | {child.child for child in others}
         removed |= {found.conjugate} if found is not None else set()
     for det in model.deterministics:
@@ -442,6 +449,7 @@ class _Plan(NamedTuple):
     bound: float
     top: np.ndarray
     children: tuple = ()  # x's other children (``AffineChild``), summed with it
+    bottom: object = 0.0  # the smallest value of x's support per coordinate (a discrete uniform's lower end)
 
 
 def _release_and_others(model, x_rv, children):
@@ -550,7 +558,7 @@ def _searched(plan: _Plan) -> _Plan:
     """``plan`` with its window extended ``_SEARCH_WIDTHS`` widths on each side (inside x's support, at most
     ``_SEARCH_CELLS`` cells)."""
     extra = min(_SEARCH_WIDTHS * plan.width, _SEARCH_CELLS // (2 * plan.lo.size))
-    lo = np.maximum(plan.lo - extra, 0)
+    lo = np.maximum(plan.lo - extra, plan.bottom)
     hi = np.minimum(plan.lo + plan.width - 1 + extra, plan.top)
     return plan._replace(lo=lo, width=int(np.max(hi - lo + 1)))
 
@@ -559,7 +567,7 @@ def _posterior_window(plan: _Plan, log_terms: list, tol: float) -> _Plan:
     """The window of ``plan`` (a searched one) cut down to the noise's window's values plus every value outside it
     that holds more than a hundredth of ``tol`` of x's posterior at one of the points (``log_terms``: one width x
     coordinates array per point)."""
-    lo, hi = _noise_window(plan.y, plan.d, plan.top)
+    lo, hi = _noise_window(plan.y, plan.d, plan.top, plan.bottom)
     for terms in log_terms:
         mass = np.exp(terms - special.logsumexp(terms, axis=0, keepdims=True))
         below, above = np.cumsum(mass, axis=0), np.cumsum(mass[::-1], axis=0)[::-1]
@@ -571,10 +579,10 @@ def _posterior_window(plan: _Plan, log_terms: list, tol: float) -> _Plan:
     return plan._replace(lo=lo.astype(np.int64), width=int(np.max(hi - lo + 1)))
 
 
-def _noise_window(y, d, top):
-    """(lo, hi): the values within d of y, inside the support 0, ..., top (at least ``top`` itself)."""
-    lo = np.minimum(np.maximum(np.ceil(y - d), 0), top)
-    return lo, np.minimum(np.floor(y + d), top)
+def _noise_window(y, d, top, bottom=0.0):
+    """(lo, hi): the values within d of y, inside the support bottom, ..., top (at least one value of it)."""
+    lo = np.minimum(np.maximum(np.ceil(y - d), bottom), top)
+    return lo, np.maximum(np.minimum(np.floor(y + d), top), lo)
 
 
 def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
@@ -628,6 +636,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     tol=tol,
                     children=tuple(child.name for child in plan.children),
                     _top=top,
+                    _bottom=np.broadcast_to(plan.bottom, lo.shape),
                 ),
                 weights,
                 conjugate_draw,
@@ -772,7 +781,9 @@ class MarginalModel:
     @staticmethod
     def _edge_mass(latent: SummedOut, log_terms: np.ndarray) -> np.ndarray:
         """Per coordinate, the bound on the omitted mass relative to the kept mass of ``log_terms``."""
-        return window_edge_mass(log_terms, latent.lo.reshape(-1), np.asarray(latent._top, dtype=float).reshape(-1))
+        bottom = 0 if latent._bottom is None else np.asarray(latent._bottom, dtype=np.int64).reshape(-1)
+        lo, top = latent.lo.reshape(-1) - bottom, np.asarray(latent._top, dtype=float).reshape(-1) - bottom
+        return window_edge_mass(log_terms, lo, top)
 
     def draw_latents(self, idata, random_seed=None):
         """``idata`` with each summed-out latent x (and its conjugate variable) drawn exactly per posterior draw.
