@@ -18,6 +18,7 @@ import pytest
 from scipy import special, stats
 
 import ppdinfer.pymc as ppm
+from ppdinfer.mechanisms import Gaussian
 from ppdinfer.pymc import DiscreteGaussian
 from ppdinfer.pymc.children import affine_children
 
@@ -112,9 +113,20 @@ def test_a_mean_not_affine_in_x_declines_to_the_model_density():
         squared = pm.Poisson("s", n**2 / 100.0, observed=[9, 12])
     assert affine_children(model, n, [coupled])[1] == "the mean of c is not affine in N"
     assert affine_children(model, n, [squared])[1] == "the mean of s is not affine in N"
-    with model:
+    with model, pytest.warns(ppm.AugmentationWarning, match="the mean of c is not affine in N: N's moves run on"):
         step = ppm.PrivacyAugmentation([n])
     assert not step.compiled and "the model's log density" in step.kernel
+
+
+def test_an_unsupported_prior_is_named_once():
+    with pm.Model() as model:
+        x = pm.Geometric("x", 0.05, shape=2)
+        ppm.Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
+    with model, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ppm.sample(draws=10, tune=10, chains=1, random_seed=1, progressbar=False)
+    said = [w for w in caught if issubclass(w.category, ppm.AugmentationWarning)]
+    assert len(said) == 1 and "Geometric" in str(said[0].message)
 
 
 @pytest.mark.parametrize("method", ["augment", "marginalize"])
@@ -136,5 +148,25 @@ def test_a_flat_prior_is_augmented_and_summed_out(method):
     draws = idata.posterior["N"].values
     assert draws.min() >= 10 and draws.max() <= 40
     got = draws.mean(axis=(0, 1))
+    mcse = az.mcse(idata, var_names=["N"])["N"].values
+    assert np.all(np.abs(got - expected) < 4.5 * mcse), (got, expected, mcse)
+
+
+def test_a_child_the_kernel_declines_runs_on_the_model_density_and_matches_enumeration():
+    grid = np.arange(0, 121)
+    released, deaths = np.array([[26.0], [35.0]]), np.array([[12], [9]])
+    log_terms = stats.poisson.logpmf(grid, 30.0) - (released - grid) ** 2 / 32.0
+    log_terms = log_terms + stats.poisson.logpmf(deaths, grid**2 / 100.0)
+    expected = np.exp(log_terms - special.logsumexp(log_terms, axis=1, keepdims=True)) @ grid
+    with pm.Model() as model:
+        n = pm.Poisson("N", 30.0, shape=2)
+        DiscreteGaussian("y", mu=n, sigma=4.0, observed=released.ravel())
+        pm.Poisson("d", n**2 / 100.0, observed=deaths.ravel())
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(draws=800, tune=200, chains=2, cores=1, method="auto", random_seed=4, progressbar=False)
+    assert idata.posterior.attrs["ppdinfer_method"] == "augment"
+    assert idata.posterior.attrs["ppdinfer_augmentation"].startswith("N: the model's log density")
+    got = idata.posterior["N"].mean(("chain", "draw")).values
     mcse = az.mcse(idata, var_names=["N"])["N"].values
     assert np.all(np.abs(got - expected) < 4.5 * mcse), (got, expected, mcse)

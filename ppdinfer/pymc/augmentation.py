@@ -586,6 +586,14 @@ class PrivacyAugmentation(BlockedStep):
             separable, why, others = _release_and_children(model, x_rv, children)
             if separable is not None:
                 self._children = ChildTerms(model, others, compile_kwargs)
+            else:
+                warnings.warn(
+                    f"{why}: {x_rv.name}'s moves run on the model's log density, not the compiled kernel (slower). The "
+                    "kernel takes one release of x itself with additive noise and other children that are observed "
+                    "Poisson or Normal of a mean affine in x, or Binomial with n = x",
+                    AugmentationWarning,
+                    stacklevel=4,
+                )
         else:
             separable, why = _separable_release(model, x_rv, children)
         self.compiled = separable is not None

@@ -74,7 +74,7 @@ from ..kernels.windows import gamma_poisson_window_checked_draws, window_edge_ma
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
 from ._constants import graph_constant
-from .augmentation import no_latent_reason, privacy_latents
+from .augmentation import AugmentationWarning, no_latent_reason, privacy_latents
 from .children import affine_children
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
@@ -1164,20 +1164,27 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_st
     if method == "marginalize":
         found, reason = marginalize(model, tol=tol, conjugate=conjugate, recurrence=recurrence), "method='marginalize'"
     else:
-        chosen, reason, found = choose_method(
-            model,
-            tol=tol,
-            conjugate=conjugate,
-            sweeps=sweeps,
-            recurrence=recurrence,
-            independence=marginal_step != "nuts" and not nuts_settings,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chosen, reason, found = choose_method(
+                model,
+                tol=tol,
+                conjugate=conjugate,
+                sweeps=sweeps,
+                recurrence=recurrence,
+                independence=marginal_step != "nuts" and not nuts_settings,
+            )
+        for said in caught:  # the augmentation's steps say what they do not support themselves: once
+            if not (chosen == "augment" and issubclass(said.category, AugmentationWarning)):
+                warnings.warn_explicit(said.message, said.category, said.filename, said.lineno)
         if chosen == "augment":
             return None, reason
     collapsed = [latent for latent in found.latents if latent.conjugate is not None]
     independence = marginal_step != "nuts" and independence_eligible(found.model, kwargs) is None
     if collapsed and not independence and sum(latent.units for latent in collapsed) < COLLAPSE_MIN_UNITS:
-        found = marginalize(model, tol=tol, conjugate=False, recurrence=recurrence)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AugmentationWarning)  # said by the first summing out
+            found = marginalize(model, tol=tol, conjugate=False, recurrence=recurrence)
         reason += (
             f"; the conjugate {', '.join(latent.conjugate for latent in collapsed)} kept for NUTS (fewer than "
             f"{COLLAPSE_MIN_UNITS} coordinates)"
