@@ -111,8 +111,11 @@ def test_a_mean_not_affine_in_x_declines_to_the_model_density():
         DiscreteGaussian("y", mu=n, sigma=4.0, observed=[26.0, 35.0])
         coupled = pm.Poisson("c", n.sum() / 10.0 + 0 * n, observed=[6, 6])
         squared = pm.Poisson("s", n**2 / 100.0, observed=[9, 12])
+        lr = pm.Normal("lr", 0.0, 1.0)  # starts at 0, where the x^2 term of h vanishes
+        hidden = pm.Poisson("h", 1.0 + n + pt.abs(lr) * n**2, observed=[30, 40])
     assert affine_children(model, n, [coupled])[1] == "the mean of c is not affine in N"
     assert affine_children(model, n, [squared])[1] == "the mean of s is not affine in N"
+    assert affine_children(model, n, [hidden])[1] == "the mean of h is not affine in N"
     with model, pytest.warns(ppm.AugmentationWarning, match="the mean of c is not affine in N: N's moves run on"):
         step = ppm.PrivacyAugmentation([n])
     assert not step.compiled and "the model's log density" in step.kernel

@@ -4,9 +4,10 @@ An epidemiologist's model releases a county's population N with noise and observ
 ``d ~ Poisson(r N / 1e5)``: N has two children. :func:`affine_children` recognizes the children that the compiled
 data-augmentation kernel and the summing out evaluate per coordinate: an observed Poisson whose mean is affine in x
 (mean = a + b x, a and b elementwise, possibly functions of other parameters), a Binomial with n = x, and a Normal
-whose mean is affine in x. Affinity is proved numerically at the model's start point: the mean at x = 0 and x = 1
-gives a and b, and the mean at x = 2 and at a random x (a different value per coordinate, which catches a mean
-that mixes coordinates, such as one reading ``x.sum()``) must equal a + b x. Any other child declines (None and
+whose mean is affine in x. Affinity is checked numerically, at the model's start point and at a point whose
+continuous values are moved at random: the mean at x = 0 and x = 1 gives a and b, and the mean at x = 2 and at a
+random x (a different value per coordinate, which catches a mean that mixes coordinates, such as one reading
+``x.sum()``) must equal a + b x. Any other child declines (None and
 why), and the caller falls back to the model's log density.
 """
 
@@ -137,12 +138,19 @@ def _affine(model, mean, x_value, a, b, shape) -> bool:
     function = model.compile_fn(
         [pt.broadcast_to(at, shape), a, b], inputs=[*model.value_vars, trial], on_unused_input="ignore"
     )
-    point = model.initial_point()
+    start = model.initial_point()
     rng = np.random.default_rng(0)
-    for values in (np.full(shape, 2.0), rng.integers(3, 1000, size=shape).astype(float)):
-        got, a_value, b_value = function({**point, "trial": values})
-        if not np.allclose(got, a_value + b_value * values, rtol=1e-9, atol=1e-12):
-            return False
+    # the start point, and one whose continuous (transformed) values are moved at random: a term in x^2 whose
+    # coefficient vanishes at the start point alone is caught there
+    moved = {
+        name: value + rng.normal(size=np.shape(value)) if np.issubdtype(np.asarray(value).dtype, np.floating) else value
+        for name, value in start.items()
+    }
+    for point in (start, moved):
+        for values in (np.full(shape, 2.0), rng.integers(3, 1000, size=shape).astype(float)):
+            got, a_value, b_value = function({**point, "trial": values})
+            if not np.allclose(got, a_value + b_value * values, rtol=1e-9, atol=1e-12, equal_nan=True):
+                return False
     return True
 
 
