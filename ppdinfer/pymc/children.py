@@ -156,7 +156,7 @@ def _affine(model, mean, x_value, a, b, shape) -> bool:
 
 class ChildTerms:
     """The recognized children evaluated at a point: arrays (codes, observations, a, b, c) for
-    :func:`ppdinfer.kernels.augmentation.child_sweeps`, each of shape (children, coordinates).
+    ``ppdinfer.kernels.augmentation.child_sweeps``, each of shape (children, coordinates).
 
     Examples
     --------

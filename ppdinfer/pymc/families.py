@@ -239,10 +239,10 @@ class FamilyMatch:
     Examples
     --------
     >>> import pymc as pm
-    >>> from ppdinfer.pymc.families import FAMILIES
+    >>> from ppdinfer.pymc.families import family_named
     >>> with pm.Model() as model:
     ...     x = pm.Poisson("x", 4.0)
-    >>> found = FAMILIES[-1].match(model, x)
+    >>> found = family_named("poisson").match(model, x)
     >>> found.family.name, found.conjugate, len(found.parameters)
     ('poisson', None, 1)
     """
