@@ -67,6 +67,7 @@ def test_two_children_match_the_hand_summed_posterior(method):
         warnings.simplefilter("ignore")
         idata = ppm.sample(draws=1000, tune=500, chains=2, cores=1, method=method, random_seed=3, progressbar=False)
     assert idata.posterior.attrs["ppdinfer_method"] == method
+    np.testing.assert_array_equal(idata["observed_data"]["d"].values, DEATHS)  # the child kept, summed out or not
     if method == "augment":
         assert idata.posterior.attrs["ppdinfer_augmentation"] == "N: the compiled kernel (with the children d)"
     _check(idata)

@@ -194,6 +194,8 @@ class SummedOut:
     _top: object = field(repr=False, default=None)
     # the smallest value of x's support per coordinate (None: 0): an edge there omits nothing
     _bottom: object = field(repr=False, default=None)
+    # the other children's observed values by name (they leave the model with x, and return in observed_data)
+    _children_observed: object = field(repr=False, default=None)
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
     _weights: object = field(repr=False, default=None)
     _conjugate_draw: object = field(repr=False, default=None)
@@ -635,6 +637,9 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     bound=bound,
                     tol=tol,
                     children=tuple(child.name for child in plan.children),
+                    _children_observed={
+                        child.name: np.asarray(model.rvs_to_values[child.child].eval()) for child in plan.children
+                    },
                     _top=top,
                     _bottom=np.broadcast_to(plan.bottom, lo.shape),
                 ),
@@ -848,6 +853,12 @@ class MarginalModel:
             dims = latent.dims or tuple(f"{latent.release}_dim_{i}" for i in range(latent.lo.ndim))
             coords = {dim: np.asarray(self.original.coords[dim]) for dim in dims if dim in (self.original.coords or {})}
             observed[latent.release] = xr.DataArray(self.observed[latent.name], dims=dims, coords=coords)
+            for name, value in (latent._children_observed or {}).items():
+                dims = tuple(self.original.named_vars_to_dims.get(name, ()) or ()) or tuple(
+                    f"{name}_dim_{i}" for i in range(value.ndim)
+                )
+                coords = {d: np.asarray(self.original.coords[d]) for d in dims if d in (self.original.coords or {})}
+                observed[name] = xr.DataArray(value, dims=dims, coords=coords)
         idata["observed_data"] = xr.DataTree(observed)
         return idata
 
