@@ -174,3 +174,28 @@ def test_a_child_the_kernel_declines_runs_on_the_model_density_and_matches_enume
     got = idata.posterior["N"].mean(("chain", "draw")).values
     mcse = az.mcse(idata, var_names=["N"])["N"].values
     assert np.all(np.abs(got - expected) < 4.5 * mcse), (got, expected, mcse)
+
+
+def test_a_multinomial_latent_with_a_child_matches_enumeration():
+    """Pair transfers keep the total; the Binomial child of n = x adds a term for each of the pair's two cells."""
+    p, released, deaths = np.array([0.3, 0.3, 0.4]), np.array([5.0, 7.0, 9.0]), np.array([4, 2, 5])
+    states = np.array([(a, b, 20 - a - b) for a in range(21) for b in range(21 - a)])
+    log_weight = (
+        stats.multinomial.logpmf(states, 20, p)
+        - ((released - states) ** 2).sum(axis=1) / 8.0
+        + stats.binom.logpmf(deaths, states, 0.5).sum(axis=1)
+    )
+    weight = np.exp(log_weight - special.logsumexp(log_weight))
+    expected = weight @ states
+    with pm.Model() as model:
+        x = pm.Multinomial("x", n=20, p=p, initval=np.array([6, 6, 8]))
+        DiscreteGaussian("y", mu=x, sigma=2.0, observed=released)
+        pm.Binomial("d", n=x, p=0.5, observed=deaths)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = ppm.sample(draws=1000, tune=300, chains=2, cores=1, method="augment", random_seed=8, progressbar=False)
+    assert "with the children d" in idata.posterior.attrs["ppdinfer_augmentation"]
+    draws = idata.posterior["x"].values
+    assert np.all(draws.sum(axis=-1) == 20)
+    mcse = az.mcse(idata, var_names=["x"])["x"].values
+    assert np.all(np.abs(draws.mean(axis=(0, 1)) - expected) < 4.5 * mcse), (draws.mean(axis=(0, 1)), expected, mcse)
