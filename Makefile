@@ -80,6 +80,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/memory_limits.py
 	$(PY) benchmarks/national_pymc.py
 	$(PY) benchmarks/covid_executors.py
+	$(PY) benchmarks/epidemiologist_pymc.py
 
 # The case studies (case_studies/<name>/, listed by `ppdinfer reproduce --list`): each writes
 # its figures and report.md with the paper's claims checked in numbers. Resumes if interrupted.

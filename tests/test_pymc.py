@@ -135,7 +135,7 @@ def test_step_needs_a_privacy_release_and_a_supported_prior():
     with pm.Model():
         x = pm.NegativeBinomial("x", 3.0, 2.0)
         ppm.DiscreteLaplace("y", mu=x, epsilon=1.0, observed=4)
-        with pytest.raises(ValueError, match="Multinomial, Binomial or Poisson"):
+        with pytest.raises(ValueError, match="Multinomial, Binomial, Poisson or DiscreteUniform"):
             ppm.PrivacyAugmentation([x])
 
 

@@ -68,6 +68,12 @@ def _beta_binomial():
     return p
 
 
+def _discrete_uniform():
+    x = pm.DiscreteUniform("x", 0, 40, shape=2)
+    ppm.Release("y", mechanisms.Gaussian(2.0), x, observed=[4.1, 9.7])
+    return None
+
+
 #: a tiny model of each family (its builder returns the conjugate variable, or None)
 TINY = {
     "poisson": _poisson,
@@ -76,6 +82,7 @@ TINY = {
     "dirichlet_multinomial": _dirichlet_multinomial,
     "gamma_poisson": _gamma_poisson,
     "beta_binomial": _beta_binomial,
+    "discrete_uniform": _discrete_uniform,
 }
 
 

@@ -230,7 +230,7 @@ def test_auto_rule_picks_each_method_where_documented():
 
 def test_a_model_with_nothing_to_augment_or_sum_out_says_so():
     """Continuous statistics released with Laplace noise (no integer latent): the method is "none", for auto and
-    augment alike; an integer latent of a DiscreteUniform prior is named with its prior, as sample records it and
+    augment alike; an integer latent of a Geometric prior is named with its prior, as sample records it and
     as method='marginalize' refuses it."""
     with pm.Model() as continuous:
         mu = pm.Normal("mu", 0.0, 10.0)
@@ -247,17 +247,17 @@ def test_a_model_with_nothing_to_augment_or_sum_out_says_so():
     with pytest.raises(ValueError, match="no integer latent observed through a release: nothing to sum out"):
         marginalize(continuous)
     with pm.Model() as uniform:
-        x = pm.DiscreteUniform("x", 0, 60, shape=2)
+        x = pm.Geometric("x", 0.05, shape=2)
         ppm.Release("y", Gaussian(2.0), x, observed=[18.3, 25.1])
     with warnings.catch_warnings():
         warnings.simplefilter(
             "ignore", ppm.AugmentationWarning
         )  # x has no augmentation step: said, and tested, elsewhere
-        with pytest.raises(ValueError, match="x has a DiscreteUniform prior, which ppdinfer neither augments nor sums"):
+        with pytest.raises(ValueError, match="x has a Geometric prior, which ppdinfer neither augments nor sums"):
             ppm.sample(model=uniform, method="marginalize", draws=10, tune=10, chains=1)
         attrs = ppm.sample(model=uniform, draws=20, tune=20, chains=1, random_seed=1, **QUIET)["posterior"].attrs
     assert attrs["ppdinfer_method"] == "none"
-    assert attrs["ppdinfer_method_reason"].startswith("x has a DiscreteUniform prior, which ppdinfer neither")
+    assert attrs["ppdinfer_method_reason"].startswith("x has a Geometric prior, which ppdinfer neither")
     assert "no integer latent" not in attrs["ppdinfer_method_reason"]
 
 

@@ -40,7 +40,8 @@ each family names (``COLUMNS[code]``):
 - Dirichlet-multinomial: (total, alpha);
 - Gamma-Poisson: (shape, ratio), rate ~ Gamma(shape, rate b) integrated out of Poisson(e rate),
   ratio = e / b;
-- Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob).
+- Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob);
+- discrete uniform: (lower, upper), a flat prior on lower, ..., upper.
 
 A move's prior ratio is taken whole, by log-gamma steps (``ppdinfer.kernels.special.log_gamma_step``), never
 as the difference of two log priors, which float64 rounds by +-16 at a count of 4e15; a prior draw of a
@@ -64,7 +65,7 @@ from numba import njit
 
 from .special import log_gamma_step, poisson_draw
 
-MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL = 0, 1, 2, 3, 4, 5
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL, UNIFORM = 0, 1, 2, 3, 4, 5, 6
 #: the named columns of each family's packed parameters (the kernels read them by position)
 COLUMNS = {
     MULTINOMIAL: ("total", "prob"),
@@ -73,6 +74,7 @@ COLUMNS = {
     DIRICHLET_MULTINOMIAL: ("total", "alpha"),
     GAMMA_POISSON: ("shape", "ratio"),
     BETA_BINOMIAL: ("trials", "a", "b"),
+    UNIFORM: ("lower", "upper"),
 }
 #: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
 PRIOR, RELEASE, LOCAL = 0, 1, 2
@@ -113,8 +115,17 @@ def pair_family(code):
 
 @njit(cache=True, nogil=True)
 def _upper(code, params, k):
-    """The largest value coordinate k may take: its trials for a binomial family, else infinite."""
+    """The largest value coordinate k may take: its trials for a binomial family, the upper end of a discrete
+    uniform, else infinite."""
+    if code == UNIFORM:
+        return params[k, 1]
     return params[k, 0] if code == BINOMIAL or code == BETA_BINOMIAL else np.inf
+
+
+@njit(cache=True, nogil=True)
+def _lower(code, params, k):
+    """The smallest value coordinate k may take: the lower end of a discrete uniform, else 0."""
+    return params[k, 0] if code == UNIFORM else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -138,10 +149,10 @@ def _log_prior_ratio(code, x, candidate, params, k):
     binomial; Beta-Binomial: trials n and the Beta's a, b): the two log priors themselves reach 1.4e17 at
     x = 4e15, where float64 holds them only to +-16.
     """
-    if candidate < 0 or candidate > _upper(code, params, k):
+    if candidate < _lower(code, params, k) or candidate > _upper(code, params, k):
         return -np.inf
     d = float(candidate - x)
-    if d == 0.0:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
+    if d == 0.0 or code == UNIFORM:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
         return 0.0
     if code == GAMMA_POISSON:
         r, q = params[k, 0], params[k, 1]
@@ -310,13 +321,16 @@ def pair_local_move(code, x, params, scale, i, j):
 @njit(cache=True, nogil=True)
 def site_prior_move(code, params, k):
     """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(mean_k), Poisson(ratio_k G) with
-    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), or Binomial(n_k, P) with P ~ Beta(a_k, b_k)."""
+    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), Binomial(n_k, P) with P ~ Beta(a_k, b_k), or
+    uniform on lower_k, ..., upper_k."""
     if code == BINOMIAL:
         return np.random.binomial(int(params[k, 0]), params[k, 1])
     if code == GAMMA_POISSON:
         return poisson_draw(np.random.gamma(params[k, 0], 1.0) * params[k, 1])
     if code == BETA_BINOMIAL:
         return np.random.binomial(int(params[k, 0]), np.random.beta(params[k, 1], params[k, 2]))
+    if code == UNIFORM:
+        return int(params[k, 0]) + np.random.randint(int(params[k, 1]) - int(params[k, 0]) + 1)
     return poisson_draw(params[k, 0])
 
 
@@ -324,7 +338,7 @@ def site_prior_move(code, params, k):
 def site_release_move(code, x, params, centre, scale, k):
     """Coordinate k from q(t) proportional to b ** |t - c_k| (c_k clipped to the support), b from the noise
     size ``scale_k / 2``: (candidate, log prior ratio + log q(old) - log q(new)), -inf off the support."""
-    c = min(max(centre[k], 0.0), _upper(code, params, k))
+    c = min(max(centre[k], _lower(code, params, k)), _upper(code, params, k))
     b = _decay(0.5 * scale[k])
     candidate = _interval_draw(c, c, b)
     log_ratio = _log_prior_ratio(code, x[k], candidate, params, k)
@@ -344,9 +358,50 @@ def accept(log_ratio):
     return log_ratio >= 0.0 or log_uniform() <= log_ratio
 
 
+#: the children's families in :func:`child_sweeps`: a Poisson of mean a + b x, a binomial of n = x (a holds the
+#: probability), a normal of mean a + b x (c holds its sd)
+CHILD_POISSON, CHILD_BINOMIAL, CHILD_NORMAL = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
-def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, counts, move):
+def _child_logp(code, obs, a, b, c, t):
+    """The log density of one child's observation ``obs`` at x = t, up to terms free of t; -inf off its support."""
+    if code == CHILD_BINOMIAL:  # log C(t, obs) + (t - obs) log(1 - p), a = p
+        if t < obs:
+            return -np.inf
+        if a >= 1.0:
+            return 0.0 if t == obs else -np.inf
+        return math.lgamma(t + 1.0) - math.lgamma(t - obs + 1.0) + (t - obs) * math.log1p(-a)
+    mean = a + b * t
+    if code == CHILD_NORMAL:
+        z = (obs - mean) / c
+        return -0.5 * z * z
+    if mean <= 0.0:  # Poisson
+        return 0.0 if (mean == 0.0 and obs == 0.0) else -np.inf
+    return obs * math.log(mean) - mean
+
+
+@njit(cache=True, nogil=True)
+def _children_change(ccode, cobs, ca, cb, cc, k, old, new):
+    """The children's log-likelihood change when x_k goes from ``old`` to ``new`` (one term per child: O(1))."""
+    total = 0.0
+    for c in range(ccode.shape[0]):
+        before = _child_logp(ccode[c], cobs[c, k], ca[c, k], cb[c, k], cc[c, k], old)
+        after = _child_logp(ccode[c], cobs[c, k], ca[c, k], cb[c, k], cc[c, k], new)
+        if after == -np.inf:
+            return -np.inf
+        total += after - before
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, counts, move, kids):
     counts[1, move] += 1
+    if log_ratio > -np.inf and kids[0].shape[0] > 0:
+        ccode, cobs, ca, cb, cc = kids
+        log_ratio += _children_change(ccode, cobs, ca, cb, cc, i, x[i], new_i)
+        if j >= 0 and log_ratio > -np.inf:
+            log_ratio += _children_change(ccode, cobs, ca, cb, cc, j, x[j], new_j)
     if log_ratio > -np.inf and accept(log_ratio + _change(y, x, i, new_i, j, new_j, rate, power, norm, state)):
         x[i] = new_i
         if j >= 0:
@@ -356,34 +411,36 @@ def _try_pair(x, y, i, new_i, j, new_j, log_ratio, rate, power, norm, state, cou
 
 
 @njit(cache=True, nogil=True)
-def _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
+def _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids):
     """One sweep of pair moves for a multinomial x over disjoint random pairs."""
     order = pair_order(x.shape[0])
     for pair in range(x.shape[0] // 2):
         i, j = order[2 * pair], order[2 * pair + 1]
         if make_move(frequency, PRIOR):
             xi, xj, ok = pair_prior_move(code, x, params, i, j)
-            _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR)
+            _try_pair(x, y, i, xi, j, xj, 0.0 if ok else -np.inf, rate, power, norm, state, counts, PRIOR, kids)
         if make_move(frequency, RELEASE):
             xi, xj, log_ratio = pair_release_move(code, x, params, centre, scale, i, j)
-            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, RELEASE, kids)
         if make_move(frequency, LOCAL):
             xi, xj, log_ratio = pair_local_move(code, x, params, scale, i, j)
-            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL)
+            _try_pair(x, y, i, xi, j, xj, log_ratio, rate, power, norm, state, counts, LOCAL, kids)
 
 
 @njit(cache=True, nogil=True)
-def _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts):
+def _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids):
     """One sweep of single-coordinate moves for independent coordinates (every family but the multinomials)."""
     for k in range(x.shape[0]):
         if make_move(frequency, PRIOR):
-            _try_pair(x, y, k, site_prior_move(code, params, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR)
+            _try_pair(
+                x, y, k, site_prior_move(code, params, k), -1, 0, 0.0, rate, power, norm, state, counts, PRIOR, kids
+            )
         if make_move(frequency, RELEASE):
             candidate, log_ratio = site_release_move(code, x, params, centre, scale, k)
-            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, RELEASE, kids)
         if make_move(frequency, LOCAL):
             candidate, log_ratio = site_local_move(code, x, params, scale, k)
-            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL)
+            _try_pair(x, y, k, candidate, -1, 0, log_ratio, rate, power, norm, state, counts, LOCAL, kids)
 
 
 @njit(cache=True, nogil=True)
@@ -396,6 +453,27 @@ def augmentation_sweeps(code, x, y, params, rate, power, norm, scale, centre, fr
     ``frequency[RELEASE] > 0``) and ``frequency`` the probability of each move per pair or coordinate.
     ``code`` is x's prior family and ``params`` its packed parameters, one row per coordinate (``COLUMNS``).
     """
+    none = np.zeros((0, x.shape[0]))
+    kids = (np.zeros(0, dtype=np.int64), none, none, none, none)
+    return _sweeps(code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, kids)
+
+
+@njit(cache=True, nogil=True)
+def child_sweeps(
+    code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, ccode, cobs, ca, cb, cc
+):
+    """:func:`augmentation_sweeps` with x's other children in the likelihood: child ``c`` observes ``cobs[c, k]``
+    given x_k through the family ``ccode[c]`` (``CHILD_POISSON``: mean ``ca + cb x``; ``CHILD_BINOMIAL``: n = x,
+    probability ``ca``; ``CHILD_NORMAL``: mean ``ca + cb x``, sd ``cc``), arrays of shape (children, coordinates)
+    evaluated at the current point by the caller. A move of x_k adds one term per child: a sweep stays O(size of x).
+    """
+    return _sweeps(
+        code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, (ccode, cobs, ca, cb, cc)
+    )
+
+
+@njit(cache=True, nogil=True)
+def _sweeps(code, x, y, params, rate, power, norm, scale, centre, frequency, sweeps, seed, kids):
     seed_moves(seed)
     counts = np.zeros((2, 3))
     state = np.zeros(2)
@@ -404,7 +482,7 @@ def augmentation_sweeps(code, x, y, params, rate, power, norm, scale, centre, fr
         for k in range(x.shape[0]):
             state[0] += _term(y[k], x[k], power)
         if pair_family(code):
-            _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
+            _pair_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids)
         else:
-            _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts)
+            _site_moves(code, x, y, params, rate, power, norm, scale, centre, frequency, state, counts, kids)
     return counts

@@ -17,7 +17,7 @@ from .sampling import assign_steps
 
 
 def warm_up() -> dict:
-    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``), and those of summed-out latents
+    """Compile the data-augmentation kernels (``ppdinfer.kernels.augmentation``, ``child_sweeps`` included), and those of summed-out latents
     (``draw_columns``, ``ppdinfer.kernels.windows``), so that the first
     :func:`ppdinfer.pymc.sample` in any later process loads them from numba's cache instead of compiling.
 
@@ -64,6 +64,27 @@ def warm_up() -> dict:
             )
     finally:
         logger.setLevel(level)
+    # a latent with other children (ppdinfer.pymc.children): the same sweeps with their terms
+    one = np.ones((1, 2))
+    kernels.child_sweeps(
+        kernels.POISSON,
+        np.array([10, 20]),
+        np.array([10.3, 19.1]),
+        np.array([[10.0], [20.0]]),
+        0.125,
+        2,
+        False,
+        np.ones(2),
+        np.array([10.3, 19.1]),
+        np.ones(3),
+        1,
+        0,
+        np.zeros(1, dtype=np.int64),
+        one,
+        one,
+        one,
+        one,
+    )
     # where the latents are summed out: their draws, and the gamma-Poisson window's sums by recurrence
     draw_columns(np.zeros((2, 1)), np.array([0.5]))
     window = (np.ones(1), np.zeros(1), np.zeros(1, dtype=np.int64), np.ones((1, 1)), np.zeros(1, dtype=np.int64))

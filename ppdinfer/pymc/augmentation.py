@@ -1,7 +1,7 @@
 """A PyMC step for integer latent data observed through privacy noise.
 
-``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial or Poisson
-prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
+``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial, Poisson or
+DiscreteUniform prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
 It needs no gradient of the mechanism: it proposes from x's conditional prior given theta
 (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with a local
 symmetric move. For a multinomial x the moves transfer counts between two cells, so the public
@@ -33,6 +33,7 @@ from ..kernels.augmentation import (
     RELEASE,
     accept,
     augmentation_sweeps,
+    child_sweeps,
     make_move,
     pair_family,
     pair_local_move,
@@ -45,6 +46,7 @@ from ..kernels.augmentation import (
     site_release_move,
 )
 from ._constants import NotConstantError, constant_shape, graph_constant
+from .children import ChildTerms, affine_children
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV, LatticeL2RV
 from .families import (  # noqa: F401  (the conjugate steps and graph helpers, where they were)
     FAMILIES,
@@ -149,18 +151,18 @@ def no_latent_reason(model: pm.Model) -> str:
     >>> from ppdinfer.pymc import Release
     >>> from ppdinfer.pymc.augmentation import no_latent_reason
     >>> with pm.Model() as model:
-    ...     x = pm.DiscreteUniform("x", 0, 40)
+    ...     x = pm.Geometric("x", 0.1)
     ...     y = Release("y", Gaussian(2.0), x, observed=12.1)
-    >>> no_latent_reason(model)[:71]
-    'x has a DiscreteUniform prior, which ppdinfer neither augments nor sums'
+    >>> no_latent_reason(model)[:65]
+    'x has a Geometric prior, which ppdinfer neither augments nor sums'
     """
     unsupported = [rv for rv, _ in observed_integer_latents(model) if not isinstance(rv.owner.op, LATENT_OPS)]
     if not unsupported:
         return "the model has no integer latent observed through a release"
     priors = ", ".join(f"{rv.name} has a {type(rv.owner.op).__name__.removesuffix('RV')} prior" for rv in unsupported)
     return (
-        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson and Binomial latents, and "
-        "augments Multinomial ones)"
+        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson, Binomial and DiscreteUniform "
+        "latents, and augments Multinomial ones)"
     )
 
 
@@ -169,7 +171,7 @@ def privacy_latents(model: pm.Model) -> list:
     ``DiscreteLaplace`` / ``DiscreteGaussian`` / ``WassersteinNaive``, or any other observed
     distribution (a ``pm.Normal`` written as the release).
 
-    Those with a Multinomial, Binomial or Poisson prior are returned (they get
+    Those with a Multinomial, Binomial, Poisson or DiscreteUniform prior are returned (they get
     :class:`PrivacyAugmentation`); for any other, an :class:`AugmentationWarning` names the variable,
     since PyMC's generic Metropolis then updates it.
 
@@ -198,7 +200,7 @@ def privacy_latents(model: pm.Model) -> list:
             f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
             f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
             "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
-            "Poisson, Binomial or Multinomial prior",
+            "Poisson, Binomial, Multinomial or DiscreteUniform prior",
             AugmentationWarning,
             stacklevel=3,
         )
@@ -283,6 +285,33 @@ def _separable_release(model, x_rv, children):
         return (y, 1 / (2 * sigma**2), 2, False, sigma), None
     except ValueError as err:  # parameters that vary by coordinate or with the model: the generic moves
         return None, str(err)
+
+
+def _row_index(row):
+    """``row`` (a tuple of indices, or Ellipsis for all of x) as a tuple that indexes after a leading axis."""
+    return (Ellipsis,) if row is Ellipsis else tuple(row)
+
+
+def _release_and_children(model, x_rv, children):
+    """(the release's kernel parameters, None, the other children) where one of x's several children is a release
+    of x itself that the compiled kernel evaluates and every other one is an :class:`~ppdinfer.pymc.children.AffineChild`
+    (a Poisson or Normal of mean affine in x, a Binomial of n = x); else (None, why not, None)."""
+    for release in children:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AugmentationWarning)
+            separable, _ = _separable_release(model, x_rv, [release])
+        if separable is None:
+            continue
+        others = [term for term in children if term is not release]
+        found, why = affine_children(model, x_rv, others)
+        if found is None:
+            return None, f"{x_rv.name}'s child {why}", None
+        return separable, None, found
+    return (
+        None,
+        f"{x_rv.name} feeds {[term.name for term in children]}, none of them a release the kernel evaluates",
+        None,
+    )
 
 
 class _SeparableLikelihood:
@@ -448,7 +477,9 @@ class PrivacyAugmentation(BlockedStep):
     219-381 without; on 3,000 synthetic counties the release move does nearly all the work and the
     adapted frequencies keep the local move's cost small.) Where x's one child is an additive release
     of x itself (discrete or continuous Laplace or Gaussian noise, the naive WEM), the moves run in
-    a compiled kernel; otherwise the same moves (one implementation,
+    a compiled kernel; so do they where x also has other children that
+    :func:`ppdinfer.pymc.children.affine_children` recognizes (an observed Poisson or Normal of mean affine in x,
+    a Binomial of n = x: each move adds one term per child); otherwise the same moves (one implementation,
     ``ppdinfer.kernels.augmentation``) call the model's log density of x's children.
 
     Parameters
@@ -529,7 +560,7 @@ class PrivacyAugmentation(BlockedStep):
         found = latent_family(model, x_rv, collapse=collapse)
         if found is None:
             raise ValueError(
-                f"{x_rv.name} must have a Multinomial, Binomial or Poisson prior, not {type(x_rv.owner.op).__name__}"
+                f"{x_rv.name} must have a Multinomial, Binomial, Poisson or DiscreteUniform prior, not {type(x_rv.owner.op).__name__}"
             )
         if collapse and not found.family.collapsed:
             needs = "; or ".join(
@@ -550,10 +581,26 @@ class PrivacyAugmentation(BlockedStep):
         self.sweeps = sweeps
         self.family = found.family
         self.kind = found.family.code  # the kernel's code of x's family
-        separable, why = _separable_release(model, x_rv, children)
+        self._children = None  # x's other children, evaluated by the compiled kernel (``ChildTerms``)
+        if len(children) > 1:
+            separable, why, others = _release_and_children(model, x_rv, children)
+            if separable is not None:
+                self._children = ChildTerms(model, others, compile_kwargs)
+            else:
+                warnings.warn(
+                    f"{why}: {x_rv.name}'s moves run on the model's log density, not the compiled kernel (slower). The "
+                    "kernel takes one release of x itself with additive noise and other children that are observed "
+                    "Poisson or Normal of a mean affine in x, or Binomial with n = x",
+                    AugmentationWarning,
+                    stacklevel=4,
+                )
+        else:
+            separable, why = _separable_release(model, x_rv, children)
         self.compiled = separable is not None
         #: what the moves evaluate, and why: recorded in the posterior's attrs by ``ppdinfer.pymc.sample``
         self.kernel = "the compiled kernel" if self.compiled else f"the model's log density ({why})"
+        if self._children is not None:
+            self.kernel += f" (with the children {', '.join(self._children.names)})"
         self._likelihood = (
             _SeparableLikelihood(*separable)
             if self.compiled
@@ -634,7 +681,30 @@ class PrivacyAugmentation(BlockedStep):
                 for values in (scale[row], np.zeros(0) if centre is None else centre[row])
             )
             seed = int(self.rng.integers(2**31))
-            if self.compiled:
+            if self.compiled and self._children is not None:
+                codes, observed, a, b, c = self._children(point)
+                counts += child_sweeps(
+                    self.kind,
+                    cells,
+                    centre_row,
+                    params_row,
+                    likelihood.rate,
+                    likelihood.power,
+                    likelihood.norm,
+                    scale_row,
+                    centre_row,
+                    self.frequency,
+                    self.sweeps,
+                    seed,
+                    codes,
+                    *(
+                        np.ascontiguousarray(
+                            v.reshape(len(codes), *x.shape)[(slice(None), *_row_index(row))].reshape(len(codes), -1)
+                        )
+                        for v in (observed, a, b, c)
+                    ),
+                )
+            elif self.compiled:
                 counts += augmentation_sweeps(
                     self.kind,
                     cells,

@@ -45,6 +45,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.logprob.transforms import LogOddsTransform, LogTransform
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
@@ -61,6 +62,7 @@ from ..kernels.augmentation import (
     GAMMA_POISSON,
     MULTINOMIAL,
     POISSON,
+    UNIFORM,
     pair_family,
 )
 from ._constants import NotConstantError, constant_shape, graph_constant
@@ -237,10 +239,10 @@ class FamilyMatch:
     Examples
     --------
     >>> import pymc as pm
-    >>> from ppdinfer.pymc.families import FAMILIES
+    >>> from ppdinfer.pymc.families import family_named
     >>> with pm.Model() as model:
     ...     x = pm.Poisson("x", 4.0)
-    >>> found = FAMILIES[-1].match(model, x)
+    >>> found = family_named("poisson").match(model, x)
     >>> found.family.name, found.conjugate, len(found.parameters)
     ('poisson', None, 1)
     """
@@ -592,6 +594,11 @@ def _pack_poisson(values, constants, shape):
     return {"mean": mean}, np.sqrt(mean)
 
 
+def _pack_uniform(values, constants, shape):
+    lower, upper = (np.broadcast_to(v, shape) for v in values)
+    return {"lower": lower, "upper": upper}, (upper - lower + 1) / np.sqrt(12.0)
+
+
 def _pack_gamma_poisson(values, constants, shape):
     # the rate integrated out: negative binomial with shape r and ratio e / b = e * scale
     r, ratio = np.broadcast_to(values[0], shape), np.broadcast_to(values[1] * constants["exposure"], shape)
@@ -642,6 +649,7 @@ FAMILIES: tuple[PriorFamily, ...] = (
     PriorFamily("multinomial", MULTINOMIAL, MultinomialRV, ("total", "prob"), _plain, _pack_multinomial),
     PriorFamily("binomial", BINOMIAL, BinomialRV, ("trials", "prob"), _plain, _pack_binomial),
     PriorFamily("poisson", POISSON, PoissonRV, ("mean",), _plain, _pack_poisson),
+    PriorFamily("discrete_uniform", UNIFORM, DiscreteUniformRV, ("lower", "upper"), _plain, _pack_uniform),
 )
 
 

@@ -52,6 +52,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import xarray as xr
+from pymc.distributions.discrete import DiscreteUniformRV
 from pymc.initial_point import make_initial_point_fn
 from pymc.logprob.transforms import LogOddsTransform, LogTransform
 from pymc.model.fgraph import fgraph_from_model, model_from_fgraph, model_potential
@@ -67,12 +68,14 @@ from pytensor.tensor.random.basic import (
 )
 from scipy import special
 
+from ..kernels.augmentation import CHILD_BINOMIAL, CHILD_NORMAL
 from ..kernels.resampling import draw_columns
 from ..kernels.windows import gamma_poisson_window_checked_draws, window_edge_mass
 from ..mechanisms import discrete_gaussian_log_normalizer
 from ..rng import root_seed
 from ._constants import graph_constant
-from .augmentation import no_latent_reason, privacy_latents
+from .augmentation import AugmentationWarning, no_latent_reason, privacy_latents
+from .children import affine_children
 from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
@@ -86,6 +89,7 @@ __all__ = [
     "INDEPENDENCE_SECONDS_PER_CELL",
     "INDEPENDENCE_SECONDS_PER_DRAW",
     "MARGINAL_SECONDS_PER_CELL",
+    "MARGINAL_SECONDS_PER_CHILD_CELL",
     "MARGINAL_SECONDS_PER_DRAW",
     "MAX_SUMMED_COUNT",
     "NUTPIE_COMPILE_SECONDS",
@@ -104,7 +108,7 @@ __all__ = [
 #: moves take the prior's ratios exactly (``ppdinfer.kernels.special.log_gamma_step``).
 MAX_SUMMED_COUNT = 1e8
 #: priors whose log pmf PyMC evaluates elementwise on a window (the families' latents, and NegBin)
-_SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV)
+_SUMMABLE_PRIORS = (PoissonRV, BinomialRV, NegBinomialRV, DiscreteUniformRV)
 #: noise distributions written as the release (their class, scale parameter, and what the noise is)
 _PLAIN_NOISE = (NormalRV, LaplaceRV, DiscreteLaplaceRV, DiscreteGaussianRV)
 
@@ -184,8 +188,14 @@ class SummedOut:
     tol: float
     start_bound: float = float("nan")
     widened: int | None = None
+    #: the names of x's other children summed with it (``ppdinfer.pymc.children``)
+    children: tuple = ()
     # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
     _top: object = field(repr=False, default=None)
+    # the smallest value of x's support per coordinate (None: 0): an edge there omits nothing
+    _bottom: object = field(repr=False, default=None)
+    # the other children's observed values by name (they leave the model with x, and return in observed_data)
+    _children_observed: object = field(repr=False, default=None)
     # what draw_latents reads: the window's log weights per coordinate, and the conjugate's parameters
     _weights: object = field(repr=False, default=None)
     _conjugate_draw: object = field(repr=False, default=None)
@@ -311,13 +321,17 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
 
 
 def _latent_window(x_rv, y, log_norm, rate, power, tol):
-    """(lo, width, half_width, bound, top): the noise's window of x around y, inside x's support, whose largest
-    value per coordinate is ``top`` (a binomial's n, else inf)."""
+    """(lo, width, half_width, bound, top, bottom): the noise's window of x around y, inside x's support, whose
+    largest value per coordinate is ``top`` (a binomial's n or a discrete uniform's upper end, else inf) and
+    smallest ``bottom`` (a discrete uniform's lower end, else 0)."""
     d = np.broadcast_to(window_half_width(log_norm, rate, power, tol), y.shape)
-    top = np.full(y.shape, np.inf)
+    top, bottom = np.full(y.shape, np.inf), np.zeros(y.shape)
     if isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
         top = np.broadcast_to(graph_constant(x_rv.owner.inputs[2], f"the number of trials n of {x_rv.name}"), y.shape)
-    lo, hi = _noise_window(y, d, top)
+    if isinstance(x_rv.owner.op, DiscreteUniformRV):  # both edges frozen: constants
+        lower, upper = (graph_constant(v, f"the bounds of {x_rv.name}") for v in x_rv.owner.inputs[2:4])
+        bottom, top = np.broadcast_to(lower, y.shape), np.broadcast_to(upper, y.shape)
+    lo, hi = _noise_window(y, d, top, bottom)
     if np.max(hi) > MAX_SUMMED_COUNT:
         raise ValueError(
             f"{x_rv.name}'s window reaches counts of {np.max(hi):.3g}: its terms' log pmfs (about k log k) are carried "
@@ -326,7 +340,7 @@ def _latent_window(x_rv, y, log_norm, rate, power, tol):
         )
     width = int(max(np.max(hi - lo + 1), 1))
     bound = float(np.max(_tail_bound(d, log_norm, rate, power)))
-    return lo.astype(np.int64), width, d, bound, top
+    return lo.astype(np.int64), width, d, bound, top, bottom
 
 
 def marginalize(
@@ -336,8 +350,10 @@ def marginalize(
 
     Each latent x of ``ppdinfer.pymc.augmentation.privacy_latents`` must have a Poisson, Binomial or
     NegativeBinomial prior (with ``conjugate``, a Gamma rate of a Poisson x or a Beta probability of a
-    binomial x, one per coordinate and read by x alone, is integrated out with it) and one child: a release of x
-    itself with additive noise of a constant scale. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
+    binomial x, one per coordinate and read by x alone, is integrated out with it) and one child that is a release of
+    x itself with additive noise of a constant scale; any other child must be an observed Poisson or Normal of mean
+    affine in x or a Binomial of n = x (:func:`ppdinfer.pymc.children.affine_children`), whose log density joins each
+    value's term in the window. Its release becomes ``pm.Potential(f"{y}_summed", ...)``:
 
     .. math::
 
@@ -395,26 +411,22 @@ def marginalize(
     for x_rv in latents:
         if isinstance(x_rv.owner.op, MultinomialRV) or not isinstance(x_rv.owner.op, _SUMMABLE_PRIORS):
             raise ValueError(
-                f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial "
-                "and NegativeBinomial latents can be summed out (a multinomial's cells are coupled by its total); "
+                f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial, "
+                "NegativeBinomial and DiscreteUniform latents can be summed out (a multinomial's cells are coupled by its total); "
                 "use method='augment'"
             )
         children = dependents(model, x_rv)
-        if len(children) != 1 or children[0] not in model.observed_RVs:
-            raise ValueError(
-                f"{x_rv.name} feeds {[c.name for c in children]}: it can be summed out only where its one child is "
-                "its release; use method='augment'"
-            )
-        release = children[0]
+        release, others = _release_and_others(model, x_rv, children)
         loglik, y, log_norm, rate, power = _noise(model, x_rv, release)
         if y.shape != rv_shape(x_rv):
             raise ValueError(f"{release.name} has shape {y.shape} but {x_rv.name} has another shape")
         found = latent_family(model, x_rv, collapse=True) if conjugate else None
         if found is not None and not found.family.collapsed:
             found = None
-        lo, width, d, bound, top = _latent_window(x_rv, y, log_norm, rate, power, tol)
-        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top))
-        removed |= {x_rv, release} | ({found.conjugate} if found is not None else set())
+        lo, width, d, bound, top, bottom = _latent_window(x_rv, y, log_norm, rate, power, tol)
+        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others), bottom))
+        removed |= {x_rv, release} | {child.child for child in others}
+        removed |= {found.conjugate} if found is not None else set()
     for det in model.deterministics:
         reads = removed & set(ancestors([det], blockers=set(model.basic_RVs) - removed))
         if reads:
@@ -438,6 +450,53 @@ class _Plan(NamedTuple):
     d: np.ndarray
     bound: float
     top: np.ndarray
+    children: tuple = ()  # x's other children (``AffineChild``), summed with it
+    bottom: object = 0.0  # the smallest value of x's support per coordinate (a discrete uniform's lower end)
+
+
+def _release_and_others(model, x_rv, children):
+    """(x's release, its other children as ``AffineChild`` records): the release is the child whose noise
+    :func:`_noise` reads; every other child must be an observed Poisson or Normal of mean affine in x or a Binomial
+    of n = x (``ppdinfer.pymc.children.affine_children``), else a ValueError."""
+    if not children or any(c not in model.observed_RVs for c in children):
+        raise ValueError(
+            f"{x_rv.name} feeds {[c.name for c in children]}: it can be summed out only where its children are "
+            "observed; use method='augment'"
+        )
+    if len(children) == 1:
+        return children[0], []
+    for release in children:
+        try:
+            _noise(model, x_rv, release)
+        except ValueError:
+            continue
+        found, why = affine_children(model, x_rv, [c for c in children if c is not release])
+        if found is None:
+            raise ValueError(
+                f"{x_rv.name} feeds {[c.name for c in children]}: besides its release {release.name}, its child "
+                f"{why}, so it cannot be summed out; use method='augment'"
+            )
+        return release, found
+    raise ValueError(
+        f"{x_rv.name} feeds {[c.name for c in children]}, none of them a release of {x_rv.name} itself with additive "
+        "noise: it cannot be summed out; use method='augment'"
+    )
+
+
+def _children_logp(children, grid, memo, free_rvs):
+    """The children's log densities at each value of the window's grid (width x x's shape), a graph of the fgraph's
+    variables (``memo``)."""
+    total = 0.0
+    for child in children:
+        a, b, c = graph_replace(list(child.rv_graphs), {rv: memo[rv] for rv in free_rvs}, strict=False)
+        observed = child.graphs[0]
+        if child.code == CHILD_BINOMIAL:
+            total = total + pm.logp(pm.Binomial.dist(n=grid, p=a), observed)
+        elif child.code == CHILD_NORMAL:
+            total = total + pm.logp(pm.Normal.dist(mu=a + b * grid, sigma=c), observed)
+        else:
+            total = total + pm.logp(pm.Poisson.dist(mu=a + b * grid), observed)
+    return total
 
 
 #: How far :func:`marginalize` looks past the noise's window for the posterior's mass at the start point (widths on
@@ -501,7 +560,7 @@ def _searched(plan: _Plan) -> _Plan:
     """``plan`` with its window extended ``_SEARCH_WIDTHS`` widths on each side (inside x's support, at most
     ``_SEARCH_CELLS`` cells)."""
     extra = min(_SEARCH_WIDTHS * plan.width, _SEARCH_CELLS // (2 * plan.lo.size))
-    lo = np.maximum(plan.lo - extra, 0)
+    lo = np.maximum(plan.lo - extra, plan.bottom)
     hi = np.minimum(plan.lo + plan.width - 1 + extra, plan.top)
     return plan._replace(lo=lo, width=int(np.max(hi - lo + 1)))
 
@@ -510,7 +569,7 @@ def _posterior_window(plan: _Plan, log_terms: list, tol: float) -> _Plan:
     """The window of ``plan`` (a searched one) cut down to the noise's window's values plus every value outside it
     that holds more than a hundredth of ``tol`` of x's posterior at one of the points (``log_terms``: one width x
     coordinates array per point)."""
-    lo, hi = _noise_window(plan.y, plan.d, plan.top)
+    lo, hi = _noise_window(plan.y, plan.d, plan.top, plan.bottom)
     for terms in log_terms:
         mass = np.exp(terms - special.logsumexp(terms, axis=0, keepdims=True))
         below, above = np.cumsum(mass, axis=0), np.cumsum(mass[::-1], axis=0)[::-1]
@@ -522,10 +581,10 @@ def _posterior_window(plan: _Plan, log_terms: list, tol: float) -> _Plan:
     return plan._replace(lo=lo.astype(np.int64), width=int(np.max(hi - lo + 1)))
 
 
-def _noise_window(y, d, top):
-    """(lo, hi): the values within d of y, inside the support 0, ..., top (at least ``top`` itself)."""
-    lo = np.minimum(np.maximum(np.ceil(y - d), 0), top)
-    return lo, np.minimum(np.floor(y + d), top)
+def _noise_window(y, d, top, bottom=0.0):
+    """(lo, hi): the values within d of y, inside the support bottom, ..., top (at least one value of it)."""
+    lo = np.minimum(np.maximum(np.ceil(y - d), bottom), top)
+    return lo, np.maximum(np.minimum(np.floor(y + d), top), lo)
 
 
 def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
@@ -539,7 +598,8 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
     summed = []
     drop = []
     potentials = []
-    for x_rv, release, found, loglik, y, lo, width, d, bound, top in plans:
+    for plan in plans:
+        x_rv, release, found, loglik, y, lo, width, d, bound, top = plan[:10]
         grid = lo[None] + np.arange(width).reshape((width,) + (1,) * lo.ndim)
         noise_logp = loglik(grid)  # a constant: the noise's scale and y are fixed
         x_fg = memo[x_rv].owner.inputs[0]
@@ -549,8 +609,10 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
             found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
         (cells, per_unit, constant), conjugate_draw, family, steps = _prior_logp(x_fg, found_fg, grid, conjugate)
         weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
+        if plan.children:  # x's other children, per value of x in the window
+            weights = weights + _children_logp(plan.children, pt.as_tensor_variable(grid), memo, model.free_RVs)
         window = None
-        if recurrence and steps is not None:
+        if recurrence and steps is not None and not plan.children:
             window_constant = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
             summed_window = gamma_poisson_window_logp(*steps, window_constant, lo)
             _, step, peak, _ = window_constants(window_constant, lo)
@@ -560,6 +622,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         potential = summed_window + pt.sum(pt.broadcast_to(per_unit, lo.shape))
         potentials.append(model_potential(potential, f"{release.name}_summed"))
         drop += [memo[x_rv], memo[release]] + ([memo[found.conjugate]] if found is not None else [])
+        drop += [memo[child.child] for child in plan.children]
         summed.append(
             (
                 SummedOut(
@@ -573,7 +636,12 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     half_width=d,
                     bound=bound,
                     tol=tol,
+                    children=tuple(child.name for child in plan.children),
+                    _children_observed={
+                        child.name: np.asarray(model.rvs_to_values[child.child].eval()) for child in plan.children
+                    },
                     _top=top,
+                    _bottom=np.broadcast_to(plan.bottom, lo.shape),
                 ),
                 weights,
                 conjugate_draw,
@@ -669,7 +737,12 @@ class MarginalModel:
     def seconds_per_draw(self) -> float:
         """The predicted seconds of one NUTS draw on the marginal model (``MARGINAL_SECONDS_PER_DRAW`` +
         ``MARGINAL_SECONDS_PER_CELL`` x cells)."""
-        return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells
+        return MARGINAL_SECONDS_PER_DRAW + MARGINAL_SECONDS_PER_CELL * self.cells + self.child_seconds()
+
+    def child_seconds(self) -> float:
+        """The predicted extra seconds per draw of the latents' other children: ``MARGINAL_SECONDS_PER_CHILD_CELL``
+        x cells x children, summed over the latents."""
+        return MARGINAL_SECONDS_PER_CHILD_CELL * sum(latent.cells * len(latent.children) for latent in self.latents)
 
     def log_terms(self, latent: SummedOut, values: dict) -> np.ndarray:
         """log p(x = k | theta) + log pi(y | k) over ``latent``'s window (width x coordinates, up to a constant per
@@ -713,7 +786,9 @@ class MarginalModel:
     @staticmethod
     def _edge_mass(latent: SummedOut, log_terms: np.ndarray) -> np.ndarray:
         """Per coordinate, the bound on the omitted mass relative to the kept mass of ``log_terms``."""
-        return window_edge_mass(log_terms, latent.lo.reshape(-1), np.asarray(latent._top, dtype=float).reshape(-1))
+        bottom = 0 if latent._bottom is None else np.asarray(latent._bottom, dtype=np.int64).reshape(-1)
+        lo, top = latent.lo.reshape(-1) - bottom, np.asarray(latent._top, dtype=float).reshape(-1) - bottom
+        return window_edge_mass(log_terms, lo, top)
 
     def draw_latents(self, idata, random_seed=None):
         """``idata`` with each summed-out latent x (and its conjugate variable) drawn exactly per posterior draw.
@@ -778,6 +853,12 @@ class MarginalModel:
             dims = latent.dims or tuple(f"{latent.release}_dim_{i}" for i in range(latent.lo.ndim))
             coords = {dim: np.asarray(self.original.coords[dim]) for dim in dims if dim in (self.original.coords or {})}
             observed[latent.release] = xr.DataArray(self.observed[latent.name], dims=dims, coords=coords)
+            for name, value in (latent._children_observed or {}).items():
+                dims = tuple(self.original.named_vars_to_dims.get(name, ()) or ()) or tuple(
+                    f"{name}_dim_{i}" for i in range(value.ndim)
+                )
+                coords = {d: np.asarray(self.original.coords[d]) for d in dims if d in (self.original.coords or {})}
+                observed[name] = xr.DataArray(value, dims=dims, coords=coords)
         idata["observed_data"] = xr.DataTree(observed)
         return idata
 
@@ -832,6 +913,10 @@ class MarginalModel:
 #: sigma 4.22: width 62) at 50, 200 and 800 hospitals, PyMC's NUTS, one chain at a time, 2 cores under load ~7.
 MARGINAL_SECONDS_PER_DRAW = 1.5e-3
 MARGINAL_SECONDS_PER_CELL = 5e-8
+#: The extra seconds per draw per window cell and per other child of the latent (a Poisson's log mean and its gradient
+#: through the parameters it reads, per cell): benchmarks/epidemiologist_pymc.py, 30 counties (22,000 cells, one child),
+#: 9 ms per NUTS draw against 2.6 ms predicted without it, 2 cores under load.
+MARGINAL_SECONDS_PER_CHILD_CELL = 3e-7
 #: The same for the independence sampler (1-2 transitions and the latents' exact draws per draw), hospital model at
 #: 50, 200 and 800 hospitals, load ~1: 16-22 ns per cell with the gamma-Poisson recurrence; 25 ns allows for the
 #: plain window sum (6.8 ns per cell and evaluation) of other families.
@@ -906,7 +991,7 @@ def choose_method(
     cells = marginal.cells
     units = sum(latent.units for latent in marginal.latents)
     if independence and independence_eligible(marginal.model, {}) is None:
-        t_marginal = INDEPENDENCE_SECONDS_PER_DRAW + INDEPENDENCE_SECONDS_PER_CELL * cells
+        t_marginal = INDEPENDENCE_SECONDS_PER_DRAW + INDEPENDENCE_SECONDS_PER_CELL * cells + marginal.child_seconds()
     else:
         t_marginal = marginal.seconds_per_draw()
     t_augment = AUGMENT_SECONDS_PER_STEP + AUGMENT_SECONDS_PER_SITE * sweeps * units
@@ -1090,20 +1175,27 @@ def sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_st
     if method == "marginalize":
         found, reason = marginalize(model, tol=tol, conjugate=conjugate, recurrence=recurrence), "method='marginalize'"
     else:
-        chosen, reason, found = choose_method(
-            model,
-            tol=tol,
-            conjugate=conjugate,
-            sweeps=sweeps,
-            recurrence=recurrence,
-            independence=marginal_step != "nuts" and not nuts_settings,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chosen, reason, found = choose_method(
+                model,
+                tol=tol,
+                conjugate=conjugate,
+                sweeps=sweeps,
+                recurrence=recurrence,
+                independence=marginal_step != "nuts" and not nuts_settings,
+            )
+        for said in caught:  # the augmentation's steps say what they do not support themselves: once
+            if not (chosen == "augment" and issubclass(said.category, AugmentationWarning)):
+                warnings.warn_explicit(said.message, said.category, said.filename, said.lineno)
         if chosen == "augment":
             return None, reason
     collapsed = [latent for latent in found.latents if latent.conjugate is not None]
     independence = marginal_step != "nuts" and independence_eligible(found.model, kwargs) is None
     if collapsed and not independence and sum(latent.units for latent in collapsed) < COLLAPSE_MIN_UNITS:
-        found = marginalize(model, tol=tol, conjugate=False, recurrence=recurrence)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AugmentationWarning)  # said by the first summing out
+            found = marginalize(model, tol=tol, conjugate=False, recurrence=recurrence)
         reason += (
             f"; the conjugate {', '.join(latent.conjugate for latent in collapsed)} kept for NUTS (fewer than "
             f"{COLLAPSE_MIN_UNITS} coordinates)"
