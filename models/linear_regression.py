@@ -40,7 +40,12 @@ its posterior mean exceeds ``clip_tolerance``: there the approximation's statist
 
 PyMC twin (:meth:`LinearRegressionModel.to_pymc`): T is written non-centred, T = n m + L z with
 L L' = n V and z ~ N(0, I), so NUTS moves theta and the standardized statistics z; with a dense mass
-matrix (``init="jitter+adapt_full"``) it mixes without hand tuning. Without noise (``epsilon=None``) the
+matrix (``init="jitter+adapt_full"``) it mixes without hand tuning. By default (``parametrization=
+"joint"``) theta is the joint normal law of (x, y), mean mu ~ N(0, s) and an LKJ(2) Cholesky covariance
+with HalfNormal(s) standard deviations, and beta and sigma are its regression of y on x (deterministic):
+the statistics inform these moments almost directly, where the regression coordinates (beta, sigma) bend
+the posterior along sigma^2 + beta_1' Sigma_x beta_1 = Var(y). ``parametrization="regression"`` puts
+Normal(0, s) priors on beta and mu_x, HalfNormal(s) on sigma and the sds of x. Without noise (``epsilon=None``) the
 statistics are observed directly, T ~ N(n m, n V).
 
 References
@@ -191,8 +196,11 @@ class LinearRegressionModel:
     shares : array_like or None
         The shares of epsilon per statistic (summing to at most one); None: equal.
     prior_scale : float
-        Normal(0, prior_scale) priors on the coefficients and on mu_x; HalfNormal(prior_scale) on sigma
-        and on the standard deviations of x.
+        The priors' scale s (see ``parametrization``).
+    parametrization : {"joint", "regression"}
+        theta as the joint normal law of (x, y) (mean ~ N(0, s), LKJ(2) correlations, HalfNormal(s)
+        sds; beta and sigma derived), or as beta ~ N(0, s), sigma ~ HalfNormal(s), mu_x ~ N(0, s) and
+        the sds of x ~ HalfNormal(s).
 
     Examples
     --------
@@ -204,7 +212,10 @@ class LinearRegressionModel:
     [40.0, 60.0, 80.0, 240.0, 180.0]
     """
 
-    def __init__(self, n, x_bounds, y_bounds, epsilon, shares=None, prior_scale=10.0):
+    def __init__(self, n, x_bounds, y_bounds, epsilon, shares=None, prior_scale=10.0, parametrization="joint"):
+        if parametrization not in ("joint", "regression"):
+            raise ValueError(f"parametrization must be 'joint' or 'regression', got {parametrization!r}")
+        self.parametrization = parametrization
         self.n = positive_int(n, "n")
         self.x_bounds = finite_array(x_bounds, "x_bounds").reshape(-1, 2)
         self.y_bounds = finite_array(y_bounds, "y_bounds")
@@ -259,12 +270,14 @@ class LinearRegressionModel:
         out = _outside(mu_x, sd_x, self.x_bounds[:, 0], self.x_bounds[:, 1]).sum(axis=-1)
         return out + _outside(mean_y, sd_y, self.y_bounds[0], self.y_bounds[1])
 
-    def to_pymc(self, released, *, cov_x=None):
+    def to_pymc(self, released, *, mutable: bool = False):
         """The PyMC twin (non-centred statistics; see the module docstring).
 
-        Free variables: ``beta`` (intercept, slopes), ``sigma``, ``mu_x``, the x covariance (``sd_x`` for
-        d = 1, ``chol_x`` an LKJ Cholesky factor otherwise) and ``z`` (the standardized statistics; absent
-        without noise).
+        Free variables: ``mu`` and ``chol`` (the joint law of (x, y); ``beta``, ``sigma``, ``mu_x`` are
+        deterministic), or with ``parametrization="regression"`` ``beta`` (intercept, slopes), ``sigma``,
+        ``mu_x``, the x covariance (``sd_x`` for d = 1, ``chol_x`` an LKJ Cholesky factor otherwise); and
+        ``z`` (the standardized statistics; absent without noise). ``mutable=True`` holds the release in ``pm.Data("released")``, so that one model
+        is refitted to new releases by ``pm.set_data({"released": new})``.
 
         Examples
         --------
@@ -272,6 +285,9 @@ class LinearRegressionModel:
         >>> model = linear_regression.model(n=500, epsilon=1.0)
         >>> twin = model.to_pymc([0.0, 250.0, 500.0, 500.0, 1200.0])
         >>> [v.name for v in twin.free_RVs]
+        ['mu', 'chol', 'z']
+        >>> regression = linear_regression.model(n=500, epsilon=1.0, parametrization="regression")
+        >>> [v.name for v in regression.to_pymc([0.0, 250.0, 500.0, 500.0, 1200.0]).free_RVs]
         ['beta', 'sigma', 'mu_x', 'sd_x', 'z']
         """
         import pymc as pm
@@ -286,29 +302,51 @@ class LinearRegressionModel:
                 "coef": ["intercept"] + [f"x{j}" for j in range(self.d)],
                 "covariate": [f"x{j}" for j in range(self.d)],
                 "statistic": list(self.names),
+                "variable": [f"x{j}" for j in range(self.d)] + ["y"],
             }
         ) as twin:
-            beta = pm.Normal("beta", 0.0, scale, dims="coef")
-            sigma = pm.HalfNormal("sigma", scale)
-            mu_x = pm.Normal("mu_x", 0.0, scale, dims="covariate")
-            if self.d == 1:
-                sd_x = pm.HalfNormal("sd_x", scale, dims="covariate")
-                cov = pt.reshape(sd_x**2, (1, 1))
+            if self.parametrization == "joint":
+                beta, sigma, mu_x, cov = self._joint_prior(pm, pt)
             else:
-                chol, _, _ = pm.LKJCholeskyCov(
-                    "chol_x", n=self.d, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=self.d), compute_corr=True
-                )
-                cov = pt.specify_shape(pt.dot(chol, chol.T), (self.d, self.d))
+                beta = pm.Normal("beta", 0.0, scale, dims="coef")
+                sigma = pm.HalfNormal("sigma", scale)
+                mu_x = pm.Normal("mu_x", 0.0, scale, dims="covariate")
+                if self.d == 1:
+                    sd_x = pm.HalfNormal("sd_x", scale, dims="covariate")
+                    cov = pt.reshape(sd_x**2, (1, 1))
+                else:
+                    chol, _, _ = pm.LKJCholeskyCov(
+                        "chol_x", n=self.d, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=self.d), compute_corr=True
+                    )
+                    cov = pt.specify_shape(pt.dot(chol, chol.T), (self.d, self.d))
             m, V = record_moments(beta, sigma, mu_x, cov)
             mean = self.n * m
             factor = pt.linalg.cholesky(self.n * V + 1e-9 * pt.eye(len(self.names)))
+            observed = pm.Data("released", released, dims="statistic") if mutable else released
             if self.mechanism is None:
-                pm.MvNormal("s", mu=mean, chol=factor, observed=released, dims="statistic")
+                pm.MvNormal("s", mu=mean, chol=factor, observed=observed, dims="statistic")
             else:
                 z = pm.Normal("z", 0.0, 1.0, dims="statistic")
                 exact = pm.Deterministic("T", mean + pt.dot(factor, z), dims="statistic")
-                pm.Laplace("s", mu=exact, b=self.noise_scale, observed=released, dims="statistic")
+                pm.Laplace("s", mu=exact, b=self.noise_scale, observed=observed, dims="statistic")
         return twin
+
+    def _joint_prior(self, pm, pt):
+        """(x, y) jointly normal: mu ~ N(0, scale), an LKJ(2) Cholesky covariance with HalfNormal(scale) sds;
+        beta and sigma are its regression of y on x (deterministic)."""
+        d, scale = self.d, self.prior_scale
+        mu = pm.Normal("mu", 0.0, scale, dims="variable")
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=d + 1, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=d + 1), compute_corr=True
+        )
+        cov_w = pt.specify_shape(pt.dot(chol, chol.T), (d + 1, d + 1))
+        cov_x, cov_xy = cov_w[:d, :d], cov_w[:d, d]
+        slopes = cov_xy / cov_x[0, 0] if d == 1 else pt.linalg.solve(cov_x, cov_xy, assume_a="pos")
+        intercept = mu[d] - pt.dot(mu[:d], slopes)
+        beta = pm.Deterministic("beta", pt.concatenate([pt.reshape(intercept, (1,)), slopes]), dims="coef")
+        sigma = pm.Deterministic("sigma", pt.sqrt(cov_w[d, d] - pt.dot(cov_xy, slopes)))
+        mu_x = pm.Deterministic("mu_x", mu[:d], dims="covariate")
+        return beta, sigma, mu_x, cov_x
 
     def fit(self, released, *, draws=1000, tune=1000, chains=2, random_seed=None, clip_tolerance=1e-3, **kwargs):
         """NUTS on the twin with a dense mass matrix; checks clipping at every draw (``ClippingWarning``).
@@ -351,6 +389,11 @@ class LinearRegressionModel:
         True
         """
         post = fit["posterior"]
+        if "chol_stds" in post:  # the joint parametrization: every coordinate's margin at once
+            mean, sd = post["mu"].values, post["chol_stds"].values
+            bounds = np.vstack([self.x_bounds, self.y_bounds])
+            fraction = float(np.mean(_outside(mean, sd, bounds[:, 0], bounds[:, 1]).sum(axis=-1)))
+            return self._warn_clipping(fit, fraction, clip_tolerance)
         beta = post["beta"].values
         sigma = post["sigma"].values
         mu_x = post["mu_x"].values
@@ -360,13 +403,17 @@ class LinearRegressionModel:
             sd, corr = post["chol_x_stds"].values, post["chol_x_corr"].values
             cov_x = sd[..., :, None] * corr * sd[..., None, :]
         fraction = float(np.mean(self.clipped_fraction(beta, sigma, mu_x, cov_x)))
+        return self._warn_clipping(fit, fraction, clip_tolerance)
+
+    @staticmethod
+    def _warn_clipping(fit, fraction, clip_tolerance):
         fit.attrs["clipped_fraction"] = fraction
         if fraction > clip_tolerance:
             warnings.warn(
                 f"up to {fraction:.3g} of the records are clipped at the posterior (tolerance {clip_tolerance:g}): "
                 "the normal approximation's moments ignore clipping and are biased there; widen the box",
                 ClippingWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return fraction
 
@@ -382,7 +429,15 @@ def _outside(mean, sd, lower, upper):
     return stats.norm.cdf((lower - mean) / sd) + stats.norm.sf((upper - mean) / sd)
 
 
-def model(n=2000, epsilon=1.0, x_bounds=((-4.0, 4.0),), y_bounds=(-6.0, 6.0), shares=None, prior_scale=10.0):
+def model(
+    n=2000,
+    epsilon=1.0,
+    x_bounds=((-4.0, 4.0),),
+    y_bounds=(-6.0, 6.0),
+    shares=None,
+    prior_scale=10.0,
+    parametrization="joint",
+):
     """The regression model for ``n`` records with one covariate by default, x in [-4, 4], y in [-6, 6].
 
     Examples
@@ -392,7 +447,9 @@ def model(n=2000, epsilon=1.0, x_bounds=((-4.0, 4.0),), y_bounds=(-6.0, 6.0), sh
     >>> model.d, len(model.names), model.sensitivity.per_statistic[1:].tolist()
     (1, 5, [8.0, 12.0, 16.0, 48.0, 36.0])
     """
-    return LinearRegressionModel(n, x_bounds, y_bounds, epsilon, shares=shares, prior_scale=prior_scale)
+    return LinearRegressionModel(
+        n, x_bounds, y_bounds, epsilon, shares=shares, prior_scale=prior_scale, parametrization=parametrization
+    )
 
 
 def public_information(n, x_bounds, y_bounds) -> dict:

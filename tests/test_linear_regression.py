@@ -75,27 +75,21 @@ def test_no_noise_posterior_matches_conjugate():
     assert fit.attrs["clipped_fraction"] < 1e-3
 
 
-def _posterior(beta, sigma, mu_x, sd_x):
-    dims = ("chain", "draw")
-    return xr.DataTree.from_dict(
-        {
-            "posterior": xr.Dataset(
-                {
-                    "beta": (dims + ("coef",), np.broadcast_to(beta, (1, 4, 2))),
-                    "sigma": (dims, np.full((1, 4), sigma)),
-                    "mu_x": (dims + ("covariate",), np.full((1, 4, 1), mu_x)),
-                    "sd_x": (dims + ("covariate",), np.full((1, 4, 1), sd_x)),
-                }
-            )
-        }
-    )
+def _posterior(mean, sd):
+    dims = ("chain", "draw", "variable")
+    ds = xr.Dataset({"mu": (dims, np.full((1, 4, 2), mean)), "chol_stds": (dims, np.full((1, 4, 2), sd))})
+    return xr.DataTree.from_dict({"posterior": ds})
 
 
 def test_clipping_check_warns_where_the_box_clips():
     model = lr.model(n=100, epsilon=1.0)  # x in [-4, 4], y in [-6, 6]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert model.check_clipping(_posterior([0.5, 1.0], 1.0, 0.0, 1.0)) < 1e-3
+        assert model.check_clipping(_posterior([0.0, 0.5], [1.0, 1.5])) < 1e-3
     with pytest.warns(lr.ClippingWarning, match="clipped"):
-        fraction = model.check_clipping(_posterior([0.5, 1.0], 1.0, 0.0, 2.0))  # P(|x| > 4) ~ 0.046
+        fraction = model.check_clipping(_posterior([0.0, 0.5], [2.0, 1.5]))  # P(|x| > 4) ~ 0.046
     assert 0.04 < fraction < 0.1
+    # the regression parametrization's bound: the same margins through beta, sigma and x's law
+    regression = lr.model(n=100, epsilon=1.0, parametrization="regression")
+    assert regression.clipped_fraction([0.5, 1.0], np.sqrt(1.25), [0.0], [[1.0]]) < 1e-3
+    assert 0.04 < regression.clipped_fraction([0.5, 0.0], 1.5, [0.0], [[4.0]]) < 0.1
