@@ -10,9 +10,9 @@ with an intercept,
 
 that is sum(x), sum(y), X'X, X'y and y'y (n is public under ``"replace"`` neighbours), each coordinate
 with its own Laplace noise: s_i = T_i + Laplace(Delta_i / epsilon), Delta_i = s_i^{(1)} / w_i where
-s_i^{(1)} is the exact sensitivity of T_i (:func:`ppdinfer.privacy.sufficient_statistics.
-regression_sensitivity`) and the shares w_i of epsilon sum to one (equal by default), so the whole
-release is epsilon-DP.
+s_i^{(1)} is the exact sensitivity of T_i
+(:func:`~ppdinfer.privacy.sufficient_statistics.regression_sensitivity`) and the shares w_i of epsilon
+sum to one (equal by default), so the whole release is epsilon-DP.
 
 The model (Bernstein & Sheldon's noise-aware regression):
 
@@ -48,11 +48,9 @@ the posterior along sigma^2 + beta_1' Sigma_x beta_1 = Var(y). ``parametrization
 Normal(0, s) priors on beta and mu_x, HalfNormal(s) on sigma and the sds of x. Without noise (``epsilon=None``) the
 statistics are observed directly, T ~ N(n m, n V).
 
-References
-----------
-.. [1] G. Bernstein and D. Sheldon, "Differentially private Bayesian linear regression," NeurIPS, 2019.
-.. [2] N. Ju, J. Awan, R. Gong and V. Rao, "Data augmentation MCMC for Bayesian inference from
-    privatized data," NeurIPS, 2022.
+Sources: G. Bernstein and D. Sheldon, "Differentially private Bayesian linear regression," NeurIPS 2019 (the
+noise-aware model); N. Ju, J. Awan, R. Gong and V. Rao, "Data augmentation MCMC for Bayesian inference from
+privatized data," NeurIPS 2022 (the same task, records as latents).
 """
 
 from __future__ import annotations
@@ -79,7 +77,14 @@ __all__ = [
 
 
 class ClippingWarning(UserWarning):
-    """Clipping touches more records than the normal approximation's moments allow for."""
+    """Clipping touches more records than the normal approximation's moments allow for.
+
+    Examples
+    --------
+    >>> from ppdinfer.models.linear_regression import ClippingWarning
+    >>> issubclass(ClippingWarning, UserWarning)
+    True
+    """
 
 
 def _pairs(d: int) -> list[tuple[int, int]]:
