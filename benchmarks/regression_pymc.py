@@ -115,6 +115,63 @@ def coverage(model, replicates, tune, draws, seed):
         print(f"  {key:9s} {p:.3f} +- {np.sqrt(0.9 * 0.1 / replicates):.3f} (binomial se at 0.9)")
 
 
+def record_level_model(model, released) -> pm.Model:
+    """The exact model: the records as latents (non-centred, the twin's joint prior), clipped, summed, Laplace."""
+    d, scale = model.d, model.prior_scale
+    with pm.Model() as exact:
+        mu = pm.Normal("mu", 0.0, scale, shape=d + 1)
+        chol, _, _ = pm.LKJCholeskyCov("chol", n=d + 1, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=d + 1))
+        e = pm.Normal("e", 0.0, 1.0, shape=(model.n, d + 1))
+        w = mu + pt.dot(e, chol.T)
+        bounds = np.vstack([model.x_bounds, model.y_bounds])
+        w = pt.clip(w, bounds[:, 0], bounds[:, 1])
+        w = pt.concatenate([pt.ones((model.n, 1)), w], axis=1)
+        pairs = np.array(lr._pairs(d))
+        T = (w[:, pairs[:, 0]] * w[:, pairs[:, 1]]).sum(axis=0)
+        cov = pt.dot(chol, chol.T)
+        slope = cov[0, 1] / cov[0, 0]
+        pm.Deterministic("beta", pt.stack([mu[1] - mu[0] * slope, slope]))
+        pm.Deterministic("sigma", pt.sqrt(cov[1, 1] - cov[0, 1] * slope))
+        pm.Laplace("s", mu=T, b=model.noise_scale, observed=released)
+    return exact
+
+
+def exact_comparison(sizes, seed, tune, draws):
+    """Posterior of (beta, sigma) under the normal approximation against the record-level model, one release."""
+    print("normal approximation against the record-level posterior (one release each; 2 chains):")
+    for n in sizes:
+        model = lr.model(n=n, epsilon=1.0)
+        released = release(model, seed + n)
+        approx = model.fit(released, draws=draws, tune=tune, chains=2, cores=1, random_seed=seed)
+        start = time.perf_counter()
+        with record_level_model(model, released), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exact = pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=2,
+                cores=1,
+                random_seed=seed,
+                init="jitter+adapt_full",
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+        seconds = time.perf_counter() - start
+        rows = []
+        for name, index in [("intercept", 0), ("slope", 1), ("sigma", None)]:
+            a, b = (f["posterior"][name if index is None else "beta"].values for f in (approx, exact))
+            if index is not None:
+                a, b = a[..., index], b[..., index]
+            rows.append(f"{name} {a.mean():.3f}/{b.mean():.3f} sd {a.std():.3f}/{b.std():.3f}")
+        ess = az.ess(exact, var_names=["beta"], method="bulk")["beta"].values.min()
+        rhat = float(az.rhat(exact, var_names=["beta"])["beta"].max())
+        print(
+            f"  n = {n:5d} (approximation/exact): "
+            + "; ".join(rows)
+            + f"  [exact: {seconds:.0f} s, min ESS {ess:.0f}, R-hat {rhat:.3f}]"
+        )
+
+
 def approximation_error(sizes, replicates, seed):
     """The normal approximation of T | theta against T's exact law (clipped records, Monte Carlo).
 
@@ -164,7 +221,11 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="*", default=[50, 200, 2000])
     parser.add_argument("--law-replicates", type=int, default=4000)
     parser.add_argument("--only-law", action="store_true", help="only the approximation's error")
+    parser.add_argument("--exact-sizes", type=int, nargs="*", default=[])
     args = parser.parse_args()
+    if args.exact_sizes:
+        exact_comparison(args.exact_sizes, args.seed, args.rep_tune, args.rep_draws)
+        return
     if args.sizes and args.law_replicates:
         approximation_error(args.sizes, args.law_replicates, args.seed)
     if args.only_law:
