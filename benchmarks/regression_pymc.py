@@ -136,11 +136,11 @@ def record_level_model(model, released) -> pm.Model:
     return exact
 
 
-def exact_comparison(sizes, seed, tune, draws):
+def exact_comparison(sizes, seed, tune, draws, epsilon):
     """Posterior of (beta, sigma) under the normal approximation against the record-level model, one release."""
-    print("normal approximation against the record-level posterior (one release each; 2 chains):")
+    print(f"normal approximation against the record-level posterior (epsilon {epsilon}, one release each; 2 chains):")
     for n in sizes:
-        model = lr.model(n=n, epsilon=1.0)
+        model = lr.model(n=n, epsilon=epsilon)
         released = release(model, seed + n)
         approx = model.fit(released, draws=draws, tune=tune, chains=2, cores=1, random_seed=seed)
         start = time.perf_counter()
@@ -222,9 +222,10 @@ def main():
     parser.add_argument("--law-replicates", type=int, default=4000)
     parser.add_argument("--only-law", action="store_true", help="only the approximation's error")
     parser.add_argument("--exact-sizes", type=int, nargs="*", default=[])
+    parser.add_argument("--exact-epsilon", type=float, default=10.0)
     args = parser.parse_args()
     if args.exact_sizes:
-        exact_comparison(args.exact_sizes, args.seed, args.rep_tune, args.rep_draws)
+        exact_comparison(args.exact_sizes, args.seed, args.rep_tune, args.rep_draws, args.exact_epsilon)
         return
     if args.sizes and args.law_replicates:
         approximation_error(args.sizes, args.law_replicates, args.seed)
