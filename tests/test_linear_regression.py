@@ -93,3 +93,18 @@ def test_clipping_check_warns_where_the_box_clips():
     regression = lr.model(n=100, epsilon=1.0, parametrization="regression")
     assert regression.clipped_fraction([0.5, 1.0], np.sqrt(1.25), [0.0], [[1.0]]) < 1e-3
     assert 0.04 < regression.clipped_fraction([0.5, 0.0], 1.5, [0.0], [[4.0]]) < 0.1
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ValueError, match="shares"):
+        lr.model(n=10, shares=[0.5, 0.5, 0.5, 0.1, 0.1])
+    with pytest.raises(ValueError, match="parametrization"):
+        lr.model(n=10, parametrization="centred")
+    model = lr.model(n=10, epsilon=1.0)
+    with pytest.raises(ValueError, match="released"):
+        model.to_pymc([1.0, 2.0])
+    with pytest.raises(ValueError, match="records"):
+        model.release(np.zeros((3, 1)), np.zeros(3))
+    shares = np.array([0.1, 0.1, 0.2, 0.3, 0.3])
+    weighted = lr.model(n=10, epsilon=2.0, shares=shares)
+    np.testing.assert_allclose(weighted.noise_scale, weighted.sensitivity.per_statistic[1:] / shares / 2.0)
