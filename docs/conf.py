@@ -93,6 +93,7 @@ ppd_public_modules = [
     "ppdinfer.models.beta_binomial",
     "ppdinfer.models.congenial_counts",
     "ppdinfer.models.county_counts",
+    "ppdinfer.models.linear_regression",
     "ppdinfer.models.property_secret",
     "ppdinfer.models.pufferfish_secret",
     "ppdinfer.models.semidp_table",

@@ -5,6 +5,8 @@
   congenial mechanism (noise conditioned on the invariants; no PyMC twin).
 - :mod:`~ppdinfer.models.county_counts`: county counts given a public total, with a Dirichlet
   prior centred on last month's public counts.
+- :mod:`~ppdinfer.models.linear_regression`: linear regression from Laplace-noised sufficient statistics
+  (sum x, sum y, X'X, X'y, y'y), their normal approximation given theta, fitted by NUTS.
 - :mod:`~ppdinfer.models.property_secret`: a global property of a dataset as the secret (distribution
   privacy): the attacker's posterior over candidate values, in closed form and by the samplers.
 - :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
@@ -19,6 +21,7 @@ from . import (
     beta_binomial,
     congenial_counts,
     county_counts,
+    linear_regression,
     property_secret,
     pufferfish_secret,
     semidp_table,
@@ -29,6 +32,7 @@ __all__ = [
     "beta_binomial",
     "congenial_counts",
     "county_counts",
+    "linear_regression",
     "property_secret",
     "pufferfish_secret",
     "semidp_table",
