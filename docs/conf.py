@@ -96,6 +96,7 @@ ppd_public_modules = [
     "ppdinfer.models.linear_regression",
     "ppdinfer.models.property_secret",
     "ppdinfer.models.pufferfish_secret",
+    "ppdinfer.models.regression_records",
     "ppdinfer.models.semidp_table",
     "ppdinfer.models.table_2x2",
 ]

@@ -12,7 +12,7 @@ themselves (x_r, y_r), unclipped, and its target is the exact posterior
 T the statistics of the clipped records. A Gibbs sweep
 
 - redraws each record from its model given theta and accepts with the Laplace likelihood ratio (the prior
-  proposal of Ju, Awan, Gong & Rao 2022; compiled, :func:`ppdinfer.kernels.regression_records.record_pass`), and
+  proposal of Ju, Awan, Gong & Rao 2022; compiled, ``ppdinfer.kernels.regression_records.record_pass``), and
 - draws theta given the records: the coefficients given sigma and mu_x given sigma_x exactly (normal priors), the
   two scales by an independence Metropolis-Hastings step from their conditional without the HalfNormal prior (a
   gamma in 1 / scale^2; the prior's ratio accepts).
