@@ -374,6 +374,9 @@ class LinearRegressionModel:
         kwargs.setdefault("compute_convergence_checks", False)
         with self.to_pymc(released), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
+            # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which
+            # reads its BLAS flags and warns where a pip install has none; it runs once per chain, BLAS or not
+            warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
             fit = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, **kwargs)
         self.check_clipping(fit, clip_tolerance)
         return fit

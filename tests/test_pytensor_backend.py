@@ -28,6 +28,10 @@ with pm.Model() as model:
     pm.Normal("z", pm.math.dot(np.ones((50, 4)), beta), 1.0, observed=np.zeros(50))
     tree = ppm.sample(draws=30, tune=30, chains=1, random_seed=1, progressbar=False)
 print("method", tree.posterior.attrs["ppdinfer_method"])
+from ppdinfer.models import linear_regression as lr
+regression = lr.model(n=200, epsilon=1.0)  # an LKJ prior: PyMC's initial point compiles a scan on the C linker
+x, y = lr.synthetic_records(200, random_seed=0)
+regression.fit(regression.release(x, y, random_seed=1), draws=20, tune=20, chains=1, random_seed=1)
 """
 
 
