@@ -673,6 +673,8 @@ class PrivacyAugmentation(BlockedStep):
         # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
         rows = list(np.ndindex(x.shape[:-1])) if pairs else [Ellipsis]
         counts = np.zeros((2, 3))
+        if self.compiled and self._children is not None:  # free of x: once per step, not per row
+            codes, observed, a, b, c = self._children(point)
         for row in rows:
             cells = x[row].reshape(-1)  # a copy of the row, written back below
             params_row = np.ascontiguousarray(params[row], dtype=float).reshape(cells.size, -1)
@@ -681,21 +683,12 @@ class PrivacyAugmentation(BlockedStep):
                 for values in (scale[row], np.zeros(0) if centre is None else centre[row])
             )
             seed = int(self.rng.integers(2**31))
+            if self.compiled:  # y, then the moves' centres: the same row
+                common = (self.kind, cells, centre_row, params_row, likelihood.rate, likelihood.power,
+                          likelihood.norm, scale_row, centre_row, self.frequency, self.sweeps, seed)  # fmt: skip
             if self.compiled and self._children is not None:
-                codes, observed, a, b, c = self._children(point)
                 counts += child_sweeps(
-                    self.kind,
-                    cells,
-                    centre_row,
-                    params_row,
-                    likelihood.rate,
-                    likelihood.power,
-                    likelihood.norm,
-                    scale_row,
-                    centre_row,
-                    self.frequency,
-                    self.sweeps,
-                    seed,
+                    *common,
                     codes,
                     *(
                         np.ascontiguousarray(
@@ -705,20 +698,7 @@ class PrivacyAugmentation(BlockedStep):
                     ),
                 )
             elif self.compiled:
-                counts += augmentation_sweeps(
-                    self.kind,
-                    cells,
-                    centre_row,  # y
-                    params_row,
-                    likelihood.rate,
-                    likelihood.power,
-                    likelihood.norm,
-                    scale_row,
-                    centre_row,
-                    self.frequency,
-                    self.sweeps,
-                    seed,
-                )
+                counts += augmentation_sweeps(*common)
             else:
                 loglik = self._row_likelihood(point, x, row)
                 if loglik(cells) == -np.inf:

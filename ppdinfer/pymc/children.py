@@ -23,6 +23,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BinomialRV, NormalRV, PoissonRV
 
 from ..kernels.augmentation import CHILD_BINOMIAL, CHILD_NORMAL, CHILD_POISSON
+from ._constants import NotConstantError, graph_constant
 from .families import rv_shape
 
 
@@ -92,11 +93,12 @@ def affine_children(model: pm.Model, x_rv, children: list):
         if not isinstance(op, PoissonRV | BinomialRV | NormalRV):
             return None, f"{child.name} is a {type(op).__name__}, not a Poisson, Binomial or Normal"
         observed = model.rvs_to_values[child]
-        try:
-            if tuple(np.shape(observed.eval())) != tuple(shape):
-                return None, f"{child.name} does not have {x_rv.name}'s shape {tuple(shape)}"
-        except Exception:
+        try:  # a graph with a random variable among its ancestors would evaluate to one prior draw
+            observed_value = graph_constant(observed, f"{child.name}'s observed value")
+        except NotConstantError:
             return None, f"{child.name}'s observed value is not a constant"
+        if observed_value.shape != tuple(shape):
+            return None, f"{child.name} does not have {x_rv.name}'s shape {tuple(shape)}"
         params = child.owner.inputs[2:]
         zeros = pt.zeros(tuple(shape), dtype=x_rv.dtype)
         ones = pt.ones(tuple(shape), dtype=x_rv.dtype)

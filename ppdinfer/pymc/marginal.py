@@ -150,6 +150,12 @@ def window_half_width(log_norm, rate, power: int, tol: float = 1e-12) -> np.ndar
     raise ValueError(f"no window bounds the noise's tail below tol = {tol}")
 
 
+def _observed_constant(model, child) -> np.ndarray:
+    """A child's observed value in its own dtype (``graph_constant``: refused where it is not a constant)."""
+    value = model.rvs_to_values[child]
+    return graph_constant(value, f"{child.name}'s observed value").astype(value.dtype)
+
+
 @dataclass(frozen=True)
 class SummedOut:
     """One latent x summed out of a model: its window and the bound on the omitted mass.
@@ -637,9 +643,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     bound=bound,
                     tol=tol,
                     children=tuple(child.name for child in plan.children),
-                    _children_observed={
-                        child.name: np.asarray(model.rvs_to_values[child.child].eval()) for child in plan.children
-                    },
+                    _children_observed={child.name: _observed_constant(model, child.child) for child in plan.children},
                     _top=top,
                     _bottom=np.broadcast_to(plan.bottom, lo.shape),
                 ),
