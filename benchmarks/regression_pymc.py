@@ -37,6 +37,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from scipy import stats
 
 from ppdinfer.models import linear_regression as lr
 
@@ -84,6 +85,7 @@ def report(name, fit, wall):
 def coverage(model, replicates, tune, draws, seed):
     twin = model.to_pymc(release(model, seed), mutable=True)
     hits = {"intercept": [], "slope": [], "sigma": []}
+    pit = {key: [] for key in hits}  # the posterior CDF at the truth: uniform over releases if calibrated
     start = time.perf_counter()
     for r in range(replicates):
         with twin:
@@ -108,11 +110,17 @@ def coverage(model, replicates, tune, draws, seed):
         ]:
             lo, hi = np.quantile(values, [0.05, 0.95])
             hits[key].append(lo <= truth <= hi)
+            pit[key].append(float(np.mean(values < truth)))
     elapsed = time.perf_counter() - start
     print(f"coverage of 90% intervals over {replicates} replicate releases ({elapsed:.0f} s):")
     for key, h in hits.items():
         p = np.mean(h)
-        print(f"  {key:9s} {p:.3f} +- {np.sqrt(0.9 * 0.1 / replicates):.3f} (binomial se at 0.9)")
+        u = np.array(pit[key])
+        ks = stats.kstest(u, "uniform").pvalue
+        print(
+            f"  {key:9s} {p:.3f} +- {np.sqrt(0.9 * 0.1 / replicates):.3f} (binomial se at 0.9); posterior CDF at the "
+            f"truth: mean {u.mean():.3f}, sd {u.std():.3f} (uniform: 0.500, 0.289), KS p {ks:.2g}"
+        )
 
 
 def record_level_model(model, released) -> pm.Model:

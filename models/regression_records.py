@@ -1,4 +1,4 @@
-r"""Exact record-level data augmentation for :mod:`~ppdinfer.models.linear_regression` (one covariate).
+r"""Exact record-level data augmentation for :mod:`~ppdinfer.models.linear_regression` (d covariates).
 
 The normal approximation of :mod:`~ppdinfer.models.linear_regression` replaces the statistics' distribution given
 theta by a Gaussian and ignores clipping. This sampler makes neither approximation: its latents are the n records
@@ -6,19 +6,24 @@ themselves (x_r, y_r), unclipped, and its target is the exact posterior
 
 .. math::
 
-    \pi(\theta, x, y \mid s) \propto \pi(\theta) \prod_r N(x_r; \mu_x, \sigma_x^2)\, N(y_r; \beta_0 + \beta_1 x_r,
+    \pi(\theta, x, y \mid s) \propto \pi(\theta) \prod_r N(x_r; \mu_x, \Sigma_x)\, N(y_r; \beta_0 + x_r^\top \beta_1,
     \sigma^2) \prod_k \mathrm{Laplace}(s_k; T_k(x, y), b_k),
 
 T the statistics of the clipped records. A Gibbs sweep
 
 - redraws each record from its model given theta and accepts with the Laplace likelihood ratio (the prior
   proposal of Ju, Awan, Gong & Rao 2022; compiled, ``ppdinfer.kernels.regression_records.record_pass``), and
-- draws theta given the records: the coefficients given sigma and mu_x given sigma_x exactly (normal priors), the
-  two scales by an independence Metropolis-Hastings step from their conditional without the HalfNormal prior (a
-  gamma in 1 / scale^2; the prior's ratio accepts).
+- draws theta given the records: the coefficients given sigma and mu_x given Sigma_x exactly (normal priors), the
+  scales by an independence Metropolis-Hastings step from their conditional without the HalfNormal prior (a
+  gamma in 1 / scale^2; the prior's ratio accepts). For d > 1, Sigma_x likewise: proposed from its conditional
+  under the prior |Sigma_x|^(-d/2) (inverse-Wishart, n - 1 degrees of freedom, scale the centred records'
+  cross-products; for d = 1 the scales' proposal) and accepted with the ratio of the true prior to that one. With Sigma_x = D R D, D the sds, the
+  prior's density is prod_i HN(D_ii) LKJ_2(R) / (2^d prod_i D_ii^d) (the Jacobian of (D, R) -> Sigma_x), so
+  that ratio is prod_i HN(D_ii) det(R)^(1 + d/2).
 
 Its priors are those of the twin's ``"regression"`` parametrization: Normal(0, prior_scale) on the coefficients
-and on mu_x, HalfNormal(prior_scale) on sigma and sigma_x.
+and on mu_x, HalfNormal(prior_scale) on sigma and the sds of x, and for d > 1 an LKJ(2) prior on x's
+correlations.
 
 Each pass costs O(n), but theta moves by about its complete-data posterior's width, 1 / sqrt(n), per draw while
 the release's noise leaves it far wider, so the chain mixes ever more slowly as n grows (measured, n = 2,000,
@@ -30,11 +35,12 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from ..kernels.regression_records import record_pass
 from ..rng import as_generator
 from ..validation import finite_array, positive_int
-from .linear_regression import LinearRegressionModel, statistics
+from .linear_regression import LinearRegressionModel, _pairs, statistics
 
 __all__ = ["fit_records"]
 
@@ -47,33 +53,57 @@ def _scale_draw(rng, residual_ss, n, prior_scale, current):
     return tau**-0.5 if np.log(rng.random()) < log_ratio else current
 
 
+def _log_cov_weight(cov, prior_scale):
+    """log of the LKJ(2) x HalfNormal(prior_scale) prior density of a covariance over the inverse-Wishart proposal's
+    prior |cov|^(-d/2): sum_i log HN(sd_i) + (1 + d / 2) log det(corr), up to a constant (module docstring)."""
+    sd = np.sqrt(np.diag(cov))
+    corr = cov / np.outer(sd, sd)
+    return -0.5 * float((sd**2).sum()) / prior_scale**2 + (1.0 + 0.5 * len(sd)) * np.linalg.slogdet(corr)[1]
+
+
+def _cov_draw(rng, centred, prior_scale, current):
+    """An independence MH draw of x's covariance (d > 1) given the centred records: proposal inverse-Wishart with
+    n - 1 degrees of freedom and scale centred' centred, accepted with the ratio of :func:`_log_cov_weight`."""
+    proposal = np.atleast_2d(stats.invwishart.rvs(df=len(centred) - 1, scale=centred.T @ centred, random_state=rng))
+    log_ratio = _log_cov_weight(proposal, prior_scale) - _log_cov_weight(current, prior_scale)
+    return proposal if np.log(rng.random()) < log_ratio else current
+
+
 def _theta_step(rng, x, y, theta, prior_scale):
-    """theta = (intercept, slope, sigma, mu_x, sd_x) given the records, one Gibbs scan."""
-    n = x.size
-    _, _, sigma, mu, sd = theta
+    """theta = (beta, sigma, mu_x, cov_x) given the records (x of shape (n, d)), one Gibbs scan."""
+    n, d = x.shape
+    _, sigma, _, cov = theta
     design = np.column_stack([np.ones(n), x])
-    precision = design.T @ design / sigma**2 + np.eye(2) / prior_scale**2
+    precision = design.T @ design / sigma**2 + np.eye(d + 1) / prior_scale**2
     chol = np.linalg.cholesky(precision)
     mean = np.linalg.solve(precision, design.T @ y / sigma**2)
-    beta = mean + np.linalg.solve(chol.T, rng.standard_normal(2))
+    beta = mean + np.linalg.solve(chol.T, rng.standard_normal(d + 1))
     sigma = _scale_draw(rng, float(((y - design @ beta) ** 2).sum()), n, prior_scale, sigma)
-    precision = n / sd**2 + 1.0 / prior_scale**2
-    mu = x.sum() / sd**2 / precision + rng.standard_normal() / np.sqrt(precision)
-    sd = _scale_draw(rng, float(((x - mu) ** 2).sum()), n, prior_scale, sd)
-    return np.array([beta[0], beta[1], sigma, mu, sd])
+    inverse = np.linalg.inv(cov)
+    precision = n * inverse + np.eye(d) / prior_scale**2
+    chol = np.linalg.cholesky(precision)
+    mu = np.linalg.solve(precision, inverse @ x.sum(axis=0)) + np.linalg.solve(chol.T, rng.standard_normal(d))
+    if d == 1:
+        cov = np.array([[_scale_draw(rng, float(((x - mu) ** 2).sum()), n, prior_scale, np.sqrt(cov[0, 0])) ** 2]])
+    else:
+        cov = _cov_draw(rng, x - mu, prior_scale, cov)
+    return beta, sigma, mu, cov
 
 
 def _start(model, released, rng):
     """theta from the released statistics' moments (clamped to sensible values) and records drawn given it."""
-    n = model.n
-    mx, my = released[0] / n, released[1] / n
-    vx = max(released[2] / n - mx**2, 0.05)
-    slope = (released[3] / n - mx * my) / vx
-    slope = float(np.clip(slope, -5.0, 5.0))
-    vy = max(released[4] / n - my**2 - slope**2 * vx, 0.05)
-    theta = np.array([my - slope * mx, slope, np.sqrt(vy), mx, np.sqrt(vx)])
-    x = theta[3] + theta[4] * rng.standard_normal(n)
-    y = theta[0] + theta[1] * x + theta[2] * rng.standard_normal(n)
+    n, d = model.n, model.d
+    moments = np.eye(d + 2)  # E[w w'], w = (1, x, y), from the released sums
+    for value, (j, k) in zip(released / n, _pairs(d)):
+        moments[j, k] = moments[k, j] = value
+    mean, cov = moments[0, 1:], moments[1:, 1:] - np.outer(moments[0, 1:], moments[0, 1:])
+    values, vectors = np.linalg.eigh(cov[:d, :d])
+    cov_x = (vectors * np.maximum(values, 0.05)) @ vectors.T
+    slopes = np.clip(np.linalg.solve(cov_x, cov[:d, d]), -5.0, 5.0)
+    sigma = np.sqrt(max(cov[d, d] - slopes @ cov_x @ slopes, 0.05))
+    theta = (np.concatenate([[mean[d] - mean[:d] @ slopes], slopes]), sigma, mean[:d], cov_x)
+    x = rng.multivariate_normal(theta[2], cov_x, size=n)
+    y = theta[0][0] + x @ slopes + sigma * rng.standard_normal(n)
     return theta, x, y
 
 
@@ -85,7 +115,7 @@ def fit_records(
     Parameters
     ----------
     model : LinearRegressionModel
-        With one covariate and a noisy release (``epsilon`` not None).
+        With a noisy release (``epsilon`` not None).
     released : array_like
         The released statistics, in ``model.names``' order.
     draws, tune, chains : int
@@ -97,9 +127,9 @@ def fit_records(
     Returns
     -------
     xarray.DataTree
-        ``posterior`` with ``beta`` (coef: intercept, x0), ``sigma``, ``mu_x``, ``sd_x`` (covariate: x0) and ``T``
-        (the exact statistics, dim statistic), named as the PyMC twin's; ``sample_stats.accept`` (the records'
-        acceptance rate per draw).
+        ``posterior`` with ``beta`` (coef: intercept, x0, ...), ``sigma``, ``mu_x`` and ``sd_x`` (covariate), for
+        d > 1 ``corr_x`` (covariate, covariate_bis: x's correlations), and ``T`` (the exact statistics, dim
+        statistic), named as the PyMC twin's; ``sample_stats.accept`` (the records' acceptance rate per draw).
 
     Examples
     --------
@@ -113,51 +143,64 @@ def fit_records(
     """
     if not isinstance(model, LinearRegressionModel):
         raise TypeError(f"model must be a LinearRegressionModel, got {type(model).__name__}")
-    if model.d != 1:
-        raise ValueError(f"model: record-level augmentation supports one covariate (d = 1), got d = {model.d}")
     if model.mechanism is None:
         raise ValueError("model: epsilon is None (statistics released exactly); fit the normal approximation instead")
-    if model.n < 3:
-        raise ValueError(f"model: n must be at least 3 for the scales' conditionals, got {model.n}")
+    if model.n < model.d + 2:
+        raise ValueError(f"model: n must be at least d + 2 = {model.d + 2} for the scales' conditionals, got {model.n}")
     released = finite_array(released, "released")
-    if released.shape != (5,):
-        raise ValueError(f"released must hold the 5 statistics {model.names}, got shape {released.shape}")
+    k = len(model.names)
+    if released.shape != (k,):
+        raise ValueError(f"released must hold the {k} statistics {model.names}, got shape {released.shape}")
     draws, tune, chains, passes = (positive_int(v, k) for v, k in ((draws, "draws"), (tune + 1, "tune"),
                                                                  (chains, "chains"), (passes, "passes")))  # fmt: skip
     tune -= 1
-    bounds = np.array([*model.x_bounds[0], *model.y_bounds], dtype=float)
+    d = model.d
+    lower, upper = np.vstack([model.x_bounds, model.y_bounds]).T.copy()
+    pairs = np.array(_pairs(d), dtype=np.int64)
     scale = np.asarray(model.noise_scale, dtype=float)
     out = {name: np.zeros((chains, draws) + shape) for name, shape in
-           (("theta", (5,)), ("T", (5,)), ("accept", ()))}  # fmt: skip
+           (("beta", (d + 1,)), ("sigma", ()), ("mu_x", (d,)), ("cov_x", (d, d)), ("T", (k,)), ("accept", ()))}  # fmt: skip
     for c, stream in enumerate(as_generator(random_seed).spawn(chains)):
         theta, x, y = _start(model, released, stream)
         for i in range(tune + draws):
-            t = statistics(x[:, None], y, model.x_bounds, model.y_bounds)  # exact each draw: no drift
+            t = statistics(x, y, model.x_bounds, model.y_bounds)  # exact each draw: no drift
+            beta, sigma, mu, cov = theta
+            chol = np.linalg.cholesky(cov)
             accepted = 0
             for _ in range(passes):
-                accepted += record_pass(x, y, t, released, scale, bounds, theta, int(stream.integers(2**62)))
+                accepted += record_pass(x, y, t, released, scale, lower, upper, pairs, beta, sigma, mu, chol,
+                                        int(stream.integers(2**62)))  # fmt: skip
             theta = _theta_step(stream, x, y, theta, model.prior_scale)
             if i >= tune:
-                out["theta"][c, i - tune], out["T"][c, i - tune] = theta, t
+                for name, value in zip(("beta", "sigma", "mu_x", "cov_x", "T"), (*theta, t)):
+                    out[name][c, i - tune] = value
                 out["accept"][c, i - tune] = accepted / (passes * model.n)
-    theta = out["theta"]
+    sd_x = np.sqrt(np.diagonal(out["cov_x"], axis1=-2, axis2=-1))
+    covariates = [f"x{j}" for j in range(d)]
+    variables = {
+        "beta": (("chain", "draw", "coef"), out["beta"]),
+        "sigma": (("chain", "draw"), out["sigma"]),
+        "mu_x": (("chain", "draw", "covariate"), out["mu_x"]),
+        "sd_x": (("chain", "draw", "covariate"), sd_x),
+        "T": (("chain", "draw", "statistic"), out["T"]),
+    }
+    if d > 1:
+        corr = out["cov_x"] / (sd_x[..., :, None] * sd_x[..., None, :])
+        variables["corr_x"] = (("chain", "draw", "covariate", "covariate_bis"), corr)
     posterior = xr.Dataset(
-        {
-            "beta": (("chain", "draw", "coef"), theta[..., :2]),
-            "sigma": (("chain", "draw"), theta[..., 2]),
-            "mu_x": (("chain", "draw", "covariate"), theta[..., 3:4]),
-            "sd_x": (("chain", "draw", "covariate"), theta[..., 4:5]),
-            "T": (("chain", "draw", "statistic"), out["T"]),
-        },
+        variables,
         coords={
             "chain": np.arange(chains),
             "draw": np.arange(draws),
-            "coef": ["intercept", "x0"],
-            "covariate": ["x0"],
+            "coef": ["intercept", *covariates],
+            "covariate": covariates,
+            **({"covariate_bis": covariates} if d > 1 else {}),
             "statistic": list(model.names),
-        },  # fmt: skip
+        },
     )
-    stats = xr.Dataset({"accept": (("chain", "draw"), out["accept"])}, coords=posterior[["chain", "draw"]].coords)
-    tree = xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+    sample_stats = xr.Dataset(
+        {"accept": (("chain", "draw"), out["accept"])}, coords=posterior[["chain", "draw"]].coords
+    )
+    tree = xr.DataTree.from_dict({"posterior": posterior, "sample_stats": sample_stats})
     tree.attrs.update(sampler="record-level data augmentation", passes=passes, n=model.n)
     return tree
