@@ -97,6 +97,7 @@ ppd_public_modules = [
     "ppdinfer.models.property_secret",
     "ppdinfer.models.pufferfish_secret",
     "ppdinfer.models.regression_records",
+    "ppdinfer.models.regression_sbc",
     "ppdinfer.models.semidp_table",
     "ppdinfer.models.table_2x2",
 ]

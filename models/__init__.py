@@ -10,7 +10,9 @@
 - :mod:`~ppdinfer.models.property_secret`: a global property of a dataset as the secret (distribution
   privacy): the attacker's posterior over candidate values, in closed form and by the samplers.
 - :mod:`~ppdinfer.models.regression_records`: the same regression's exact posterior by record-level data
-  augmentation (one covariate; the reference for small n).
+  augmentation (the reference for small n).
+- :mod:`~ppdinfer.models.regression_sbc`: simulation-based calibration of both regression samplers on
+  record-level simulations (clipping included).
 - :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
   attacker's posterior of the secret given a release.
 - :mod:`~ppdinfer.models.semidp_table`: an r x c table with public margins released by the Semi-DP
@@ -27,6 +29,7 @@ from . import (
     property_secret,
     pufferfish_secret,
     regression_records,
+    regression_sbc,
     semidp_table,
     table_2x2,
 )
@@ -39,6 +42,7 @@ __all__ = [
     "property_secret",
     "pufferfish_secret",
     "regression_records",
+    "regression_sbc",
     "semidp_table",
     "table_2x2",
 ]
