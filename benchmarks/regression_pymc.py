@@ -111,6 +111,7 @@ def coverage(model, replicates, tune, draws, seed):
             lo, hi = np.quantile(values, [0.05, 0.95])
             hits[key].append(lo <= truth <= hi)
             pit[key].append(float(np.mean(values < truth)))
+        print(f"  replicate {r}: " + "  ".join(f"{k} {int(hits[k][-1])} {pit[k][-1]:.3f}" for k in hits), flush=True)
     elapsed = time.perf_counter() - start
     print(f"coverage of 90% intervals over {replicates} replicate releases ({elapsed:.0f} s):")
     for key, h in hits.items():
