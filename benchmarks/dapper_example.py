@@ -87,21 +87,25 @@ def approximate(model, twin, released, seed, draws=1000):
 
 
 def summary(fit):
+    """Posterior mean, sd, median and 90% interval of beta, whether the interval covers beta*, the smallest ESS and
+    the largest tree depth (0 without one)."""
     beta = fit["posterior"]["beta"].values.reshape(-1, 3)
-    lo, hi = np.quantile(beta, [0.05, 0.95], axis=0)
+    lo, median, hi = np.quantile(beta, [0.05, 0.5, 0.95], axis=0)
     ess = float(np.min(az.ess(fit, var_names=["beta"])["beta"].values))
     depth = int(fit["sample_stats"]["tree_depth"].max()) if "tree_depth" in fit["sample_stats"] else 0
-    return beta.mean(0), beta.std(0), (lo <= BETA_STAR) & (BETA_STAR <= hi), ess, depth
+    return beta.mean(0), beta.std(0), median, hi - lo, (lo <= BETA_STAR) & (BETA_STAR <= hi), ess, depth
 
 
 def show(label, mean, sd, extra=""):
     cells = "  ".join(f"{m:+.3f} ±{s:.3f}" for m, s in zip(mean, sd))
-    print(f"  {label:<34s}{cells}  {extra}")
+    print(f"  {label:<36s}{cells}  {extra}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicates", type=int, default=5)
+    parser.add_argument("--replicates", type=int, default=8, help="replicates fitted by fit_records")
+    parser.add_argument("--fit-replicates", type=int, default=3, help="the first ones also fitted by fit")
+    parser.add_argument("--skip-release", action="store_true", help="only the replicates")
     parser.add_argument("--epsilons", default="10")
     parser.add_argument("--records-draws", type=int, default=20000)
     parser.add_argument("--rep-records-draws", type=int, default=10000)
@@ -115,19 +119,20 @@ def main() -> None:
     released = THEIR_RELEASE_UNIT * BOX**DEGREE
     print(f"their release (epsilon {THEIR_EPSILON:g} nominal, {model.epsilon:.3g} by ppdinfer's sensitivities):")
     show("no noise, their model (their data)", *NO_NOISE)
-    for parametrization in ("regression", "joint"):
+    if not args.skip_release:
+        for parametrization in ("regression", "joint"):
+            start = time.perf_counter()
+            fitted = their_model(THEIR_EPSILON, parametrization)
+            mean, sd, median, width, _, ess, depth = summary(
+                approximate(fitted, fitted.to_pymc(released, mutable=True), released, args.seed)
+            )
+            show(f"fit ({parametrization})", mean, sd, f"ESS {ess:.0f}, tree depth {depth}, "
+                 f"{time.perf_counter() - start:.0f} s; median {median.round(3)}, 90% width {width.round(3)}")  # fmt: skip
         start = time.perf_counter()
-        fitted = their_model(THEIR_EPSILON, parametrization)
-        mean, sd, _, ess, depth = summary(
-            approximate(fitted, fitted.to_pymc(released, mutable=True), released, args.seed)
-        )
-        show(f"fit ({parametrization})", mean, sd,
-             f"ESS {ess:.0f}, tree depth {depth}, {time.perf_counter() - start:.0f} s")  # fmt: skip
-    start = time.perf_counter()
-    exact = regression_records.fit_records(model, released, draws=rd, tune=rd // 10, random_seed=args.seed)
-    mean, sd, _, ess, _ = summary(exact)
-    show("fit_records (exact)", mean, sd, f"ESS {ess:.0f}, {time.perf_counter() - start:.0f} s, "
-         f"accept {float(exact['sample_stats']['accept'].mean()):.2f}")  # fmt: skip
+        exact = regression_records.fit_records(model, released, draws=rd, tune=rd // 10, random_seed=args.seed)
+        mean, sd, median, width, _, ess, _ = summary(exact)
+        show("fit_records (exact)", mean, sd, f"ESS {ess:.0f}, {time.perf_counter() - start:.0f} s, accept "
+             f"{float(exact['sample_stats']['accept'].mean()):.2f}; median {median.round(3)}, 90% width {width.round(3)}")  # fmt: skip
     rd = args.rep_records_draws
     for epsilon in (float(v) for v in args.epsilons.split(",")):
         model = their_model(epsilon, "joint")
@@ -138,20 +143,24 @@ def main() -> None:
             rng = np.random.default_rng([args.seed, int(epsilon * 1000), r])
             x, y = records(rng)
             release = model.release(x, y, random_seed=rng)
-            rows["fit"].append(summary(approximate(model, twin, release, [args.seed, r], draws=500)))
             seed = np.random.SeedSequence([args.seed, r])
             exact = regression_records.fit_records(
                 their_model(epsilon), release, draws=rd, tune=rd // 10, random_seed=seed
             )
             rows["fit_records"].append(summary(exact))
-        print(f"{args.replicates} replicate datasets and releases at epsilon {epsilon:g} nominal "
-              f"({time.perf_counter() - start:.0f} s): mean ± se over replicates of the posterior means; of the sds; "
-              "90% coverage")  # fmt: skip
+            show(f"replicate {r}: fit_records", *rows["fit_records"][-1][:2], f"ESS {rows['fit_records'][-1][5]:.0f}")
+            if r < args.fit_replicates:
+                rows["fit"].append(summary(approximate(model, twin, release, [args.seed, r], draws=300)))
+                show(f"replicate {r}: fit (joint)", *rows["fit"][-1][:2], f"median {rows['fit'][-1][2].round(3)}")
+        print(f"replicate datasets and releases at epsilon {epsilon:g} nominal ({time.perf_counter() - start:.0f} s): "
+              "mean ± se over replicates of the posterior medians; of the 90% widths; 90% coverage")  # fmt: skip
         for name, values in rows.items():
-            means, sds, hits, ess, _ = (np.array(v) for v in zip(*values))
-            se = means.std(0, ddof=1) / np.sqrt(len(means))
-            show(f"{name} means", means.mean(0), se)
-            show(f"{name} sds", sds.mean(0), sds.std(0, ddof=1) / np.sqrt(len(sds)))
+            if not values:
+                continue
+            _, _, medians, widths, hits, ess, _ = (np.array(v) for v in zip(*values))
+            k = len(medians)
+            show(f"{name} medians ({k})", medians.mean(0), medians.std(0, ddof=1) / np.sqrt(k))
+            show(f"{name} 90% widths", widths.mean(0), widths.std(0, ddof=1) / np.sqrt(k))
             print(f"  {name} coverage {hits.mean(0).round(3).tolist()}; smallest ESS median {np.median(ess):.0f}, "
                   f"min {ess.min():.0f}")  # fmt: skip
 
