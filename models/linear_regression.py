@@ -369,14 +369,15 @@ class LinearRegressionModel:
         """
         import pymc as pm
 
+        from ..pymc._backend_warnings import quiet_blas_warning
+
         kwargs.setdefault("init", "jitter+adapt_full")
         kwargs.setdefault("progressbar", False)
         kwargs.setdefault("compute_convergence_checks", False)
-        with self.to_pymc(released), warnings.catch_warnings():
+        # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which
+        # warns where a pip install has no BLAS: quiet_blas_warning, unless the user chose the C backend
+        with self.to_pymc(released), warnings.catch_warnings(), quiet_blas_warning():
             warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
-            # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which
-            # reads its BLAS flags and warns where a pip install has none; it runs once per chain, BLAS or not
-            warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
             fit = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, **kwargs)
         self.check_clipping(fit, clip_tolerance)
         return fit
