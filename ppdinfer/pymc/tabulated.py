@@ -143,21 +143,22 @@ def _bounds(x_rv, shape):
     """(lower, upper) of x's support per coordinate: a DiscreteUniform's or a Truncated's bounds, where constants;
     0 (and a Binomial's n) for counts; else -inf and inf."""
     op, inputs = x_rv.owner.op, x_rv.owner.inputs
-    graphs = {
-        DiscreteUniformRV: inputs[2:4],
-        TruncatedRV: inputs[-2:],
-        BinomialRV: (0, inputs[2]),
-        PoissonRV: (0, None),
-    }
+    graphs = (None, None)
+    if isinstance(op, DiscreteUniformRV):
+        graphs = inputs[2:4]
+    elif isinstance(op, TruncatedRV):
+        graphs = inputs[-2:]
+    elif isinstance(op, BinomialRV):
+        graphs = (0, inputs[2])
+    elif isinstance(op, PoissonRV):
+        graphs = (0, None)
     bounds = [np.full(shape, -np.inf), np.full(shape, np.inf)]
-    for kind, (low, high) in graphs.items():
-        if isinstance(op, kind):
-            for i, graph in enumerate((low, high)):
-                try:
-                    if graph is not None:
-                        bounds[i] = np.broadcast_to(graph_constant(graph, f"the bounds of {x_rv.name}"), shape).copy()
-                except NotConstantError:
-                    pass
+    for i, graph in enumerate(graphs):
+        try:
+            if graph is not None:
+                bounds[i] = np.broadcast_to(graph_constant(graph, f"the bounds of {x_rv.name}"), shape).copy()
+        except NotConstantError:
+            pass
     return bounds[0], bounds[1]
 
 
