@@ -1,7 +1,8 @@
 """A PyMC step for integer latent data observed through privacy noise.
 
 ``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial, Poisson or
-DiscreteUniform prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
+DiscreteUniform prior, or an elementwise Truncated or integer CustomDist one (a family of
+:data:`ppdinfer.pymc.families.FAMILIES`), and is observed through a release y.
 It needs no gradient of the mechanism: it proposes from x's conditional prior given theta
 (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with a local
 symmetric move. For a multinomial x the moves transfer counts between two cells, so the public
@@ -496,7 +497,10 @@ class PrivacyAugmentation(BlockedStep):
     ----------
     vars : list
         One latent variable x with a Multinomial (rows of a table too: each row keeps its total),
-        Binomial or Poisson prior (its family, :data:`ppdinfer.pymc.families.FAMILIES`, is ``step.family``).
+        Binomial, Poisson or DiscreteUniform prior, or an elementwise one whose log pmf is tabulated on a window
+        of candidates at each step (a ``pm.Truncated``, an integer ``pm.CustomDist``, a prior a ``pm.Potential``
+        also reads: :mod:`ppdinfer.pymc.tabulated`); its family, :data:`ppdinfer.pymc.families.FAMILIES`, is
+        ``step.family``.
     sweeps : int
         Sweeps over x per step (each sweep moves every coordinate, or every disjoint pair of cells, once
         with each move at its frequency); 5 by default.

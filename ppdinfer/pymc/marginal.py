@@ -81,7 +81,7 @@ from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
 from .release import ReleaseRV
 from .tabulated import tabulated_prior
-from .window_ops import gamma_poisson_window_logp, window_constants
+from .window_ops import child_recurrence_terms, gamma_poisson_window_logp, window_constants
 
 __all__ = [
     "AUGMENT_SECONDS_PER_SITE",
@@ -197,6 +197,9 @@ class SummedOut:
     widened: int | None = None
     #: the names of x's other children summed with it (``ppdinfer.pymc.children``)
     children: tuple = ()
+    #: how the window is summed: "recurrence" (a collapsed gamma-Poisson, ``ppdinfer.pymc.window_ops``) or "plain"
+    #: (a logsumexp over every cell; for a gamma-Poisson, why not the recurrence)
+    window_sum: str = "plain"
     # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
     _top: object = field(repr=False, default=None)
     # the smallest value of x's support per coordinate (None: 0): an edge there omits nothing
@@ -644,7 +647,28 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         if plan.children:  # x's other children, per value of x in the window
             weights = weights + _children_logp(plan.children, pt.as_tensor_variable(grid), memo, model.free_RVs)
         window = None
-        if recurrence and steps is not None and not plan.children:
+        window_sum = "plain" if steps is None else "plain (recurrence=False)"
+        if recurrence and steps is not None and plan.children:  # the children's terms, split for the recurrence
+            split = [
+                child_recurrence_terms(
+                    model,
+                    child,
+                    x_rv.name,
+                    grid,
+                    graph_replace(list(child.rv_graphs), {rv: memo[rv] for rv in model.free_RVs}, strict=False),
+                )
+                for child in plan.children
+            ]
+            why = next((terms for terms in split if isinstance(terms, str)), None)
+            if why is None:
+                steps = (steps[0], steps[1] + sum(terms[1] for terms in split))
+                per_unit = per_unit + sum(terms[0] for terms in split)
+                constant = constant + sum(terms[2] for terms in split)
+            else:
+                window_sum = f"plain ({why})"
+                steps = None
+        if recurrence and steps is not None:
+            window_sum = "recurrence"
             window_constant = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
             summed_window = gamma_poisson_window_logp(*steps, window_constant, lo)
             _, step, peak, _ = window_constants(window_constant, lo)
@@ -669,6 +693,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     bound=bound,
                     tol=tol,
                     children=tuple(child.name for child in plan.children),
+                    window_sum=window_sum,
                     _children_observed={child.name: _observed_constant(model, child.child) for child in plan.children},
                     _top=top,
                     _bottom=np.broadcast_to(plan.bottom, lo.shape),
@@ -872,6 +897,7 @@ class MarginalModel:
                 "ppdinfer_omitted_mass_start": max(latent.start_bound for latent in self.latents),
                 "ppdinfer_noise_tail_bound": self.bound,
                 "ppdinfer_window_cells": self.cells,
+                "ppdinfer_window_sum": "; ".join(f"{latent.name}: {latent.window_sum}" for latent in self.latents),
                 "ppdinfer_window_widened": ", ".join(
                     f"{latent.name}: {latent.widened} -> {latent.width} values"
                     for latent in self.latents
