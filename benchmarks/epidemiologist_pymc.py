@@ -22,9 +22,9 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from fast_backends import installed
 
 import ppdinfer.pymc as ppm
-from fast_backends import installed
 from ppdinfer.mechanisms import DiscreteGaussian as DiscreteGaussianMechanism
 from ppdinfer.pymc import DiscreteGaussian
 

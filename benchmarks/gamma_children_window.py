@@ -21,11 +21,10 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from epidemiologist_pymc import SIGMA, data
 
 from ppdinfer.pymc import DiscreteGaussian
 from ppdinfer.pymc.marginal import marginalize, sample_marginal
-
-from epidemiologist_pymc import SIGMA, data  # noqa: E402  (the same counties)
 
 
 def model(prior_mean, released, deaths):

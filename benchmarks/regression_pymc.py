@@ -39,8 +39,8 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-
 from fast_backends import installed, min_bulk_ess
+
 from ppdinfer.models import linear_regression as lr
 
 TRUTH = {"beta": np.array([0.5, 1.0]), "sigma": 1.0}

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from numba import njit
-from scipy import special
 from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from scipy import special
 
 from ..kernels.augmentation import CHILD_BINOMIAL, CHILD_POISSON
 from ..kernels.windows import gamma_poisson_window, gamma_poisson_window_value
