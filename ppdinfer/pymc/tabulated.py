@@ -57,7 +57,7 @@ class TabulatedPrior:
     >>> from ppdinfer.pymc.tabulated import tabulated_prior
     >>> with pm.Model() as model:
     ...     n = pm.DiscreteUniform("n", 10, 40, shape=2)
-    ...     pm.Potential("tilt", -0.1 * n)
+    ...     tilt = pm.Potential("tilt", -0.1 * n)
     >>> found = tabulated_prior(model, n)
     >>> [p.name for p in found.potentials], found.lower.tolist(), found.upper.tolist()
     (['tilt'], [10.0, 10.0], [40.0, 40.0])
@@ -104,9 +104,9 @@ def tabulated_prior(model: pm.Model, x_rv) -> TabulatedPrior | str:
     >>> from ppdinfer.pymc.tabulated import tabulated_prior
     >>> with pm.Model() as model:
     ...     n = pm.DiscreteUniform("n", 10, 40, shape=3)
-    ...     pm.Potential("total", -((n.sum() - 75.0) ** 2) / 50.0)
+    ...     total = pm.Potential("total", -((n.sum() - 75.0) ** 2) / 50.0)
     >>> tabulated_prior(model, n)
-    "the Potential total is not elementwise in n (its value at one element reads the others)"
+    'the Potential total is not elementwise in n (its value at one element reads the others)'
     """
     from .families import dependents  # the families module reads this one
 
