@@ -611,8 +611,8 @@ class PrivacyAugmentation(BlockedStep):
             else:
                 warnings.warn(
                     f"{why}: {x_rv.name}'s moves run on the model's log density, not the compiled kernel (slower). The "
-                    "kernel takes one release of x itself with additive noise and other children that are observed "
-                    "Poisson or Normal of a mean affine in x, or Binomial with n = x",
+                    "kernel takes one release of x itself with additive noise, other children that are observed "
+                    "Poisson or Normal of a mean affine in x, or Binomial with n = x, and Potentials elementwise in x",
                     AugmentationWarning,
                     stacklevel=4,
                 )
