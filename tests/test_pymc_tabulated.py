@@ -178,16 +178,24 @@ def test_a_coupled_truncated_prior_gets_no_step_and_says_why_once():
 
 
 def test_the_prior_move_draws_from_the_window_table():
-    """The kernel's prior move for a tabulated prior draws lo + j with probability proportional to exp(table[j]),
-    never a value of log prior -inf: a chi-square test over 40,000 draws."""
+    """The step's window table (a truncated Poisson's log pmf on a window holding x, packed with its cumulative
+    distribution) and the kernel's prior move on it draw lo + j with the prior's probability restricted to the window,
+    never a value outside the support: a chi-square test over 40,000 draws."""
     from ppdinfer.kernels.augmentation import TABLE, seed_moves, site_prior_move
+    from ppdinfer.pymc.tabulated import WindowTable
 
-    table = np.array([-np.inf, -1.0, -3.0, 0.5, -np.inf, -2.0, -0.2])
-    params = np.concatenate([[7.0, table.size], table])[None]
+    with pm.Model() as model:
+        n = pm.Truncated("n", pm.Poisson.dist(6.0), lower=4, upper=30, shape=1)
+    params = WindowTable(model, tabulated_prior(model, n)).packed(
+        model.initial_point(), np.array([5]), 7, np.random.default_rng(3)
+    )
+    lo = int(params[0, 0])
+    assert lo <= 5 <= lo + 6 and lo < 4  # the window reaches below the support
     seed_moves(5)
-    draws = np.array([site_prior_move(TABLE, params, 0) for _ in range(40_000)]) - 7
-    counts = np.bincount(draws, minlength=table.size)
-    expected = 40_000 * np.exp(table - special.logsumexp(table))
-    assert counts[0] == counts[4] == 0
-    kept = expected > 0
-    assert stats.chisquare(counts[kept], expected[kept]).pvalue > 1e-4
+    draws = np.array([site_prior_move(TABLE, params, 0) for _ in range(40_000)])
+    values = np.arange(lo, lo + 7)
+    weight = np.where(values >= 4, stats.poisson.pmf(values, 6.0), 0.0)
+    counts = np.array([(draws == v).sum() for v in values])
+    assert counts.sum() == draws.size and np.all(counts[weight == 0] == 0)
+    expected = draws.size * weight / weight.sum()
+    assert stats.chisquare(counts[weight > 0], expected[weight > 0]).pvalue > 1e-4

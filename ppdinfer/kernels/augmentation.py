@@ -42,9 +42,9 @@ each family names (``COLUMNS[code]``):
   ratio = e / b;
 - Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob);
 - discrete uniform: (lower, upper), a flat prior on lower, ..., upper;
-- tabulated: (lo, width) and then ``width`` log prior values, those of lo, ..., lo + width - 1: any elementwise
-  log pmf, evaluated by the caller on a window of candidates (``ppdinfer.pymc.tabulated``); a candidate outside
-  the window is rejected.
+- tabulated: (lo, width), then ``width`` log prior values, those of lo, ..., lo + width - 1, then their
+  normalized cumulative sums (the prior move's inverse CDF): any elementwise log pmf, evaluated by the caller on a
+  window of candidates (``ppdinfer.pymc.tabulated``); a candidate outside the window is rejected.
 
 A move's prior ratio is taken whole, by log-gamma steps (``ppdinfer.kernels.special.log_gamma_step``), never
 as the difference of two log priors, which float64 rounds by +-16 at a count of 4e15; a prior draw of a
@@ -78,7 +78,7 @@ COLUMNS = {
     GAMMA_POISSON: ("shape", "ratio"),
     BETA_BINOMIAL: ("trials", "a", "b"),
     UNIFORM: ("lower", "upper"),
-    TABLE: ("lo", "width"),  # then the window's log prior values, one column each
+    TABLE: ("lo", "width"),  # then the window's log prior values and their cumulative distribution
 }
 #: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
 PRIOR, RELEASE, LOCAL = 0, 1, 2
@@ -332,7 +332,7 @@ def pair_local_move(code, x, params, scale, i, j):
 def site_prior_move(code, params, k):
     """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(mean_k), Poisson(ratio_k G) with
     G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), Binomial(n_k, P) with P ~ Beta(a_k, b_k),
-    uniform on lower_k, ..., upper_k, or a tabulated prior restricted to its window (an inverse-CDF draw: O(width))."""
+    uniform on lower_k, ..., upper_k, or a tabulated prior restricted to its window (an inverse-CDF draw)."""
     if code == TABLE:
         return _table_draw(params, k)
     if code == BINOMIAL:
@@ -349,24 +349,18 @@ def site_prior_move(code, params, k):
 @njit(cache=True, nogil=True)
 def _table_draw(params, k):
     """A draw from coordinate k's window of a tabulated prior: lo_k + j with probability proportional to
-    exp(params[k, 2 + j])."""
+    exp(params[k, 2 + j]), by bisection on the window's cumulative distribution (the row's last ``width`` columns,
+    ending at 1): O(log width)."""
     width = int(params[k, 1])
-    top = -np.inf
-    for j in range(width):
-        top = max(top, params[k, 2 + j])
-    total = 0.0
-    for j in range(width):
-        total += math.exp(params[k, 2 + j] - top)
-    u = np.random.random() * total
-    last = 0
-    for j in range(width):
-        weight = math.exp(params[k, 2 + j] - top)
-        if weight > 0.0:
-            last = j
-        u -= weight
-        if u < 0.0 and weight > 0.0:
-            return int(params[k, 0]) + j
-    return int(params[k, 0]) + last  # rounding left u above 0: the last value of positive weight
+    u = np.random.random()
+    first, last = 0, width - 1  # the first j whose cumulative probability exceeds u: one of positive weight
+    while first < last:
+        middle = (first + last) // 2
+        if params[k, 2 + width + middle] > u:
+            last = middle
+        else:
+            first = middle + 1
+    return int(params[k, 0]) + first
 
 
 @njit(cache=True, nogil=True)

@@ -42,7 +42,7 @@ TABULATED_OPS = (TruncatedRV, CustomDistRV, CustomSymbolicDistRV)
 #: priors with a family of their own, tabulated where a Potential also reads x
 POTENTIAL_OPS = (PoissonRV, BinomialRV, DiscreteUniformRV)
 #: the augmentation's window: this many move scales wide (the local move's typical step), at most TABLE_MAX_WIDTH
-TABLE_WIDTH_SCALES = 8.0
+TABLE_WIDTH_SCALES = 4.0
 TABLE_MAX_WIDTH = 4097
 
 
@@ -189,7 +189,7 @@ def _elementwise(model, prior: TabulatedPrior, shape, rows: int = 6) -> bool:
 class WindowTable:
     """The tabulated prior of the data-augmentation step: per step, each coordinate's window drawn uniformly among
     the ``width`` windows that hold its current value, and the log prior on it (one compiled call, O(size x width)),
-    packed as the kernel's ``TABLE`` rows (lo, width, then the log prior values).
+    packed as the kernel's ``TABLE`` rows (lo, width, the log prior values, their normalized cumulative sums).
 
     Examples
     --------
@@ -201,7 +201,7 @@ class WindowTable:
     >>> table = WindowTable(model, tabulated_prior(model, n))
     >>> params = table.packed(model.initial_point(), np.array([16, 29]), 5, np.random.default_rng(1))
     >>> params.shape, bool(np.all(params[:, 0] <= [16, 29])), bool(np.all(params[:, 0] + 4 >= [16, 29]))
-    ((2, 7), True, True)
+    ((2, 12), True, True)
     """
 
     def __init__(self, model, prior: TabulatedPrior, compile_kwargs=None):
@@ -220,10 +220,13 @@ class WindowTable:
         return int(min(np.ceil(TABLE_WIDTH_SCALES * np.max(scale)) + 1, TABLE_MAX_WIDTH, support))
 
     def packed(self, point, x: np.ndarray, width: int, rng) -> np.ndarray:
-        """The kernel's rows (x's shape, then lo, width and the ``width`` log prior values): windows holding x."""
+        """The kernel's rows (x's shape, then lo, width, the ``width`` log prior values and their normalized cumulative
+        sums): windows holding x."""
         lo = x - rng.integers(width, size=x.shape)
         grid = lo[None] + np.arange(width).reshape((width,) + (1,) * x.ndim)
-        table = np.asarray(self._function({**point, "grid": grid}), dtype=float)
+        table = np.moveaxis(np.asarray(self._function({**point, "grid": grid}), dtype=float), 0, -1)
+        cumulative = np.cumsum(np.exp(table - table.max(axis=-1, keepdims=True)), axis=-1)
+        cumulative /= cumulative[..., -1:]  # x's own value has positive weight: the last entry is positive
         return np.concatenate(
-            [lo[..., None].astype(float), np.full((*x.shape, 1), float(width)), np.moveaxis(table, 0, -1)], axis=-1
+            [lo[..., None].astype(float), np.full((*x.shape, 1), float(width)), table, cumulative], axis=-1
         )
