@@ -22,3 +22,52 @@ def marginal_release(name: str, support: np.ndarray, log_weights, mechanism, obs
     components = DiscreteLaplace.dist(mu=support, epsilon=mechanism.epsilon, sensitivity=mechanism.sensitivity)
     weights = pt.exp(log_weights - pt.logsumexp(log_weights))
     return pm.Mixture(name, w=weights, comp_dists=components, observed=observed)
+
+
+def covariate_prior(pm, d: int, scale: float):
+    """x ~ N(mu_x, Sigma_x) with mu_x ~ N(0, scale) and Sigma_x from HalfNormal(scale) sds (``sd_x`` for one
+    covariate, an LKJ(2) Cholesky factor ``chol_x`` otherwise); returns (mu_x, Sigma_x)."""
+    mu_x = pm.Normal("mu_x", 0.0, scale, dims="covariate")
+    if d == 1:
+        sd_x = pm.HalfNormal("sd_x", scale, dims="covariate")
+        return mu_x, pt.reshape(sd_x**2, (1, 1))
+    chol, _, _ = pm.LKJCholeskyCov(
+        "chol_x", n=d, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=d), compute_corr=True
+    )
+    return mu_x, pt.specify_shape(pt.dot(chol, chol.T), (d, d))
+
+
+def covariate_draws(posterior, d: int):
+    """The posterior draws of (mu_x, Sigma_x) of :func:`covariate_prior`: arrays (..., d) and (..., d, d)."""
+    if d == 1:
+        return posterior["mu_x"].values, posterior["sd_x"].values[..., None] ** 2
+    sd, corr = posterior["chol_x_stds"].values, posterior["chol_x_corr"].values
+    return posterior["mu_x"].values, sd[..., :, None] * corr * sd[..., None, :]
+
+
+def statistics_likelihood(pm, n: int, m, V, observed, noise_scale):
+    """Released sums of n records, T ~ N(n m, n V) by the central limit theorem, written non-centred
+    (T = n m + L z, L L' = n V, z ~ N(0, I)) with Laplace(noise_scale) noise around it; observed directly
+    (an MvNormal) when ``noise_scale`` is None. Dims "statistic" (of ``len(observed)`` statistics)."""
+    factor = pt.linalg.cholesky(n * V + 1e-9 * pt.eye(len(pm.modelcontext(None).coords["statistic"])))
+    if noise_scale is None:
+        return pm.MvNormal("s", mu=n * m, chol=factor, observed=observed, dims="statistic")
+    z = pm.Normal("z", 0.0, 1.0, dims="statistic")
+    exact = pm.Deterministic("T", n * m + pt.dot(factor, z), dims="statistic")
+    return pm.Laplace("s", mu=exact, b=noise_scale, observed=observed, dims="statistic")
+
+
+def sample_dense(twin, draws, tune, chains, random_seed, kwargs):
+    """pm.sample on ``twin`` with a dense mass matrix (``init="jitter+adapt_full"``) unless ``kwargs`` say
+    otherwise; no progress bar, no convergence checks."""
+    import warnings
+
+    import pymc as pm
+
+    kwargs = {"init": "jitter+adapt_full", "progressbar": False, "compute_convergence_checks": False, **kwargs}
+    with twin, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
+        # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which
+        # reads its BLAS flags and warns where a pip install has none; it runs once per chain, BLAS or not
+        warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
+        return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, **kwargs)
