@@ -45,15 +45,32 @@ def covariate_draws(posterior, d: int):
     return posterior["mu_x"].values, sd[..., :, None] * corr * sd[..., None, :]
 
 
-def statistics_likelihood(pm, n: int, m, V, observed, noise_scale):
-    """Released sums of n records, T ~ N(n m, n V) by the central limit theorem, written non-centred
-    (T = n m + L z, L L' = n V, z ~ N(0, I)) with Laplace(noise_scale) noise around it; observed directly
-    (an MvNormal) when ``noise_scale`` is None. Dims "statistic" (of ``len(observed)`` statistics)."""
-    factor = pt.linalg.cholesky(n * V + 1e-9 * pt.eye(len(pm.modelcontext(None).coords["statistic"])))
+def statistics_likelihood(pm, n: int, m, V, observed, noise_scale, centring: str = "prior"):
+    """Released sums of n records, T ~ N(n m, n V) by the central limit theorem, with Laplace(noise_scale) noise
+    around it; observed directly (an MvNormal) when ``noise_scale`` is None. Dims "statistic".
+
+    T is a deterministic function of standardized latents ``z``: ``centring="prior"`` writes T = n m + L z
+    (L L' = n V, z ~ N(0, I)), right where the noise swamps T's own spread; ``centring="release"`` writes
+    T = a + C z with a, C C' the mean and covariance of T given the release were the Laplace noise normal of the
+    same variance (2 b^2), and puts the exact density of T (the normal law, the Jacobian |C|) on z, so z stays
+    standardized whether the noise or T's spread dominates a coordinate.
+    """
+    k = len(pm.modelcontext(None).coords["statistic"])
+    cov = n * V + 1e-9 * pt.eye(k)
+    factor = pt.linalg.cholesky(cov)
     if noise_scale is None:
         return pm.MvNormal("s", mu=n * m, chol=factor, observed=observed, dims="statistic")
-    z = pm.Normal("z", 0.0, 1.0, dims="statistic")
-    exact = pm.Deterministic("T", n * m + pt.dot(factor, z), dims="statistic")
+    if centring == "prior":
+        z = pm.Normal("z", 0.0, 1.0, dims="statistic")
+        exact = pm.Deterministic("T", n * m + pt.dot(factor, z), dims="statistic")
+    else:
+        gain = pt.linalg.solve(cov + pt.diag(2.0 * np.asarray(noise_scale) ** 2), cov, assume_a="pos")
+        posterior_cov = cov - pt.dot(cov, gain)
+        root = pt.linalg.cholesky(0.5 * (posterior_cov + posterior_cov.T) + 1e-9 * pt.eye(k))
+        z = pm.Flat("z", dims="statistic")
+        exact = pm.Deterministic("T", n * m + pt.dot(gain.T, observed - n * m) + pt.dot(root, z), dims="statistic")
+        law = pm.logp(pm.MvNormal.dist(mu=n * m, chol=factor), exact)
+        pm.Potential("T_law", law + pt.sum(pt.log(pt.diag(root))))
     return pm.Laplace("s", mu=exact, b=noise_scale, observed=observed, dims="statistic")
 
 

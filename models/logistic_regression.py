@@ -186,6 +186,10 @@ class LogisticRegressionModel:
         The priors' scale s: beta ~ N(0, s), mu_x ~ N(0, s), the sds of x ~ HalfNormal(s).
     nodes : int
         Gauss-Hermite nodes per covariate for the moments.
+    centring : {"release", "prior"}
+        How the twin writes the exact statistics T from standardized latents z: centred on T's law given the
+        release (the default; z standardized whether the noise or T's own spread dominates) or on its law given
+        theta, T = n m + L z (the linear model's choice; see ``_pymc_helpers.statistics_likelihood``).
 
     Examples
     --------
@@ -197,7 +201,10 @@ class LogisticRegressionModel:
     [32.0, 4.0, 64.0, 32.0]
     """
 
-    def __init__(self, n, x_bounds, epsilon, shares=None, prior_scale=2.5, nodes=NODES):
+    def __init__(self, n, x_bounds, epsilon, shares=None, prior_scale=2.5, nodes=NODES, centring="release"):
+        if centring not in ("release", "prior"):
+            raise ValueError(f"centring must be 'release' or 'prior', got {centring!r}")
+        self.centring = centring
         self.n = positive_int(n, "n")
         self.x_bounds = finite_array(x_bounds, "x_bounds").reshape(-1, 2)
         self.d = self.x_bounds.shape[0]
@@ -266,7 +273,8 @@ class LogisticRegressionModel:
             mu_x, cov = covariate_prior(pm, self.d, self.prior_scale)
             m, V = record_moments(beta, mu_x, cov, self.nodes)
             observed = pm.Data("released", released, dims="statistic") if mutable else released
-            statistics_likelihood(pm, self.n, m, V, observed, None if self.mechanism is None else self.noise_scale)
+            noise = None if self.mechanism is None else self.noise_scale
+            statistics_likelihood(pm, self.n, m, V, observed, noise, self.centring)
         return twin
 
     def fit(
@@ -307,14 +315,17 @@ class LogisticRegressionModel:
         Examples
         --------
         >>> import warnings
+        >>> import numpy as np, xarray as xr
         >>> from ppdinfer.models import linear_regression, logistic_regression
-        >>> model = logistic_regression.model(n=2000, epsilon=None, x_bounds=[(-1, 1)])   # a tight box
-        >>> x, y = logistic_regression.synthetic_records(2000, random_seed=0)
+        >>> model = logistic_regression.model(n=2000, epsilon=1.0, x_bounds=[(-1, 1)])   # a tight box
+        >>> draws = {"mu_x": (("chain", "draw", "covariate"), np.zeros((1, 2, 1))),     # x ~ N(0, 1) at the posterior
+        ...          "sd_x": (("chain", "draw", "covariate"), np.ones((1, 2, 1)))}
+        >>> fit = xr.DataTree.from_dict({"posterior": xr.Dataset(draws)})
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
-        ...     fit = model.fit(model.release(x, y), draws=100, tune=200, chains=1, random_seed=1)
-        >>> any(issubclass(w.category, linear_regression.ClippingWarning) for w in caught)
-        True
+        ...     fraction = model.check_clipping(fit)
+        >>> round(fraction, 3), caught[0].category is linear_regression.ClippingWarning      # P(|x| > 1)
+        (0.317, True)
         """
         from ._pymc_helpers import covariate_draws
 
@@ -370,7 +381,7 @@ class LogisticRegressionModel:
         return error
 
 
-def model(n=2000, epsilon=1.0, x_bounds=((-4.0, 4.0),), shares=None, prior_scale=2.5, nodes=NODES):
+def model(n=2000, epsilon=1.0, x_bounds=((-4.0, 4.0),), shares=None, prior_scale=2.5, nodes=NODES, centring="release"):
     """The logistic model for ``n`` records with one covariate by default, x in [-4, 4].
 
     Examples
@@ -380,7 +391,9 @@ def model(n=2000, epsilon=1.0, x_bounds=((-4.0, 4.0),), shares=None, prior_scale
     >>> model.d, model.sensitivity.per_statistic[1:-1].tolist()       # sum x, sum y, sum x^2, sum x y
     (1, [8.0, 1.0, 16.0, 8.0])
     """
-    return LogisticRegressionModel(n, x_bounds, epsilon, shares=shares, prior_scale=prior_scale, nodes=nodes)
+    return LogisticRegressionModel(
+        n, x_bounds, epsilon, shares=shares, prior_scale=prior_scale, nodes=nodes, centring=centring
+    )
 
 
 def public_information(n, x_bounds) -> dict:

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from ..kernels.regression_records import LOGISTIC, NORMAL, record_pass
+from ..kernels.regression_records import LOGISTIC, NORMAL, logistic_coefficients, record_pass
 from ..rng import as_generator
 from ..validation import finite_array, positive_int
 from .linear_regression import LinearRegressionModel
@@ -78,43 +78,11 @@ def _linear_step(rng, x, y, theta, prior_scale):
     return np.array([beta[0], beta[1], sigma, *_x_step(rng, x, mu, sd, prior_scale)])
 
 
-def _logistic_log_target(beta, design, y, prior_scale):
-    eta = design @ beta
-    return float(y @ eta - np.logaddexp(0.0, eta).sum() - beta @ beta / (2.0 * prior_scale**2))
-
-
-def _logistic_mode(beta, design, y, prior_scale):
-    """The mode of the complete-data posterior of the coefficients (Newton's method with step halving; the
-    target is strictly concave) and the Hessian's negative there."""
-    target = _logistic_log_target(beta, design, y, prior_scale)
-    for _ in range(100):
-        p = special.expit(design @ beta)
-        gradient = design.T @ (y - p) - beta / prior_scale**2
-        information = (design * (p * (1.0 - p))[:, None]).T @ design + np.eye(beta.size) / prior_scale**2
-        step = np.linalg.solve(information, gradient)
-        while (trial := _logistic_log_target(beta + step, design, y, prior_scale)) < target and step @ step > 1e-24:
-            step = step / 2.0
-        beta, target = beta + step, max(trial, target)
-        if step @ step < 1e-20:
-            break
-    p = special.expit(design @ beta)
-    return beta, (design * (p * (1.0 - p))[:, None]).T @ design + np.eye(beta.size) / prior_scale**2
-
-
 def _logistic_step(rng, x, y, theta, prior_scale, df=4.0):
     """theta = (intercept, slope, -, mu_x, sd_x) given the records: the coefficients by an independence
-    Metropolis-Hastings step from a multivariate t (``df``) at the complete-data posterior's mode with the
-    inverse of its curvature (a function of the records only), then (mu_x, sd_x) as for the linear model."""
-    design = np.column_stack([np.ones(x.size), x])
-    mode, information = _logistic_mode(theta[:2].copy(), design, y, prior_scale)
-    chol = np.linalg.cholesky(information)
-    proposal = mode + np.linalg.solve(chol.T, rng.standard_normal(2)) / np.sqrt(rng.chisquare(df) / df)
-
-    def log_ratio(beta):  # log target - log proposal density, up to constants
-        z = chol.T @ (beta - mode)
-        return _logistic_log_target(beta, design, y, prior_scale) + 0.5 * (df + 2) * np.log1p(z @ z / df)
-
-    beta = proposal if np.log(rng.random()) < log_ratio(proposal) - log_ratio(theta[:2]) else theta[:2]
+    Metropolis-Hastings step from a bivariate t (``df``) at their complete-data posterior's mode
+    (``ppdinfer.kernels.regression_records.logistic_coefficients``), then (mu_x, sd_x) as for the linear model."""
+    beta = logistic_coefficients(x, y, theta[:2], prior_scale, df, int(rng.integers(2**62)))
     return np.array([beta[0], beta[1], theta[2], *_x_step(rng, x, theta[3], theta[4], prior_scale)])
 
 
