@@ -35,6 +35,8 @@ approximation, not the fast path.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import xarray as xr
 from scipy import special
@@ -107,9 +109,9 @@ def _start(model, released, rng, family):
 def _family(model):
     """(kernel family, theta step, statistics of records (x, y), y's bounds) of a regression model."""
     if isinstance(model, LogisticRegressionModel):
-        return LOGISTIC, _logistic_step, lambda x, y: logistic_statistics(x[:, None], y, model.x_bounds), (0.0, 1.0)
+        return LOGISTIC, _logistic_step, partial(logistic_statistics, x_bounds=model.x_bounds), (0.0, 1.0)
     if isinstance(model, LinearRegressionModel):
-        statistics = lambda x, y: linear_statistics(x[:, None], y, model.x_bounds, model.y_bounds)  # noqa: E731
+        statistics = partial(linear_statistics, x_bounds=model.x_bounds, y_bounds=model.y_bounds)
         return NORMAL, _linear_step, statistics, model.y_bounds
     raise TypeError(f"model must be a LinearRegressionModel or LogisticRegressionModel, got {type(model).__name__}")
 
