@@ -36,8 +36,11 @@ converges geometrically for the logistic ones; :meth:`LogisticRegressionModel.ch
 posterior draws against twice the nodes and warns (``QuadratureWarning``) where it matters.
 
 As in :mod:`~ppdinfer.models.linear_regression`, the moments ignore clipping (``ClippingWarning`` when the
-posterior puts more than ``clip_tolerance`` of x outside the box), T is written non-centred (T = n m + L z) and
-NUTS adapts a dense mass matrix. Priors: beta ~ N(0, s), mu_x ~ N(0, s), the sds of x HalfNormal(s) (an LKJ(2)
+posterior puts more than ``clip_tolerance`` of x outside the box) and NUTS adapts a dense mass matrix. T is a
+function of standardized latents z, T = a + C z, with a and C C' the mean and covariance of T given theta and the
+release were the Laplace noise normal of the same variance, and T's exact density (its normal law and the
+Jacobian) on z: the noise on sum(y) is small beside sum(y)'s own spread, where it swamps the others, and z stays
+standardized either way (``centring="prior"``: the linear model's T = n m + L z). Priors: beta ~ N(0, s), mu_x ~ N(0, s), the sds of x HalfNormal(s) (an LKJ(2)
 Cholesky factor for d > 1), s = ``prior_scale``.
 
 :func:`~ppdinfer.models.regression_records.fit_records` samples the exact posterior (one covariate, clipping
