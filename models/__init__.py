@@ -7,10 +7,12 @@
   prior centred on last month's public counts.
 - :mod:`~ppdinfer.models.linear_regression`: linear regression from Laplace-noised sufficient statistics
   (sum x, sum y, X'X, X'y, y'y), their normal approximation given theta, fitted by NUTS.
+- :mod:`~ppdinfer.models.logistic_regression`: logistic regression from Laplace-noised sums (sum x, sum y,
+  X'X, X'y), their normal approximation given theta with Gauss-Hermite moments, fitted by NUTS.
 - :mod:`~ppdinfer.models.property_secret`: a global property of a dataset as the secret (distribution
   privacy): the attacker's posterior over candidate values, in closed form and by the samplers.
-- :mod:`~ppdinfer.models.regression_records`: the same regression's exact posterior by record-level data
-  augmentation (one covariate; the reference for small n).
+- :mod:`~ppdinfer.models.regression_records`: the linear and logistic regressions' exact posteriors by
+  record-level data augmentation (one covariate; the reference for small n).
 - :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
   attacker's posterior of the secret given a release.
 - :mod:`~ppdinfer.models.semidp_table`: an r x c table with public margins released by the Semi-DP
@@ -24,6 +26,7 @@ from . import (
     congenial_counts,
     county_counts,
     linear_regression,
+    logistic_regression,
     property_secret,
     pufferfish_secret,
     regression_records,
@@ -36,6 +39,7 @@ __all__ = [
     "congenial_counts",
     "county_counts",
     "linear_regression",
+    "logistic_regression",
     "property_secret",
     "pufferfish_secret",
     "regression_records",
