@@ -13,14 +13,21 @@ import pytest
 import scipy.sparse as sp
 
 from ppdinfer.census import (
+    PERSON,
+    Decomposition,
+    GroupedRelease,
+    PersonMoves,
     file_exposure,
     grouped_release,
     read_nmf,
+    sample_people,
     synthetic_pl94_state,
     write_nmf,
 )
 from ppdinfer.census import people as people_module
 from ppdinfer.census.baselines import largest_remainder
+from ppdinfer.kernels import leaf_slots as slots
+from ppdinfer.kernels.leaf_slots import repacked
 
 REFERENCE = np.load(pathlib.Path(__file__).parent / "data" / "people_dense_reference.npz")
 
@@ -104,3 +111,112 @@ def test_apportioning_is_the_largest_remainder(seed):
 def test_bad_cells_are_refused():
     with pytest.raises(ValueError, match="cells must be whole numbers"):
         people_module.leaf_table(sp.csr_array(np.array([[0.5, 1.0]])))
+
+
+RECORD = PERSON.coarsen({"votingage": None, "hispanic": None})
+
+
+def _stressed(monkeypatch):
+    """Leaves start with as few slots as hold their cells and the pool with little more than one move's room, so
+    leaves fill and grow and the sweeps stop and resume at every repacking: the pools seen are returned."""
+    pools = []
+
+    def spy(store, alloc, spare):
+        pools.append(store)
+        return repacked(store, alloc, spare)
+
+    monkeypatch.setattr(people_module, "SLOT_HEADROOM", 0.0)
+    monkeypatch.setattr(people_module, "_spare", lambda slots, room: room + 8)
+    monkeypatch.setattr(people_module, "repacked", spy)
+    return pools
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # short chains
+def test_the_draws_are_the_dense_sampler_s_while_leaves_grow(cameron, monkeypatch):
+    """Draw for draw the dense sampler's (every recorded cell, hyperparameter and acceptance rate), with leaves
+    growing and the sweeps resumed at each of many repackings."""
+    release, exposure = cameron
+    pools = _stressed(monkeypatch)
+    tree = sample_people(release, draws=6, tune=4, random_seed=4, exposure=exposure, progressbar=False, record=RECORD)
+    assert len(pools) > 50
+    start = slots.capacity(np.bincount(REFERENCE["start_leaf"], minlength=release.geography.n_leaves), 2048, 0.0)
+    assert (pools[-1][1] > start).sum() > 20  # leaves grown
+    for key in ("cells", "alpha", "phi", "mean_size", "gq_size", "shares"):
+        np.testing.assert_array_equal(tree["posterior"][key].values, REFERENCE[f"blocks_{key}"], err_msg=key)
+    np.testing.assert_array_equal(tree["sample_stats"]["accept"].values, REFERENCE["blocks_accept"])
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")
+def test_the_draws_are_the_dense_sampler_s_with_births():
+    """A tract of two leaves under no invariant (people arrive and leave): the dense sampler's draws."""
+    from test_census_people import _small
+
+    census, mech, y = _small("gaussian", False)
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=300, tune=50, random_seed=5,
+                         progressbar=False)  # fmt: skip
+    for key in ("cells", "alpha", "phi", "mean_size", "shares"):
+        np.testing.assert_array_equal(tree["posterior"][key].values, REFERENCE[f"small_{key}"], err_msg=key)
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")
+def test_local_rounds_resume_after_repacking_with_the_same_draws(cameron, monkeypatch):
+    """The block groups' local sweeps in parallel, each in its part of the pool: the same draws whether the pool
+    is roomy or repacked again and again (units stopping for room resumed)."""
+    release, exposure = cameron
+    run = lambda: sample_people(  # noqa: E731
+        release, draws=4, tune=2, random_seed=6, exposure=exposure, progressbar=False, record=RECORD,
+        decompose=Decomposition("Block_Group", moves=PersonMoves(lines=1.0, exchanges=1.0, bumps=2.0)),
+    )["posterior"]["cells"].values  # fmt: skip
+    roomy = run()
+    _stressed(monkeypatch)
+    share, rounds = people_module._share_room, []
+
+    def tight(s, scratches, room):  # each unit a little more than one move's room: units stop, to be resumed
+        rounds.append(len(scratches))
+        share(s, scratches, room)
+        for scratch in scratches:
+            scratch["alloc"][1] = scratch["alloc"][0] + room + 8
+
+    monkeypatch.setattr(people_module, "_share_room", tight)
+    np.testing.assert_array_equal(run(), roomy)
+    assert len(rounds) > 2 * 6  # 6 sweeps' rounds, each resumed more than once
+
+
+def test_leaf_slots_hold_a_dense_table():
+    """Random gains and losses in a store against a dense table: every count, the cell of every person number (in
+    cell order), the (group, cell) counts, the table and a repacked copy; leaves fill, compact, grow and become
+    dense rows; a range too small is an error, not a refused move."""
+    rng = np.random.default_rng(0)
+    L, K, P = 5, 40, 64
+    dense = np.zeros((L, K), dtype=np.int64)
+    store, alloc = slots.slots_from_table(np.zeros(L + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                          P, 0.0, 4000)  # fmt: skip
+    caps = set()
+    for step in range(3000):
+        leaf = rng.integers(L)
+        k = rng.integers(K if leaf < 2 else 6)  # leaves 0 and 1 reach dense rows, the others stay sparse
+        d = -1 if dense[leaf, k] and rng.random() < 0.5 else int(rng.integers(1, 3))
+        slots.add_people(store, leaf, k, d, P, alloc)
+        dense[leaf, k] += d
+        caps.update(store[1].tolist())
+        if step % 50 == 0:
+            for row in range(L):
+                assert [slots.count_of(store, row, c, P) for c in range(K)] == dense[row].tolist()
+                cum = np.cumsum(dense[row])
+                for target in range(0, int(cum[-1]), 3):
+                    assert slots.find_person(store, row, target) == np.searchsorted(cum, target, side="right")
+    assert {1, 2, 4, 8, P} <= caps and (store[1][2:] < P).all() and (store[2][2:] <= 6).all()
+    np.testing.assert_array_equal(slots.to_table(store, K).toarray(), dense)
+    new, new_alloc = slots.repacked(store, alloc, 100)
+    assert new_alloc[1] - new_alloc[0] == 100 and new_alloc[0] == store[1].sum()
+    np.testing.assert_array_equal(slots.to_table(new, K).toarray(), dense)
+    groups = np.array([0, 1, 0, 1, 1])
+    gk_ptr = np.zeros(2 * K + 1, dtype=np.int64)
+    counts = slots.group_counts(new, groups, 2, K, gk_ptr)
+    for g in range(2):
+        for c in range(K):
+            held = dense[groups == g, c]
+            assert sorted(counts[gk_ptr[g * K + c] : gk_ptr[g * K + c + 1]].tolist()) == sorted(held[held > 0].tolist())
+    one, spent = slots.slots_from_table(np.array([0, 1]), np.array([0]), np.array([1]), P, 0.0, 0)  # one slot, full
+    with pytest.raises(RuntimeError, match="allocation range is spent"):
+        slots.add_people(one, 0, 1, 1, P, spent)

@@ -7,8 +7,8 @@ so the two samplers have one posterior. What differs is how it is explored:
 - :func:`~ppdinfer.census.sampler.sample_cells` visits every cell of every leaf each sweep, through a query matrix:
   a state's block groups with the 2,016-cell histogram are 20 million cells, almost all zero, and a
   billion matrix entries.
-- :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a per-leaf Fenwick tree over
-  its cells), moves with t - 1 others of their cell (t = 1, or 2..``max_jump``) to another cell of the leaf
+- :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a Fenwick tree over the leaf's
+  non-zero cells), moves with t - 1 others of their cell (t = 1, or 2..``max_jump``) to another cell of the leaf
   (drawn by the group's shares), to the same cell of another leaf of its invariant class (a sibling, a leaf
   nearby in the table, or any), or out of the table (leaves under no invariant, where people may also
   arrive). Each is a Metropolis-Hastings move whose proposal ratio counts the people of the cells it reads
@@ -22,6 +22,13 @@ so the two samplers have one posterior. What differs is how it is explored:
   nothing. Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one
   axis changed) follow, all per person (:class:`PersonMoves`); every move is refused off the release's
   bounds (its :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
+
+Nothing holds the zero cells of the leaves x K table. The start is made a chunk of leaves at a time and kept as a
+sparse table; each chain's cells are a leaf-slot store (:mod:`ppdinfer.kernels.leaf_slots`): per leaf, its
+non-zero cells in cell order with their counts and a Fenwick tree over them, a leaf that fills its slots compacted
+or moved to twice as many (from a quarter of K on, a dense row), the pool repacked between moves as it fills, so
+that a chain holds O(non-zero cells + leaves) and draws what a dense table would, draw for draw. The releases
+(``y``, the residuals) are the release's own size; the recorded table (``record``) leaves x its cells per draw.
 
 With an exposure (:mod:`ppdinfer.census.exposure`: each leaf's housing units and group-quarters facilities,
 for blocks) a leaf's prior mean size is m_p units + sum_t c_t facilities rather than m_p. The default start
@@ -48,7 +55,8 @@ from tqdm import tqdm
 
 from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
-from ..kernels.census_people import fenwick_build, people_sweeps
+from ..kernels.census_people import people_sweeps
+from ..kernels.leaf_slots import repacked, reserve, slots_from_table
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
 from .baselines import largest_remainder
@@ -64,6 +72,9 @@ __all__ = ["PersonMoves", "sample_people"]
 START_SDS = 2.5
 #: Leaves per chunk of the default start's dense rows (chunk x K floats at a time).
 START_CHUNK = 2048
+#: A leaf's starting slots: a power of two at least this many times its non-zero cells of the start (0: as few as
+#: hold them, the leaves growing as people arrive).
+SLOT_HEADROOM = 2.0
 #: The most stored draws of the recorded table (chains x draws x leaves x recorded cells, int32) held in memory.
 DRAWS_BYTES = 2**32
 
@@ -213,12 +224,35 @@ def _rng_state(seed: np.random.SeedSequence) -> np.ndarray:
 
 
 def _scratch(rng_state, buffer: int, size: int, window: int) -> dict:
-    """A random stream and the scratch arrays of one thread of people_sweeps."""
-    return dict(
+    """A random stream and the scratch arrays of one thread of people_sweeps (its allocation range and resume point
+    set by the caller)."""
+    return dict(alloc=np.zeros(2, dtype=np.int64), resume=_resume(),
         rng=rng_state, bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
         touched=np.zeros(size, dtype=np.int64), dr=np.zeros(size, dtype=np.int64), sign=np.zeros(size, dtype=np.int64),
         weight=np.zeros(size), logp=np.zeros(window + 1),
     )  # fmt: skip
+
+
+def _resume() -> np.ndarray:
+    """A resume point of people_sweeps (sweep, leaf, kind, move, attempted, accepted; sweep -1: none)."""
+    return np.array([-1, 0, 0, 0, 0, 0], dtype=np.int64)
+
+
+def _spare(slots: int, room: int) -> int:
+    """The free positions a pool of ``slots`` leaf slots gets: half as many, at least four moves' room."""
+    return max(4 * room, int(slots) // 2)
+
+
+def _share_room(s: dict, scratches: list, room: int) -> None:
+    """Split the free range of chain state s among the units of a local round (``scratches``: their allocation
+    ranges set), repacking the pool first where each would get less than four moves' room."""
+    n = len(scratches)
+    if (s["alloc"][1] - s["alloc"][0]) // n < 4 * room:
+        s["store"], s["alloc"] = repacked(s["store"], s["alloc"], max(_spare(s["store"][1].sum(), room), 8 * room * n))
+    top, end = (int(v) for v in s["alloc"])
+    part = (end - top) // n
+    for u, scratch in enumerate(scratches):
+        scratch["alloc"][:] = top + u * part, top + (u + 1) * part if u < n - 1 else end
 
 
 def _residuals(release: GroupedRelease, cells: sp.csr_array):
@@ -741,19 +775,21 @@ def sample_people(
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
     seeds = root_seed(random_seed).spawn(chains)
     scratch_size = 4 * len(release.blocks) + 4
+    room = reserve(P, moves.bump_max if decompose is None else max(moves.bump_max, local_moves.bump_max))
     n_sweeps = tune + draws * thin
     states, outputs = [], []
     for c in range(chains):
         stream = np.random.default_rng(seeds[c])
         rng_state = _rng_state(seeds[c])
         jitter = 0.3 if learn else 0.0
-        cells = cells0.toarray().astype(np.int32)
-        fen = np.zeros((L, P + 1), dtype=np.int32)
-        fenwick_build(cells, fen)
-        rec = group_sums(cells, cmap, R)
+        store, alloc = slots_from_table(
+            cells0.indptr, cells0.indices, cells0.data, P, SLOT_HEADROOM, _spare(cells0.nnz, room)
+        )
+        rec = group_sums(cells0, cmap, R)
         states.append(
             dict(
-                cells=cells, totals=cells0.sum(axis=1).astype(np.int64), fen=fen, rec=rec, resid=resid0.copy(),
+                store=store, totals=cells0.sum(axis=1).astype(np.int64), rec=rec,
+                resid=resid0.copy(),
                 log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + jitter * stream.normal(size=prior.n_parents),
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
@@ -763,6 +799,7 @@ def sample_people(
                 bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip
+        states[-1]["alloc"] = alloc
         unit_seeds = seeds[c].spawn(len(spans)) if len(spans) else []
         states[-1]["local"] = [
             _scratch(_rng_state(u), buffer, scratch_size, local_moves.line_window) for u in unit_seeds
@@ -787,10 +824,11 @@ def sample_people(
     leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
     p_sibling, p_near = (float(p) for p in moves.partners)
 
-    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_):
-        """people_sweeps of chain state s with move counts k and settings m over the leaves of span."""
-        people_sweeps(
-            start, count, n_tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
+    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_) -> bool:
+        """people_sweeps of chain state s with move counts k and settings m over the leaves of span, in the allocation
+        range of ``scratch``: whether they are done (else they stopped for room, to be resumed)."""
+        return people_sweeps(
+            start, count, n_tune, thin, (s["store"], P, scratch["alloc"]), s["totals"], s["rec"], cmap, s["resid"], rates,
             scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors,
             k["within"], k["exchanges"], k["swaps"], k["births"], lo, hi, sib_lo, sib_hi, m.near, p_sibling, p_near,
             m.jump, m.max_jump, k["bumps"], k["spreads"], k["flips"], axes, strides, m.bump_max, m.floor,
@@ -799,20 +837,23 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], p_turn, span[0], span[1],
-        )  # fmt: skip
+            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room,
+        ) == 0  # fmt: skip
 
     def local_round(s, o):
-        """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps)."""
+        """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps), each in
+        its own part of the pool's free range; those that stop for room resume after the pool is repacked."""
         m = local_moves
         jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, 0.0, False)
                 for span, scratch in zip(spans, s["local"], strict=True)]  # fmt: skip
-        if decompose.executor is None:
-            for job in jobs:
-                sweeps(*job)
-        else:
-            for future in [decompose.executor.submit(sweeps, *job) for job in jobs]:
-                future.result()
+        while jobs:
+            _share_room(s, [job[8] for job in jobs], room)
+            if decompose.executor is None:
+                done_ = [sweeps(*job) for job in jobs]
+            else:
+                done_ = [future.result() for future in [decompose.executor.submit(sweeps, *job) for job in jobs]]
+            s["alloc"][0] = max(job[8]["alloc"][0] for job in jobs)
+            jobs = [job for job, ok in zip(jobs, done_, strict=True) if not ok]
 
     def run(c):
         s, o = states[c], outputs[c]
@@ -821,7 +862,8 @@ def sample_people(
             if len(spans):
                 count = 1
                 local_round(s, o)
-            sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn)
+            while not sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn):
+                s["store"], s["alloc"] = repacked(s["store"], s["alloc"], _spare(s["store"][1].sum(), room))
             done[c] += count
             with lock:
                 bar.update(count)
