@@ -71,6 +71,12 @@ def test_a_sparse_table_sums_as_its_dense_form(cameron):
     assert release.log_likelihood(table) == release.log_likelihood(dense)
     for a, b in zip(release.bound_values(table), release.bound_values(dense), strict=True):
         np.testing.assert_array_equal(a, b)
+    leaf_level = release.geography.n_levels - 1
+    block = [b for b in release.blocks if b.level == leaf_level][-1]  # the blocks' detailed cells
+    full = release.level_sums(table, leaf_level, block.groups, block.n_values)
+    np.testing.assert_array_equal(release.level_sums(dense, leaf_level, block.groups, block.n_values, (10, 50)),
+                                  full[10:50])  # fmt: skip
+    assert full.sum() == dense.sum()
     with pytest.raises(ValueError, match="117 leaves x 2016 cells"):
         release.level_sums(table[:5], 0, release.blocks[0].groups, 1)
 

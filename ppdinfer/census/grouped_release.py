@@ -213,16 +213,24 @@ class GroupedRelease:
             f"{int(self.structural_zeros.sum())} structural zeros)"
         )
 
-    def level_sums(self, cells, level: int, groups: np.ndarray, n: int) -> np.ndarray:
+    def level_sums(self, cells, level: int, groups: np.ndarray, n: int, rows=None) -> np.ndarray:
         """(units of ``level`` x n): each unit's sums of the target cells k with ``groups[k] == v`` over its leaves,
-        ``cells`` (leaves x K) dense or scipy sparse (never expanded: O(non-zero cells + units x n))."""
+        ``cells`` (leaves x K) dense or scipy sparse (never expanded: O(non-zero cells + units x n)); ``rows``: a
+        range (start, stop) of the level's units, their rows only."""
         L, K = self.geography.n_leaves, self.table.n_cells
-        table = leaf_table(cells if sp.issparse(cells) else integer_valued(cells, "cells").reshape(L, K))
-        if table.shape != (L, K):
-            raise ValueError(f"cells must be {L} leaves x {K} cells, got {table.shape}")
-        units = self.level_units[level].size
-        ancestor = sp.csr_array((np.ones(L, dtype=np.int64), (self.ancestors[level], np.arange(L))), shape=(units, L))
-        return np.asarray(((ancestor @ table) @ _indicator(groups, n)).toarray())
+        cells = cells if sp.issparse(cells) else integer_valued(cells, "cells").reshape(L, K)
+        if cells.shape != (L, K):
+            raise ValueError(f"cells must be {L} leaves x {K} cells, got {cells.shape}")
+        units = self.level_units[level]
+        start, stop = (0, units.size) if rows is None else rows
+        a, b = (
+            (0, 0)
+            if start >= stop
+            else (self.geography.leaf_start[units[start]], self.geography.leaf_stop[units[stop - 1]])
+        )
+        row = self.ancestors[level][a:b] - start
+        ancestor = sp.csr_array((np.ones(b - a, dtype=np.int64), (row, np.arange(b - a))), shape=(stop - start, b - a))
+        return np.asarray(((ancestor @ leaf_table(cells[a:b])) @ _indicator(groups, n)).toarray())
 
     def bound_values(self, cells) -> list:
         """Per bound block, the (level units x values) sums of ``cells`` (leaves x K, dense or sparse) it bounds."""
@@ -377,8 +385,9 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
             kept = [v for v in range(len(parts)) if keep[v]]
             for new, v in enumerate(kept):
                 groups[list(spec.groups(query)[v])] = new
-            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=np.int64)
             values = np.asarray(values)
+            reach = np.abs(values).max(initial=0) * max(len(parts[v]) for v in kept)
+            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=np.int32 if reach < 2**31 else np.int64)
             for new, v in enumerate(kept):
                 block_y[rows, new] = values[:, list(parts[v])].sum(axis=1, dtype=np.int64)
             rate = np.zeros(level_units[depth].size)

@@ -70,7 +70,8 @@ __all__ = ["PersonMoves", "sample_people"]
 
 #: The default start keeps a cell of the finest detailed release only where it reads this many noise sds above 0.
 START_SDS = 2.5
-#: Leaves per chunk of the default start's dense rows (chunk x K floats at a time).
+#: Leaves per chunk of the default start's dense rows (chunk x K floats at a time), and units per chunk of the
+#: starting residuals.
 START_CHUNK = 2048
 #: A leaf's starting slots: a power of two at least this many times its non-zero cells of the start (0: as few as
 #: hold them, the leaves growing as people arrive).
@@ -262,9 +263,14 @@ def _residuals(release: GroupedRelease, cells: sp.csr_array):
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     rate_sizes = np.array([b.rate.size for b in blocks], dtype=np.int64)
     rate_offsets = np.concatenate([[0], np.cumsum(rate_sizes)[:-1]]).astype(np.int64)
-    resid = np.concatenate([(b.y - release.level_sums(cells, b.level, b.groups, b.n_values)).ravel() for b in blocks])
-    if np.abs(resid).max(initial=0) < 2**30:
-        resid = resid.astype(np.int32)
+    reach = max(np.abs(b.y).max(initial=0) for b in blocks) + int(cells.sum())  # |y - v| <= |y| + v
+    resid = np.empty(int(sizes.sum()), dtype=np.int32 if reach < 2**30 else np.int64)
+    for b, at in zip(blocks, offsets, strict=True):
+        n_units = b.y.shape[0]
+        for start in range(0, n_units, START_CHUNK):  # a chunk of units at a time: no table of the release's size
+            stop = min(n_units, start + START_CHUNK)
+            part = b.y[start:stop] - release.level_sums(cells, b.level, b.groups, b.n_values, (start, stop))
+            resid[at + start * b.n_values : at + stop * b.n_values] = part.ravel()
     scale_sizes = np.array([b.n_values for b in blocks], dtype=np.int64)
     return (
         resid,
@@ -789,7 +795,7 @@ def sample_people(
         states.append(
             dict(
                 store=store, totals=cells0.sum(axis=1).astype(np.int64), rec=rec,
-                resid=resid0.copy(),
+                resid=resid0 if c == chains - 1 else resid0.copy(),
                 log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + jitter * stream.normal(size=prior.n_parents),
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
