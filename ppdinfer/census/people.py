@@ -24,11 +24,12 @@ so the two samplers have one posterior. What differs is how it is explored:
   bounds (its :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
 
 Nothing holds the zero cells of the leaves x K table. The start is made a chunk of leaves at a time and kept as a
-sparse table; each chain's cells are a leaf-slot store (:mod:`ppdinfer.kernels.leaf_slots`): per leaf, its
-non-zero cells in cell order with their counts and a Fenwick tree over them, a leaf that fills its slots compacted
-or moved to twice as many (from a quarter of K on, a dense row), the pool repacked between moves as it fills, so
-that a chain holds O(non-zero cells + leaves) and draws what a dense table would, draw for draw. The releases
-(``y``, the residuals) are the release's own size; the recorded table (``record``) leaves x its cells per draw.
+sparse table; each chain's cells are a leaf-slot store (``ppdinfer.kernels.leaf_slots``): per leaf, its
+non-zero cells in cell order with their counts and a Fenwick tree over them; a leaf that fills its slots is
+compacted or moved to twice as many (a dense row once that would reach a quarter of the power of two >= K), the
+pool repacked between moves as it fills, so that a chain holds O(non-zero cells + leaves) and draws what a dense
+table would, draw for draw. The releases (int32 where they fit) and the residuals (one int32 vector per chain) are
+the release's own size; the recorded table (``record``) is leaves x its cells per draw.
 
 With an exposure (:mod:`ppdinfer.census.exposure`: each leaf's housing units and group-quarters facilities,
 for blocks) a leaf's prior mean size is m_p units + sum_t c_t facilities rather than m_p. The default start
