@@ -93,9 +93,10 @@ class BlockFile:
     exposure : LeafExposure
         The blocks' housing units and facilities (the unit file's exact totals, the person file's hhgq bounds).
     census, mechanism, y
-        The same measurements over :data:`.synthetic.TABLE` at every level to the Block (GLS, TopDown).
+        The same measurements over a coarser table (:data:`.synthetic.TABLE`) at every level to the Block (GLS,
+        TopDown).
     truth : numpy.ndarray
-        (blocks, 28) true cells of :data:`.synthetic.TABLE`, in the file's block order.
+        (blocks, cells) true cells of the release's table (:data:`.synthetic.TABLE`: 28), in the file's block order.
     """
 
     release: GroupedRelease
@@ -136,8 +137,12 @@ def aligned_truth(state: SyntheticPL94State, nmf) -> np.ndarray:
     return truth
 
 
-def block_file(state: SyntheticPL94State, folder, release_seed) -> BlockFile:
+def block_file(state: SyntheticPL94State, folder, release_seed, *, table=TABLE, workers: int = 1) -> BlockFile:
     """Write ``state``'s person and housing-unit files into ``folder`` (noise from ``release_seed``), read them back.
+
+    ``table`` (a coarsening of :data:`ppdinfer.census.PERSON`) is the table of the GLS and TopDown release and of
+    ``truth`` (the analyses here need the default, :data:`.synthetic.TABLE`); ``workers`` goes to
+    :func:`ppdinfer.census.write_nmf`.
 
     Examples
     --------
@@ -150,17 +155,17 @@ def block_file(state: SyntheticPL94State, folder, release_seed) -> BlockFile:
     ((117, 28), True)
     """
     person_seed, unit_seed = root_seed(release_seed).spawn(2)
-    write_nmf(folder, state, random_seed=np.random.default_rng(person_seed), overwrite=True)
+    write_nmf(folder, state, random_seed=np.random.default_rng(person_seed), overwrite=True, workers=workers)
     write_nmf(folder, state, random_seed=np.random.default_rng(unit_seed), table="unit", overwrite=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the reader's notes on a file without a Block-level GEOID table
         nmf = read_nmf(folder, state.partition, state_total=int(state.persons.sum()))
         units = read_nmf(folder, state.partition, table="unit")
     release = grouped_release(nmf)
-    census, mechanism, y = nmf.release(TABLE)
+    census, mechanism, y = nmf.release(table)
     if not np.array_equal(census.geography.ids, release.geography.ids):
         raise RuntimeError("the 28-cell release and the full histogram's have different geographies")
-    truth = TABLE.collapse(aligned_truth(state, nmf)).astype(np.int64)
+    truth = table.collapse(aligned_truth(state, nmf)).astype(np.int64)
     return BlockFile(release, file_exposure(release, units), census, mechanism, y, truth)
 
 

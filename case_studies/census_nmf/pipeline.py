@@ -5,7 +5,9 @@ at County, Tract and Block_Group by the three estimators (``cells.csv.gz``), the
 (``tracts.csv``) and ``info.json`` (its configuration, timings and diagnostics, written last: a
 state fit whose ``info.json`` matches the configuration is reused). ``results/coverage/`` holds the
 coverage study's replicate files (:mod:`.coverage`), ``results/coverage_full/`` those of the full
-histogram's study; ``results/report/`` the report and figures.
+histogram's study; ``results/blocks/`` the block fit of one file (:mod:`.blocks`: ``blocks.csv.gz``,
+``districts.csv``, ``info.json`` last, reused as the state fit is), ``results/coverage_blocks/`` the block
+coverage study's replicate files (:mod:`.block_coverage`); ``results/report/`` the report and figures.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from .coverage import SOURCE
 
 #: The quick variant (what the tests and the docs run): two counties for the state fit, two small
 #: ones and 20 replicates for the coverage study, three replicate files of the smallest county for the
-#: full histogram.
+#: full histogram; one file of that county fitted at the Block level and three replicate files of it with
+#: short chains for the block coverage study.
 QUICK = {
     "state_counties": ["Adams", "Lancaster"],
     "state_draws": 300,
@@ -51,7 +54,8 @@ QUICK = {
 }
 #: The full run: all 67 counties (about 140,000 cells; the state fit of benchmarks/census_nmf.py, whose
 #: every cell has a bulk ESS of at least 400), 200 replicates of four small counties, and 200 replicate
-#: files of one county fitted over the full histogram too (``results/coverage_full``).
+#: files of one county fitted over the full histogram too (``results/coverage_full``); four small counties at
+#: the Block level (about 32,000 people, 800 blocks) and 200 replicate files of Cameron for the block coverage.
 FULL = {
     "state_counties": None,
     "state_draws": 1250,
