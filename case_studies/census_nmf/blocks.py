@@ -54,7 +54,9 @@ __all__ = [
     "block_class",
     "block_errors",
     "block_file",
+    "block_frame",
     "district_errors",
+    "fit_block_file",
     "fit_blocks",
 ]
 
@@ -118,7 +120,7 @@ class BlockFile:
         return self.mechanism.invariant_matrix, self.mechanism.invariant_values
 
 
-def aligned_truth(state: SyntheticPL94State, nmf) -> np.ndarray:
+def _aligned_truth(state: SyntheticPL94State, nmf) -> np.ndarray:
     """The state's full-histogram truth (blocks x 2,016) in the order of ``nmf``'s blocks, checked against the file.
 
     Every inequality constraint the file holds (the hhgq bounds: facilities and housing units) must hold for it,
@@ -165,7 +167,7 @@ def block_file(state: SyntheticPL94State, folder, release_seed, *, table=TABLE, 
     census, mechanism, y = nmf.release(table)
     if not np.array_equal(census.geography.ids, release.geography.ids):
         raise RuntimeError("the 28-cell release and the full histogram's have different geographies")
-    truth = table.collapse(aligned_truth(state, nmf)).astype(np.int64)
+    truth = table.collapse(_aligned_truth(state, nmf)).astype(np.int64)
     return BlockFile(release, file_exposure(release, units), census, mechanism, y, truth)
 
 
@@ -211,6 +213,16 @@ def block_frame(tree, blocks: BlockFile, gls=None, topdown=None) -> tuple[pd.Dat
 
     Returns the frame and the diagnostics: the smallest and median bulk ESS and the largest R-hat of the block
     totals and of the blocks' VAP by Hispanic origin x race (14 cells each), over the quantities that vary.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ppdinfer.census import synthetic_pl94_state
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     blocks = block_file(synthetic_pl94_state(["Cameron"], random_seed=0), folder, release_seed=1)
+    >>> frame, diagnostics = block_frame(fit_blocks(blocks, draws=10, tune=10, random_seed=2), blocks)
+    >>> bool((frame.loc[frame["empty"], "post_mean"] == 0).all()), sorted(diagnostics)
+    (True, ['block_totals', 'block_vap_cells'])
     """
     cells = tree["posterior"]["cells"].values  # (chain, draw, block, 28)
     if cells.shape[2:] != blocks.truth.shape:
@@ -249,7 +261,7 @@ def block_frame(tree, blocks: BlockFile, gls=None, topdown=None) -> tuple[pd.Dat
     return frame, diagnostics
 
 
-def district_frame(tree, blocks: BlockFile, districts: dict, gls, topdown) -> tuple[pd.DataFrame, dict]:
+def _district_frame(tree, blocks: BlockFile, districts: dict, gls, topdown) -> tuple[pd.DataFrame, dict]:
     """One row per district (blocks summed draw by draw): true total and voting-age share; the posterior's
     (mean, 90 % interval, randomized coverage of the total, bulk ESS and R-hat of the total), GLS's and TopDown's
     (a point estimate's share clipped to [0, 1])."""
@@ -282,7 +294,22 @@ def district_frame(tree, blocks: BlockFile, districts: dict, gls, topdown) -> tu
 
 
 def fit_block_file(blocks: BlockFile, districts: dict, *, draws: int, tune: int, random_seed) -> tuple:
-    """The three estimators on one block file: ``(blocks frame, districts frame, info)`` (seconds, diagnostics)."""
+    """The three estimators on one block file: ``(blocks frame, districts frame, info)`` (seconds, diagnostics).
+
+    ``districts``: name -> block ids (:func:`.analysis.random_districts` of the file's geography).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ppdinfer.census import synthetic_pl94_state
+    >>> from ppdinfer.case_studies.census_nmf.analysis import random_districts
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     blocks = block_file(synthetic_pl94_state(["Cameron"], random_seed=0), folder, release_seed=1)
+    >>> districts = random_districts(blocks.release.geography, 3, (5, 10), seed=0)
+    >>> frame, district_frame, info = fit_block_file(blocks, districts, draws=10, tune=10, random_seed=2)
+    >>> len(frame), len(district_frame), sorted(info["diagnostics"])
+    (117, 3, ['block_totals', 'block_vap_cells', 'districts'])
+    """
     info = {}
     start = time.perf_counter()
     gls = gls_estimate(blocks.census, blocks.y, blocks.mechanism.sigmas, blocks.invariants)
@@ -294,7 +321,7 @@ def fit_block_file(blocks: BlockFile, districts: dict, *, draws: int, tune: int,
     info.update(posterior_s=tree.attrs["sampling_seconds"], moves_per_sweep=tree.attrs["moves_per_sweep"],
                 accept=float(tree["sample_stats"]["accept"].mean()))  # fmt: skip
     frame, info["diagnostics"] = block_frame(tree, blocks, gls, td)
-    districts_frame, info["diagnostics"]["districts"] = district_frame(tree, blocks, districts, gls, td)
+    districts_frame, info["diagnostics"]["districts"] = _district_frame(tree, blocks, districts, gls, td)
     return frame, districts_frame, info
 
 
