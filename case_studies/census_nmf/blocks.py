@@ -338,7 +338,7 @@ def block_errors(frame: pd.DataFrame, estimators=("post_mean", "gls", "topdown")
     ...     "post_vap": [0.0, 4.0, 40.0], "gls": [3.0, 9.0, 50.0], "gls_vap": [2.0, 4.0, 40.0]})
     >>> table = block_errors(frame, ("post_mean", "gls"))
     >>> table.loc["all", ["blocks", "rmse_post_mean", "ratio_post_mean"]].round(3).tolist()
-    [3.0, 1.291, 0.196]
+    [3.0, 1.291, 0.2]
     """
     frame = frame.assign(size=block_class(frame["truth"]))
     rows = {}

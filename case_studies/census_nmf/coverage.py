@@ -178,7 +178,7 @@ def run_replicates(
     --------
     >>> import tempfile, concurrent.futures
     >>> def task(setup, r, config, folder):
-    ...     data = rundir.stamp(xr.Dataset({"r": ((), r)}), config).to_netcdf(engine="scipy")
+    ...     data = rundir.stamp(xr.Dataset({"r": ((), float(r))}), config).to_netcdf(engine="scipy")
     ...     rundir.write_atomically(Path(folder) / _filename(r), data)
     ...     return r
     >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
