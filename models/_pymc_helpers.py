@@ -81,7 +81,7 @@ def sample_dense(twin, draws, tune, chains, random_seed, kwargs):
 
     import pymc as pm
 
-    from ..pymc._backend_warnings import quiet_blas_warning
+    from ..pymc import quiet_blas_warning
 
     kwargs = {"init": "jitter+adapt_full", "progressbar": False, "compute_convergence_checks": False, **kwargs}
     # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which warns

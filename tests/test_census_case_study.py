@@ -35,7 +35,7 @@ def test_quick_run_writes_the_report_with_numbers_and_figures(tmp_path):
     assert len(rows) == 14 + 13
     for row in rows:
         measured, verdict = row.split(" | ")[-2:]
-        assert re.search(r"\d\.\d{3}", measured), row
+        assert re.search(r"\d\.\d", measured), row
         assert verdict.rstrip(" |") in ("met", "not met"), row
     block_rows = rows[14:]
     assert all("block" in row or "district" in row or "R-hat" in row for row in block_rows), block_rows
