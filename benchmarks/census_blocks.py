@@ -4,9 +4,10 @@ group-quarters facilities as the prior's exposure; seconds per sweep, cost per p
 What is measured
 ----------------
 A synthetic state of ``--counties`` (``synthetic_pl94_state``, seed 2020, down to blocks) is written with
-``write_nmf`` (persons and housing units) and read back; ``grouped_release`` keeps every level to the Block level
-and ``file_exposure`` reads each block's housing units (the unit file's ``total_con``) and facilities (the person
-file's ``hhgq_total_lb_con``). Then, with ``PersonMoves(**--moves)`` (a Python dict literal; default one line draw
+``write_nmf`` (persons and housing units) and read back by the case study's ``census_nmf.blocks.block_file``:
+``grouped_release`` keeps every level to the Block level, ``file_exposure`` reads each block's housing units (the
+unit file's ``total_con``) and facilities (the person file's ``hhgq_total_lb_con``), and the truth is put in the
+file's block order and checked against the file's constraints. Then, with ``PersonMoves(**--moves)`` (a Python dict literal; default one line draw
 per person, which at the block level gave more ESS per second than the default 0.25: Cameron County, 600 sweeps,
 smallest / median bulk ESS of the block totals 5 / 205 in 10.8 s at 0.25, 10 / 342 in 16.9 s at 1, 10 / 489 in
 31.8 s at 3):
@@ -17,8 +18,8 @@ smallest / median bulk ESS of the block totals 5 / 205 in 10.8 s at 0.25, 10 / 3
 2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
    blocks with R-hat <= 1.01; the RMSE of the posterior-mean block totals against the truth, beside GLS's on
    the one-cell (total) table of the same file (``NoisyMeasurementFile.release``, no housing-unit information);
-   the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people:
-   one release, so a rough check, not the replicate study of the case study).
+   the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people,
+   ``census_nmf.blocks.block_class``: one release, so a rough check, not the case study's replicate study).
 
 Run with ``.venv/bin/python benchmarks/census_blocks.py [--counties Adams] [--tune 300] [--draws 300]
 [--moves "{'lines': 1.0}"] [--tmp DIR]``: Adams County (103,852 people, 2,661 blocks) takes about 8 minutes at the
@@ -37,8 +38,6 @@ import time
 import warnings
 
 import numpy as np
-
-SIZES = ((0, 0), (1, 9), (10, 49), (50, None))
 
 
 def peak_gib() -> float:
@@ -59,40 +58,29 @@ def main() -> None:
     parser.add_argument("--tmp", default=None)
     args = parser.parse_args()
 
+    from ppdinfer.case_studies.census_nmf.blocks import block_class, block_file
     from ppdinfer.census import (
         PERSON,
         Decomposition,
         PersonMoves,
-        file_exposure,
         gls_estimate,
-        grouped_release,
-        read_nmf,
         sample_people,
         synthetic_pl94_state,
-        write_nmf,
     )
     from ppdinfer.inference.diagnostics import ess_rhat
 
     counties = None if args.counties == "all" else args.counties.split(",")  # all: the 67 counties
     out: dict = {"counties": counties or "all"}
+    total = PERSON.coarsen({"votingage": (((0, 1),), ("all",))})  # one cell: the block total
     start = time.perf_counter()
     state = synthetic_pl94_state(counties, random_seed=2020)
-    root = tempfile.mkdtemp(dir=args.tmp)
-    write_nmf(root, state, random_seed=1, workers=2)
-    write_nmf(root, state, random_seed=2, table="unit")
-    out["write_s"] = time.perf_counter() - start
     people = int(state.persons.sum())
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nmf = read_nmf(root, "42", state_total=people)
-        units = read_nmf(root, "42", table="unit")
-    release = grouped_release(nmf)
-    exposure = file_exposure(release, units)
-    out.update(read_s=time.perf_counter() - start, values=release.n_values, peak_after_release_gib=peak_gib())
-    truth = np.asarray(state.persons.sum(axis=1)).ravel()
-    position = {leaf: i for i, leaf in enumerate(state.geography.ids[state.geography.leaves])}
-    truth = truth[[position[leaf] for leaf in release.geography.ids[release.geography.leaves]]]  # the file's order
+    # the case study's chain: person and unit files written and read back, the blocks' exposure, the truth in the
+    # file's block order (checked against the file's constraints), GLS's release over the one-cell table
+    blocks = block_file(state, tempfile.mkdtemp(dir=args.tmp), release_seed=1, table=total, workers=2)
+    release, exposure = blocks.release, blocks.exposure
+    out.update(file_s=time.perf_counter() - start, values=release.n_values, peak_after_release_gib=peak_gib())
+    truth = blocks.truth[:, 0]
     out.update(people=people, blocks=release.geography.n_leaves, empty_blocks=int((truth == 0).sum()),
                blocks_without_housing=int(exposure.empty.sum()))  # fmt: skip
     moves = PersonMoves(**ast.literal_eval(args.moves))
@@ -130,14 +118,11 @@ def main() -> None:
     ess, rhat = ess_rhat(draws)
     varying = np.isfinite(rhat)
     estimate = draws.mean(axis=(0, 1))
-    census, mechanism, y = nmf.release(PERSON.coarsen({"votingage": (((0, 1),), ("all",))}))
-    gls = gls_estimate(census, y, mechanism.sigmas).cell_estimate.ravel()
+    gls = gls_estimate(blocks.census, blocks.y, blocks.mechanism.sigmas).cell_estimate.ravel()
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=(0, 1))
     covered = (lo <= truth) & (truth <= hi)
-    coverage = {}
-    for a, b in SIZES:
-        rows = (truth >= a) & (truth <= (np.inf if b is None else b))
-        coverage[f"{a}-{b if b is not None else ''}"] = [float(covered[rows].mean()), int(rows.sum())]
+    size = block_class(truth)
+    coverage = {c: [float(covered[size == c].mean()), int((size == c).sum())] for c in np.unique(size)}
     if varying.any():  # R-hat needs two chains
         out.update(
             ess_bulk_min=float(ess[varying].min()),

@@ -14,8 +14,10 @@ Fits, in one run, 2 chains one after the other (``cores=1``):
   (500 / 500: it hits the maximum tree depth, so it is run short and compared by ESS per second).
 
 For each: wall time of the whole fit (compilation included) and of pm.sample's sampling, min bulk ESS over
-the coefficients, ESS per second, R-hat, divergences, the largest tree depth. Target: the twin reaches min
-bulk ESS >= 1,000 over the coefficients in <= 30 s.
+the coefficients and over every variable, ESS per second, R-hat, divergences, the largest tree depth. Target: the
+twin reaches min bulk ESS >= 1,000 over the coefficients in <= 30 s. Where nutpie or NumPyro is installed (the
+``fast`` extra), the twin and the plain model are also fitted by each (``nuts_sampler``; a missing one's rows are
+skipped with a message).
 
 Then ``--replicates`` (40) replicate releases of fresh records and noise at the same truth, each fitted by
 the twin (one model, the release in ``pm.Data``; ``--rep-tune`` / ``--rep-draws`` 500 / 500, 1 chain): the
@@ -37,6 +39,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from fast_backends import installed, min_bulk_ess
 from scipy import stats
 
 from ppdinfer.models import linear_regression as lr
@@ -66,14 +69,16 @@ def plain_model(model, released) -> pm.Model:
 
 def report(name, fit, wall):
     ess = az.ess(fit, var_names=["beta"], method="bulk")["beta"].values
+    every = min_bulk_ess(fit)
     rhats = az.rhat(fit, var_names=["beta", "sigma"])
     rhat = max(float(rhats[v].max()) for v in ("beta", "sigma"))
     stats = fit["sample_stats"]
     sampling = float(fit["sample_stats"].attrs.get("sampling_time", np.nan))
+    depth = int(stats["tree_depth"].max()) if "tree_depth" in stats else int(np.log2(stats["n_steps"].max() + 1))
     print(
-        f"{name:6s} wall {wall:7.1f} s  sampling {sampling:7.1f} s  min bulk ESS(beta) {ess.min():7.0f}  "
-        f"ESS/s (wall) {ess.min() / wall:7.1f}  max R-hat {rhat:.3f}  divergences {int(stats['diverging'].sum())}  "
-        f"max tree depth {int(stats['tree_depth'].max())}"
+        f"{name:14s} wall {wall:7.1f} s  sampling {sampling:7.1f} s  min bulk ESS(beta) {ess.min():7.0f}  "
+        f"ESS/s (wall) {ess.min() / wall:7.1f}  min bulk ESS (every variable) {every:7.0f} ({every / wall:7.1f}/s)  "
+        f"max R-hat {rhat:.3f}  divergences {int(stats['diverging'].sum())}  max tree depth {depth}"
     )
     post = fit["posterior"]
     print(
@@ -249,20 +254,34 @@ def main():
     fit = model.fit(released, draws=args.draws, tune=args.tune, chains=2, cores=1, random_seed=args.seed)
     after = report("twin", fit, time.perf_counter() - start)
     print(f"       clipped fraction (posterior mean bound) {fit.attrs['clipped_fraction']:.2g}")
-    if not args.skip_plain:
+    backends = installed()
+    for backend in backends:
         start = time.perf_counter()
-        with plain_model(model, released), warnings.catch_warnings():
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            plain = pm.sample(
-                draws=args.plain_draws,
-                tune=args.plain_tune,
-                chains=2,
-                cores=1,
-                random_seed=args.seed,
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
-        before = report("plain", plain, time.perf_counter() - start)
+            fit = model.fit(
+                released, draws=args.draws, tune=args.tune, chains=2, cores=1, random_seed=args.seed,
+                nuts_sampler=backend,
+            )  # fmt: skip
+        report(f"twin {backend}", fit, time.perf_counter() - start)
+    if not args.skip_plain:
+        for backend in ["pymc", *backends]:
+            start = time.perf_counter()
+            with plain_model(model, released), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                plain = pm.sample(
+                    draws=args.plain_draws,
+                    tune=args.plain_tune,
+                    chains=2,
+                    cores=1,
+                    random_seed=args.seed,
+                    progressbar=False,
+                    compute_convergence_checks=False,
+                    nuts_sampler=backend,
+                )
+            result = report("plain" if backend == "pymc" else f"plain {backend}", plain, time.perf_counter() - start)
+            if backend == "pymc":
+                before = result
         print(f"ESS per second, twin / plain: {(after[0] / after[1]) / (before[0] / before[1]):.1f}")
     if args.replicates:
         coverage(model, args.replicates, args.rep_tune, args.rep_draws, args.seed + 1000)

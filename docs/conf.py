@@ -94,6 +94,7 @@ ppd_public_modules = [
     "ppdinfer.models.congenial_counts",
     "ppdinfer.models.county_counts",
     "ppdinfer.models.linear_regression",
+    "ppdinfer.models.logistic_regression",
     "ppdinfer.models.property_secret",
     "ppdinfer.models.pufferfish_secret",
     "ppdinfer.models.regression_records",

@@ -7,10 +7,13 @@
   prior centred on last month's public counts.
 - :mod:`~ppdinfer.models.linear_regression`: linear regression from Laplace-noised sufficient statistics
   (sum x, sum y, X'X, X'y, y'y), their normal approximation given theta, fitted by NUTS.
+- :mod:`~ppdinfer.models.logistic_regression`: logistic regression from Laplace-noised sums (sum x, sum y,
+  X'X, X'y), their normal approximation given theta with Gauss-Hermite moments, fitted by NUTS.
 - :mod:`~ppdinfer.models.property_secret`: a global property of a dataset as the secret (distribution
   privacy): the attacker's posterior over candidate values, in closed form and by the samplers.
-- :mod:`~ppdinfer.models.regression_records`: the same regression's exact posterior by record-level data
-  augmentation (the reference for small n).
+- :mod:`~ppdinfer.models.regression_records`: the linear and logistic regressions' exact posteriors by
+  record-level data augmentation (d covariates for the linear model, one for the logistic; the reference
+  for small n).
 - :mod:`~ppdinfer.models.regression_sbc`: simulation-based calibration of both regression samplers on
   record-level simulations (clipping included).
 - :mod:`~ppdinfer.models.pufferfish_secret`: a secret correlated with the data (Pufferfish): the
@@ -26,6 +29,7 @@ from . import (
     congenial_counts,
     county_counts,
     linear_regression,
+    logistic_regression,
     property_secret,
     pufferfish_secret,
     regression_records,
@@ -39,6 +43,7 @@ __all__ = [
     "congenial_counts",
     "county_counts",
     "linear_regression",
+    "logistic_regression",
     "property_secret",
     "pufferfish_secret",
     "regression_records",

@@ -68,11 +68,13 @@ from ..validation import finite_array, positive_finite, positive_int
 __all__ = [
     "ClippingWarning",
     "LinearRegressionModel",
+    "budget",
     "model",
     "public_information",
     "record_moments",
     "statistics",
     "synthetic_records",
+    "warn_clipping",
 ]
 
 
@@ -229,13 +231,7 @@ class LinearRegressionModel:
         self.sensitivity = regression_sensitivity(design, self.y_bounds, neighbours="replace")
         self.names = tuple(_rename(name, self.d) for name in self.sensitivity.names[1:])
         per_statistic = self.sensitivity.per_statistic[1:]
-        k = per_statistic.size
-        shares = np.full(k, 1.0 / k) if shares is None else finite_array(shares, "shares")
-        if shares.shape != (k,) or np.any(shares <= 0) or shares.sum() > 1 + 1e-12:
-            raise ValueError(f"shares must be {k} positive numbers summing to at most 1, got {shares!r}")
-        self.epsilon = None if epsilon is None else positive_finite(epsilon, "epsilon")
-        self.mechanism = None if epsilon is None else Laplace(self.epsilon, sensitivity=per_statistic / shares)
-        self.noise_scale = np.zeros(k) if epsilon is None else per_statistic / shares / self.epsilon
+        self.epsilon, self.mechanism, self.noise_scale = budget(per_statistic, shares, epsilon)
         self.prior_scale = positive_finite(prior_scale, "prior_scale")
 
     def release(self, x, y, random_seed=None) -> np.ndarray:
@@ -298,6 +294,8 @@ class LinearRegressionModel:
         import pymc as pm
         import pytensor.tensor as pt
 
+        from ._pymc_helpers import covariate_prior, statistics_likelihood
+
         released = finite_array(released, "released")
         if released.shape != (len(self.names),):
             raise ValueError(f"released must hold the {len(self.names)} statistics {self.names}, got {released.shape}")
@@ -315,25 +313,10 @@ class LinearRegressionModel:
             else:
                 beta = pm.Normal("beta", 0.0, scale, dims="coef")
                 sigma = pm.HalfNormal("sigma", scale)
-                mu_x = pm.Normal("mu_x", 0.0, scale, dims="covariate")
-                if self.d == 1:
-                    sd_x = pm.HalfNormal("sd_x", scale, dims="covariate")
-                    cov = pt.reshape(sd_x**2, (1, 1))
-                else:
-                    chol, _, _ = pm.LKJCholeskyCov(
-                        "chol_x", n=self.d, eta=2.0, sd_dist=pm.HalfNormal.dist(scale, shape=self.d), compute_corr=True
-                    )
-                    cov = pt.specify_shape(pt.dot(chol, chol.T), (self.d, self.d))
+                mu_x, cov = covariate_prior(pm, self.d, scale)
             m, V = record_moments(beta, sigma, mu_x, cov)
-            mean = self.n * m
-            factor = pt.linalg.cholesky(self.n * V + 1e-9 * pt.eye(len(self.names)))
             observed = pm.Data("released", released, dims="statistic") if mutable else released
-            if self.mechanism is None:
-                pm.MvNormal("s", mu=mean, chol=factor, observed=observed, dims="statistic")
-            else:
-                z = pm.Normal("z", 0.0, 1.0, dims="statistic")
-                exact = pm.Deterministic("T", mean + pt.dot(factor, z), dims="statistic")
-                pm.Laplace("s", mu=exact, b=self.noise_scale, observed=observed, dims="statistic")
+            statistics_likelihood(pm, self.n, m, V, observed, None if self.mechanism is None else self.noise_scale)
         return twin
 
     def _joint_prior(self, pm, pt):
@@ -367,17 +350,9 @@ class LinearRegressionModel:
         >>> bool(abs(float(fit["posterior"]["beta"].sel(coef="x0").mean()) - 1.0) < 0.1)
         True
         """
-        import pymc as pm
+        from ._pymc_helpers import sample_dense
 
-        kwargs.setdefault("init", "jitter+adapt_full")
-        kwargs.setdefault("progressbar", False)
-        kwargs.setdefault("compute_convergence_checks", False)
-        with self.to_pymc(released), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
-            # PyMC compiles the initial point's function (a scan, from the LKJ prior) on PyTensor's C linker, which
-            # reads its BLAS flags and warns where a pip install has none; it runs once per chain, BLAS or not
-            warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS installation")
-            fit = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, **kwargs)
+        fit = sample_dense(self.to_pymc(released), draws, tune, chains, random_seed, kwargs)
         self.check_clipping(fit, clip_tolerance)
         return fit
 
@@ -401,29 +376,59 @@ class LinearRegressionModel:
             mean, sd = post["mu"].values, post["chol_stds"].values
             bounds = np.vstack([self.x_bounds, self.y_bounds])
             fraction = float(np.mean(_outside(mean, sd, bounds[:, 0], bounds[:, 1]).sum(axis=-1)))
-            return self._warn_clipping(fit, fraction, clip_tolerance)
-        beta = post["beta"].values
-        sigma = post["sigma"].values
-        mu_x = post["mu_x"].values
-        if self.d == 1:
-            cov_x = post["sd_x"].values[..., None] ** 2
-        else:
-            sd, corr = post["chol_x_stds"].values, post["chol_x_corr"].values
-            cov_x = sd[..., :, None] * corr * sd[..., None, :]
-        fraction = float(np.mean(self.clipped_fraction(beta, sigma, mu_x, cov_x)))
-        return self._warn_clipping(fit, fraction, clip_tolerance)
+            return warn_clipping(fit, fraction, clip_tolerance)
+        from ._pymc_helpers import covariate_draws
 
-    @staticmethod
-    def _warn_clipping(fit, fraction, clip_tolerance):
-        fit.attrs["clipped_fraction"] = fraction
-        if fraction > clip_tolerance:
-            warnings.warn(
-                f"up to {fraction:.3g} of the records are clipped at the posterior (tolerance {clip_tolerance:g}): "
-                "the normal approximation's moments ignore clipping and are biased there; widen the box",
-                ClippingWarning,
-                stacklevel=3,
-            )
-        return fraction
+        mu_x, cov_x = covariate_draws(post, self.d)
+        fraction = float(np.mean(self.clipped_fraction(post["beta"].values, post["sigma"].values, mu_x, cov_x)))
+        return warn_clipping(fit, fraction, clip_tolerance)
+
+
+def warn_clipping(fit, fraction: float, clip_tolerance: float) -> float:
+    """Record ``fraction`` (the posterior mean of a clipping bound) in ``fit.attrs["clipped_fraction"]`` and warn
+    (``ClippingWarning``) where it exceeds ``clip_tolerance``; returns it.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from ppdinfer.models.linear_regression import warn_clipping
+    >>> warn_clipping(xr.DataTree(), 1e-5, 1e-3)
+    1e-05
+    """
+    fit.attrs["clipped_fraction"] = fraction
+    if fraction > clip_tolerance:
+        warnings.warn(
+            f"up to {fraction:.3g} of the records are clipped at the posterior (tolerance {clip_tolerance:g}): "
+            "the normal approximation's moments ignore clipping and are biased there; widen the box",
+            ClippingWarning,
+            stacklevel=3,
+        )
+    return fraction
+
+
+def budget(per_statistic, shares, epsilon):
+    """epsilon split over the statistics: (epsilon, the Laplace mechanism, its scales per statistic).
+
+    Statistic i gets the share w_i of epsilon (``shares``, positive, summing to at most one; None: equal), so
+    noise of scale ``per_statistic[i] / (w_i epsilon)`` makes the whole vector epsilon-DP. ``epsilon`` None:
+    (None, None, zeros), the statistics released exactly.
+
+    Examples
+    --------
+    >>> from ppdinfer.models.linear_regression import budget
+    >>> epsilon, mechanism, scale = budget([1.0, 2.0], None, 0.5)
+    >>> scale.tolist()
+    [4.0, 8.0]
+    """
+    per_statistic = np.asarray(per_statistic, dtype=float)
+    k = per_statistic.size
+    shares = np.full(k, 1.0 / k) if shares is None else finite_array(shares, "shares")
+    if shares.shape != (k,) or np.any(shares <= 0) or shares.sum() > 1 + 1e-12:
+        raise ValueError(f"shares must be {k} positive numbers summing to at most 1, got {shares!r}")
+    if epsilon is None:
+        return None, None, np.zeros(k)
+    epsilon = positive_finite(epsilon, "epsilon")
+    return epsilon, Laplace(epsilon, sensitivity=per_statistic / shares), per_statistic / shares / epsilon
 
 
 def _rename(name: str, d: int) -> str:

@@ -130,6 +130,15 @@ def test_the_state_has_the_counties_fips_sizes_and_geocodes(state):
         assert state.tabulation_geoid[geo.parent[k]] == identity[:12]
 
 
+def test_counties_asked_out_of_order_come_in_geocode_order_as_a_file_reads_back():
+    asked = ["Montour", "Cameron"]  # FIPS 42093, 42023
+    state = synthetic_pl94_state(asked, random_seed=3, levels=("State", "County", "Tract"))
+    counties = state.geography.ids[state.geography.level("County")].tolist()
+    assert counties == ["042023", "042093"]
+    assert state.county_names == {"042023": "Cameron", "042093": "Montour"}
+    assert _prefix_sums(state, "County") == {"042023": 4547, "042093": 18136}
+
+
 def test_the_truth_is_sparse_consistent_and_respects_the_structural_zeros(state):
     persons = state.persons
     assert isinstance(persons, sp.csr_matrix)

@@ -199,3 +199,55 @@ def test_a_multinomial_latent_with_a_child_matches_enumeration():
     assert np.all(draws.sum(axis=-1) == 20)
     mcse = az.mcse(idata, var_names=["x"])["x"].values
     assert np.all(np.abs(draws.mean(axis=(0, 1)) - expected) < 4.5 * mcse), (draws.mean(axis=(0, 1)), expected, mcse)
+
+
+EXPOSURE = np.array([1.0, 2.0, 4.0])
+
+
+def gamma_rate_model(child):
+    """N_i ~ Poisson(e_i rate_i), rate_i ~ Gamma(a, a / 50) integrated out with N, and N's second child ``child``."""
+    with pm.Model() as model:
+        a = pm.Gamma("a", 4.0, 1.0)
+        rate = pm.Gamma("rate", alpha=a, beta=a / 50.0, shape=3)
+        n = pm.Poisson("N", rate * EXPOSURE)
+        DiscreteGaussian("y", mu=n, sigma=5.0, observed=[48.0, 95.0, 210.0])
+        lr = pm.Normal("lr", 0.0, 0.3)
+        if child == "poisson":
+            pm.Poisson("d", pt.exp(lr) * n / 10.0, observed=[6, 8, 25])
+        elif child == "binomial":
+            pm.Binomial("d", n=n, p=pm.math.sigmoid(lr - 1.0), observed=[8, 30, 50])
+        elif child == "normal":
+            pm.Normal("d", mu=lr + 0.5 * n, sigma=3.0, observed=[25.0, 45.0, 110.0])
+        else:  # an intercept in the Poisson mean: not linear in N after the log
+            pm.Poisson("d", 2.0 + pt.exp(lr) * n / 10.0, observed=[6, 8, 25])
+    return model
+
+
+@pytest.mark.parametrize("child", ["poisson", "binomial", "normal", "intercept"])
+def test_a_gamma_rate_with_another_child_is_summed_by_recurrence_as_the_plain_sum(child):
+    """The recurrence's log density, gradient and window weights (what x's draws read) equal the plain window
+    sum's at the start point and at moved points; a child whose log density is not linear in N after the log keeps
+    the plain sum and says why."""
+    from ppdinfer.pymc.marginal import marginalize
+
+    model = gamma_rate_model(child)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast, plain = marginalize(model), marginalize(model, recurrence=False)
+    assert fast.latents[0].conjugate == "rate" and fast.latents[0].children == ("d",)
+    assert plain.latents[0].window_sum == "plain (recurrence=False)"
+    if child == "intercept":
+        assert fast.latents[0].window_sum == "plain (the mean of d is not proportional to N (a + b N, a != 0))"
+        return
+    assert fast.latents[0].window_sum == "recurrence"
+    logp = [m.model.compile_logp() for m in (fast, plain)]
+    dlogp = [m.model.compile_dlogp(vars=[m.model["a"], m.model["lr"]]) for m in (fast, plain)]
+    rng = np.random.default_rng(0)
+    start = fast.model.initial_point()
+    for point in [start] + [{k: v + rng.normal(0, 0.5, np.shape(v)) for k, v in start.items()} for _ in range(3)]:
+        np.testing.assert_allclose(logp[0](point), logp[1](point), rtol=1e-10)
+        np.testing.assert_allclose(dlogp[0](point), dlogp[1](point), rtol=1e-7, atol=1e-9)
+        values = {"a": np.exp(point["a_log__"]), "lr": point["lr"]}
+        weights = [m.log_terms(m.latents[0], values) for m in (fast, plain)]
+        normalized = [w - special.logsumexp(w, axis=0) for w in weights]
+        np.testing.assert_allclose(np.exp(normalized[0]), np.exp(normalized[1]), atol=1e-12)

@@ -35,7 +35,7 @@ from ..covid_pa.synthesis import LocalPool, run_tasks
 from .analysis import SIZE_CLASSES, SUMMARY_LEVELS, estimand_cells, fit_full_histogram, fit_release
 from .synthetic import TABLE, file_release
 
-__all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage"]
+__all__ = ["LocalPool", "coverage_config", "coverage_summary", "load_replicates", "run_coverage", "run_replicates"]
 
 #: The per-cell quantities a replicate file keeps (the truth and the units are in every file too).
 CELL_COLUMNS = ("post_mean", "post_lo", "post_hi", "post_mass", "post_cover", "gls", "gls_lo", "gls_hi", "topdown")
@@ -160,17 +160,43 @@ def run_coverage(
     if int(replicates) != replicates or replicates < 1:
         raise ValueError(f"replicates must be a positive integer, got {replicates!r}")
     config = coverage_config(counties, seed, draws, tune, histogram)
+    return run_replicates(
+        results_dir, config, replicates, _replicate, study_setup, executor=executor, workers=workers, fresh=fresh,
+        progressbar=progressbar,
+    )  # fmt: skip
+
+
+def run_replicates(
+    results_dir, config: dict, replicates: int, task, setup, *, executor: Executor | None = None,
+    workers: int | None = None, fresh: bool = False, progressbar: bool = True,
+) -> list[int]:  # fmt: skip
+    """``task(setup(config), r, config, folder)`` for every replicate r < ``replicates`` whose file
+    ``replicate_NNNN.nc`` in ``results_dir`` is missing or damaged (``setup`` is called only if one is); returns
+    those run, in order. The folder is locked and its ``run.json`` checked against ``config`` (:func:`run_coverage`).
+
+    Examples
+    --------
+    >>> import tempfile, concurrent.futures
+    >>> def task(setup, r, config, folder):
+    ...     data = rundir.stamp(xr.Dataset({"r": ((), float(r))}), config).to_netcdf(engine="scipy")
+    ...     rundir.write_atomically(Path(folder) / _filename(r), data)
+    ...     return r
+    >>> with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+    ...     first = run_replicates(folder, {"study": "x"}, 2, task, dict, executor=pool, progressbar=False)
+    ...     first, run_replicates(folder, {"study": "x"}, 3, task, dict, executor=pool, progressbar=False)
+    ([0, 1], [2])
+    """
     folder = Path(results_dir)
     with rundir.task_folder(folder, config, fresh, "census-coverage-") as folder:
         todo = [r for r in range(int(replicates)) if not rundir.usable(folder / _filename(r), config)]
         if not todo:
             return []
-        setup = study_setup(config)
+        shared = setup(config)
         own = executor is None
         pool = LocalPool(workers) if own else executor
         try:
             done = run_tasks(
-                _replicate, todo, setup, config, str(folder), executor=pool, desc="coverage replicates",
+                task, todo, shared, config, str(folder), executor=pool, desc="coverage replicates",
                 progressbar=progressbar,
             )  # fmt: skip
         finally:

@@ -25,23 +25,47 @@ from .geography import CensusQueries, Geography, TableSpec
 from .nmf_layout import constraint_groups
 from .nmf_release import _checked_sums, _chosen_queries, _target, truncated_geography
 
-__all__ = ["BoundBlock", "GroupedRelease", "MeasurementBlock", "group_sums", "grouped_release"]
+__all__ = ["BoundBlock", "GroupedRelease", "MeasurementBlock", "group_sums", "grouped_release", "leaf_table"]
 
 #: A bound that does not bind (a unit with no inequality of a kind).
 UNBOUNDED = 2**62
 
 
 def group_sums(cells, groups: np.ndarray, n: int) -> np.ndarray:
-    """(leaves x n): each leaf's sum of its cells k with ``groups[k] == v`` (groups -1: in none).
+    """(leaves x n): each leaf's sum of its cells k with ``groups[k] == v`` (groups -1: in none); ``cells`` dense
+    or a scipy sparse table.
 
     Examples
     --------
     >>> group_sums([[1, 2, 3], [4, 5, 6]], np.array([0, 1, 0]), 2).tolist()
     [[4, 2], [10, 5]]
     """
+    return np.asarray((leaf_table(cells) @ _indicator(groups, n)).toarray())
+
+
+def leaf_table(cells) -> sp.csr_array:
+    """``cells`` (leaves x K, dense or scipy sparse) as an int64 CSR table of its non-zero counts, indices sorted.
+
+    Examples
+    --------
+    >>> leaf_table([[0, 2], [1, 0]]).nnz
+    2
+    """
+    if sp.issparse(cells):
+        table = sp.csr_array(cells, dtype=np.int64)
+        if table.nnz and not np.array_equal(table.data, np.asarray(cells.tocsr().data)):
+            raise ValueError("cells must be whole numbers")
+    else:
+        table = sp.csr_array(integer_valued(cells, "cells"), dtype=np.int64)
+    table.eliminate_zeros()
+    table.sort_indices()
+    return table
+
+
+def _indicator(groups: np.ndarray, n: int) -> sp.csr_array:
+    """The (K x n) 0/1 matrix of cell k in value ``groups[k]`` (none where -1)."""
     read = np.flatnonzero(groups >= 0)
-    indicator = sp.csr_matrix((np.ones(read.size, dtype=np.int64), (read, groups[read])), shape=(groups.size, n))
-    return np.asarray((indicator.T @ np.asarray(cells, dtype=np.int64).T).T)
+    return sp.csr_array((np.ones(read.size, dtype=np.int64), (read, groups[read])), shape=(groups.size, n))
 
 
 @dataclass(frozen=True)
@@ -189,26 +213,38 @@ class GroupedRelease:
             f"{int(self.structural_zeros.sum())} structural zeros)"
         )
 
+    def level_sums(self, cells, level: int, groups: np.ndarray, n: int, rows=None) -> np.ndarray:
+        """(units of ``level`` x n): each unit's sums of the target cells k with ``groups[k] == v`` over its leaves,
+        ``cells`` (leaves x K) dense or scipy sparse (never expanded: O(non-zero cells + units x n)); ``rows``: a
+        range (start, stop) of the level's units, their rows only."""
+        L, K = self.geography.n_leaves, self.table.n_cells
+        cells = cells if sp.issparse(cells) else integer_valued(cells, "cells").reshape(L, K)
+        if cells.shape != (L, K):
+            raise ValueError(f"cells must be {L} leaves x {K} cells, got {cells.shape}")
+        units = self.level_units[level]
+        start, stop = (0, units.size) if rows is None else rows
+        a, b = (
+            (0, 0)
+            if start >= stop
+            else (self.geography.leaf_start[units[start]], self.geography.leaf_stop[units[stop - 1]])
+        )
+        row = self.ancestors[level][a:b] - start
+        ancestor = sp.csr_array((np.ones(b - a, dtype=np.int64), (row, np.arange(b - a))), shape=(stop - start, b - a))
+        return np.asarray(((ancestor @ leaf_table(cells[a:b])) @ _indicator(groups, n)).toarray())
+
     def bound_values(self, cells) -> list:
-        """Per bound block, the (level units x values) sums of ``cells`` (leaves x K) it bounds."""
-        cells = integer_valued(cells, "cells").reshape(self.geography.n_leaves, self.table.n_cells)
-        out = []
-        for b in self.bounds:
-            starts = self.geography.leaf_start[self.level_units[b.level]]
-            out.append(np.add.reduceat(group_sums(cells, b.groups, b.n_values), starts, axis=0))
-        return out
+        """Per bound block, the (level units x values) sums of ``cells`` (leaves x K, dense or sparse) it bounds."""
+        return [self.level_sums(cells, b.level, b.groups, b.n_values) for b in self.bounds]
 
     def meets_bounds(self, cells) -> bool:
-        """Whether ``cells`` (leaves x K) meet every bound."""
+        """Whether ``cells`` (leaves x K, dense or sparse) meet every bound."""
         return all(bool(np.all((b.lower <= v) & (v <= b.upper))) for b, v in zip(self.bounds, self.bound_values(cells)))
 
     def log_likelihood(self, cells) -> float:
-        """The log likelihood of (leaves x K) cells, up to a constant: ``-sum rate * |y - v| ** power``."""
-        cells = integer_valued(cells, "cells").reshape(self.geography.n_leaves, self.table.n_cells)
+        """The log likelihood of (leaves x K, dense or sparse) cells, up to a constant: ``-sum rate * |y - v| ** power``."""
         out = 0.0
         for b in self.blocks:
-            starts = self.geography.leaf_start[self.level_units[b.level]]
-            values = np.add.reduceat(group_sums(cells, b.groups, b.n_values), starts, axis=0)
+            values = self.level_sums(cells, b.level, b.groups, b.n_values)
             out -= float(b.rate @ (np.abs(b.y - values).astype(float) ** self.power @ b.scale))
         return out
 
@@ -349,8 +385,9 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
             kept = [v for v in range(len(parts)) if keep[v]]
             for new, v in enumerate(kept):
                 groups[list(spec.groups(query)[v])] = new
-            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=np.int64)
             values = np.asarray(values)
+            reach = np.abs(values).max(initial=0) * max(len(parts[v]) for v in kept)
+            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=np.int32 if reach < 2**31 else np.int64)
             for new, v in enumerate(kept):
                 block_y[rows, new] = values[:, list(parts[v])].sum(axis=1, dtype=np.int64)
             rate = np.zeros(level_units[depth].size)

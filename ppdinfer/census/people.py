@@ -7,8 +7,8 @@ so the two samplers have one posterior. What differs is how it is explored:
 - :func:`~ppdinfer.census.sampler.sample_cells` visits every cell of every leaf each sweep, through a query matrix:
   a state's block groups with the 2,016-cell histogram are 20 million cells, almost all zero, and a
   billion matrix entries.
-- :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a per-leaf Fenwick tree over
-  its cells), moves with t - 1 others of their cell (t = 1, or 2..``max_jump``) to another cell of the leaf
+- :func:`sample_people` draws *people*: a person of a leaf, drawn uniformly (a Fenwick tree over the leaf's
+  non-zero cells), moves with t - 1 others of their cell (t = 1, or 2..``max_jump``) to another cell of the leaf
   (drawn by the group's shares), to the same cell of another leaf of its invariant class (a sibling, a leaf
   nearby in the table, or any), or out of the table (leaves under no invariant, where people may also
   arrive). Each is a Metropolis-Hastings move whose proposal ratio counts the people of the cells it reads
@@ -22,6 +22,14 @@ so the two samplers have one posterior. What differs is how it is explored:
   nothing. Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one
   axis changed) follow, all per person (:class:`PersonMoves`); every move is refused off the release's
   bounds (its :class:`~ppdinfer.census.grouped_release.BoundBlock`\ s: the hhgq inequalities of a file).
+
+Nothing holds the zero cells of the leaves x K table. The start is made a chunk of leaves at a time and kept as a
+sparse table; each chain's cells are a leaf-slot store (``ppdinfer.kernels.leaf_slots``): per leaf, its
+non-zero cells in cell order with their counts and a Fenwick tree over them; a leaf that fills its slots is
+compacted or moved to twice as many (a dense row once that would reach a quarter of the power of two >= K), the
+pool repacked between moves as it fills, so that a chain holds O(non-zero cells + leaves) and draws what a dense
+table would, draw for draw. The releases (int32 where they fit) and the residuals (one int32 vector per chain) are
+the release's own size; the recorded table (``record``) is leaves x its cells per draw.
 
 With an exposure (:mod:`ppdinfer.census.exposure`: each leaf's housing units and group-quarters facilities,
 for blocks) a leaf's prior mean size is m_p units + sum_t c_t facilities rather than m_p. The default start
@@ -42,18 +50,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 import xarray as xr
 from tqdm import tqdm
 
 from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
-from ..kernels.census_people import fenwick_build, people_sweeps
+from ..kernels.census_people import people_sweeps
+from ..kernels.leaf_slots import repacked, reserve, slots_from_table
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
 from .baselines import largest_remainder
 from .decomposition import Decomposition
 from .exposure import LeafExposure
-from .grouped_release import GroupedRelease, group_sums
+from .grouped_release import GroupedRelease, group_sums, leaf_table
 from .pl94 import Coarsening
 from .sampler import CellPrior, _csr, _hyperparameters, _normal_setting, _wait
 
@@ -61,6 +71,12 @@ __all__ = ["PersonMoves", "sample_people"]
 
 #: The default start keeps a cell of the finest detailed release only where it reads this many noise sds above 0.
 START_SDS = 2.5
+#: Leaves per chunk of the default start's dense rows (chunk x K floats at a time), and units per chunk of the
+#: starting residuals.
+START_CHUNK = 2048
+#: A leaf's starting slots: a power of two at least this many times its non-zero cells of the start (0: as few as
+#: hold them, the leaves growing as people arrive).
+SLOT_HEADROOM = 2.0
 #: The most stored draws of the recorded table (chains x draws x leaves x recorded cells, int32) held in memory.
 DRAWS_BYTES = 2**32
 
@@ -167,9 +183,9 @@ class PersonMoves:
 _WORK = {"within": 1, "exchanges": 1, "lines": 4, "swaps": 2, "births": 1}
 
 
-def _move_counts(moves: PersonMoves, cells0: np.ndarray, in_class: np.ndarray, free, closed) -> dict:
+def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray, free, closed) -> dict:
     """The moves per leaf and sweep of each kind (a dict of int64 arrays), by the starting table's people."""
-    people, nonzero = cells0.sum(axis=1), (cells0 > 0).sum(axis=1)
+    people, nonzero = cells0.sum(axis=1), np.diff(cells0.indptr)
     per = lambda rate, extra=0: np.ceil(rate * people).astype(np.int64) + extra  # noqa: E731
     counts = {
         "within": np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64),
@@ -210,29 +226,52 @@ def _rng_state(seed: np.random.SeedSequence) -> np.ndarray:
 
 
 def _scratch(rng_state, buffer: int, size: int, window: int) -> dict:
-    """A random stream and the scratch arrays of one thread of people_sweeps."""
-    return dict(
+    """A random stream and the scratch arrays of one thread of people_sweeps (its allocation range and resume point
+    set by the caller)."""
+    return dict(alloc=np.zeros(2, dtype=np.int64), resume=_resume(),
         rng=rng_state, bidx=np.zeros(buffer, dtype=np.int64), bdelta=np.zeros(buffer, dtype=np.int64),
         touched=np.zeros(size, dtype=np.int64), dr=np.zeros(size, dtype=np.int64), sign=np.zeros(size, dtype=np.int64),
         weight=np.zeros(size), logp=np.zeros(window + 1),
     )  # fmt: skip
 
 
-def _residuals(release: GroupedRelease, cells: np.ndarray):
+def _resume() -> np.ndarray:
+    """A resume point of people_sweeps (sweep, leaf, kind, move, attempted, accepted; sweep -1: none)."""
+    return np.array([-1, 0, 0, 0, 0, 0], dtype=np.int64)
+
+
+def _spare(slots: int, room: int) -> int:
+    """The free positions a pool of ``slots`` leaf slots gets: half as many, at least four moves' room."""
+    return max(4 * room, int(slots) // 2)
+
+
+def _share_room(s: dict, scratches: list, room: int) -> None:
+    """Split the free range of chain state s among the units of a local round (``scratches``: their allocation
+    ranges set), repacking the pool first where each would get less than four moves' room."""
+    n = len(scratches)
+    if (s["alloc"][1] - s["alloc"][0]) // n < 4 * room:
+        s["store"], s["alloc"] = repacked(s["store"], s["alloc"], max(_spare(s["store"][1].sum(), room), 8 * room * n))
+    top, end = (int(v) for v in s["alloc"])
+    part = (end - top) // n
+    for u, scratch in enumerate(scratches):
+        scratch["alloc"][:] = top + u * part, top + (u + 1) * part if u < n - 1 else end
+
+
+def _residuals(release: GroupedRelease, cells: sp.csr_array):
     """The blocks' flat arrays and the residuals y - v of ``cells`` (int32 where they fit)."""
-    geo, blocks = release.geography, release.blocks
+    blocks = release.blocks
     sizes = np.array([b.y.size for b in blocks], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     rate_sizes = np.array([b.rate.size for b in blocks], dtype=np.int64)
     rate_offsets = np.concatenate([[0], np.cumsum(rate_sizes)[:-1]]).astype(np.int64)
-    parts = []
-    for b in blocks:
-        per_leaf = group_sums(cells, b.groups, b.n_values)
-        starts = geo.leaf_start[release.level_units[b.level]]
-        parts.append((b.y - np.add.reduceat(per_leaf, starts, axis=0)).ravel())
-    resid = np.concatenate(parts)
-    if np.abs(resid).max(initial=0) < 2**30:
-        resid = resid.astype(np.int32)
+    reach = max(np.abs(b.y).max(initial=0) for b in blocks) + int(cells.sum())  # |y - v| <= |y| + v
+    resid = np.empty(int(sizes.sum()), dtype=np.int32 if reach < 2**30 else np.int64)
+    for b, at in zip(blocks, offsets, strict=True):
+        n_units = b.y.shape[0]
+        for start in range(0, n_units, START_CHUNK):  # a chunk of units at a time: no table of the release's size
+            stop = min(n_units, start + START_CHUNK)
+            part = b.y[start:stop] - release.level_sums(cells, b.level, b.groups, b.n_values, (start, stop))
+            resid[at + start * b.n_values : at + stop * b.n_values] = part.ravel()
     scale_sizes = np.array([b.n_values for b in blocks], dtype=np.int64)
     return (
         resid,
@@ -252,7 +291,7 @@ def _flat(arrays, dtype) -> np.ndarray:
     return np.concatenate([np.ravel(a) for a in arrays]).astype(dtype) if arrays else np.zeros(0, dtype)
 
 
-def _bound_arrays(release: GroupedRelease, cells: np.ndarray):
+def _bound_arrays(release: GroupedRelease, cells: sp.csr_array):
     """The bound blocks as the kernel's tuple (levels, offsets, values per unit, groups, lower, upper: flat) and the
     bounded values of ``cells``."""
     K = release.table.n_cells
@@ -293,15 +332,25 @@ def closed_leaves(release: GroupedRelease) -> np.ndarray:
     return closed
 
 
-def _met_bounds(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
-    """``cells`` changed to meet the leaf level's bounds, every exact total kept: a group over its upper bound gives
-    people to the same cell of a sibling with room (else to another group of its leaf, else to a leaf of its
-    invariant class), a group under its lower bound takes them in the same order."""
+def _met_bounds(release: GroupedRelease, cells: sp.csr_array) -> sp.csr_array:
+    """``cells`` (sparse) changed to meet the leaf level's bounds, every exact total kept: a group over its upper
+    bound gives people to the same cell of a sibling with room (else to another group of its leaf, else to a leaf of
+    its invariant class), a group under its lower bound takes them in the same order (only the rows of the leaves
+    changed are held dense)."""
     allowed = ~release.structural_zeros
     lo, hi, _, sib_lo, sib_hi = _classes(release)
+    rows: dict = {}  # leaf -> its dense row, for the leaves changed
+
+    def row(leaf):
+        if leaf not in rows:
+            rows[leaf] = cells[[leaf]].toarray()[0]
+        return rows[leaf]
+
     for groups, lower, upper in _leaf_bounds(release):
         members = [np.flatnonzero((groups == v) & allowed) for v in range(lower.shape[1])]
         sums = group_sums(cells, groups, lower.shape[1])
+        for leaf in rows:  # the leaves changed by an earlier grouping's bounds
+            sums[leaf] = group_sums(rows[leaf][None], groups, lower.shape[1])[0]
         for leaf in np.flatnonzero(((sums < lower) | (sums > upper)).any(axis=1)):
             mates = np.arange(lo[leaf], hi[leaf])
             mates = mates[(mates != leaf) & (lo[mates] == lo[leaf]) & (hi[mates] == hi[leaf])]
@@ -316,18 +365,24 @@ def _met_bounds(release: GroupedRelease, cells: np.ndarray) -> np.ndarray:
                             f"bounds: leaf {leaf}'s bounds cannot be met with the exact totals; pass initial"
                         )
                     src, g_src, dst, g_dst = (other, w, leaf, v) if short else (leaf, v, other, w)
-                    have = members[g_src][cells[src, members[g_src]] > 0]
-                    k_src = have[np.argmax(cells[src, have])]
+                    have = members[g_src][row(src)[members[g_src]] > 0]
+                    k_src = have[np.argmax(row(src)[have])]
                     if g_src == g_dst:
                         k_dst = k_src
                     else:
-                        k_dst = members[g_dst][np.argmax(cells[dst, members[g_dst]])]
-                    count = int(min(gap, slack, cells[src, k_src]))
-                    cells[src, k_src] -= count
-                    cells[dst, k_dst] += count
+                        k_dst = members[g_dst][np.argmax(row(dst)[members[g_dst]])]
+                    count = int(min(gap, slack, row(src)[k_src]))
+                    row(src)[k_src] -= count
+                    row(dst)[k_dst] += count
                     sums[src, g_src] -= count
                     sums[dst, g_dst] += count
-    return cells
+    if not rows:
+        return cells
+    changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
+    delta = sp.csr_array(np.stack([rows[leaf] for leaf in changed]) - cells[changed].toarray())
+    shift = sp.csr_array((np.ones(changed.size, dtype=np.int64), (changed, np.arange(changed.size))),
+                         shape=(cells.shape[0], changed.size))  # fmt: skip
+    return leaf_table(cells + shift @ delta)
 
 
 def _bound_partner(sums, lower, upper, short: bool, leaf: int, v: int, siblings, mates) -> tuple[int, int, int]:
@@ -369,71 +424,95 @@ def _classes(release: GroupedRelease):
     return lo.astype(np.int64), hi.astype(np.int64), free, geo.leaf_start[parent], geo.leaf_stop[parent]
 
 
-def _initial_cells(release: GroupedRelease, closed: np.ndarray, exposure: LeafExposure | None) -> np.ndarray:
-    """A start: the finest level's detailed releases (those ``START_SDS`` noise sds above 0, else 0; split evenly
-    over its unit's leaves), scaled to each leaf's released total where a leaf-level total is measured; with an
-    exposure, the level above's, split over the leaves by their housing units (household cells) and facilities
-    (each GQ type's cells); then the exact totals and the leaves' bounds met, nobody in a ``closed`` leaf (for
-    Laplace noise the threshold reads its rate as a Gaussian's: a rough start only)."""
+def _initial_cells(release: GroupedRelease, closed: np.ndarray, exposure: LeafExposure | None) -> sp.csr_array:
+    """A start (a sparse leaves x K table): the finest level's detailed releases (those ``START_SDS`` noise sds
+    above 0, else 0; split evenly over its unit's leaves), scaled to each leaf's released total where a leaf-level
+    total is measured; with an exposure, the level above's, split over the leaves by their housing units (household
+    cells) and facilities (each GQ type's cells); then the exact totals and the leaves' bounds met, nobody in a
+    ``closed`` leaf (for Laplace noise the threshold reads its rate as a Gaussian's: a rough start only). The rows
+    are made ``START_CHUNK`` leaves at a time, so a state's start holds its non-zero cells, not leaves x K."""
     geo, K = release.geography, release.table.n_cells
     allowed = ~release.structural_zeros
-    cells = np.zeros((geo.n_leaves, K))
-    detailed = [b for b in release.blocks if b.n_values == K and np.array_equal(np.sort(b.groups), np.arange(K))]
-    if exposure is not None and geo.n_levels > 1:
-        detailed = [b for b in detailed if b.level < geo.n_levels - 1] or detailed
-    if detailed:
-        b = max(detailed, key=lambda b: b.level)
-        units = release.level_units[b.level]
-        # a cell whose release is within START_SDS noise sds of 0 starts empty (most such cells are zero)
-        sd = np.sqrt(1.0 / (2.0 * np.maximum(b.rate, 1e-300)))[:, None] / np.sqrt(b.scale)[None, :]
-        share = np.where(b.y > START_SDS * sd, b.y, 0).astype(float)
-        share = np.where(share.sum(axis=1, keepdims=True) > 0, share, np.maximum(b.y, 0))
-        share /= np.maximum(share.sum(axis=1, keepdims=True), 1.0)
-        size = np.maximum(b.y, 0).sum(axis=1)
-        totals = [t for t in release.blocks if t.n_values == 1 and t.level == b.level and (t.groups == 0).all()]
-        if totals:
-            size = np.maximum(totals[0].y[:, 0], 0)
-        n_leaves = geo.leaf_stop[units] - geo.leaf_start[units]
-        per_leaf = (share * (size / n_leaves)[:, None])[release.ancestors[b.level]]
-        cells = per_leaf[:, b.groups]
-        if exposure is not None and b.level < geo.n_levels - 1:
-            weight = _cell_weights(release, exposure)
-            unit = release.ancestors[b.level]
-            sums = np.zeros((units.size, K))
-            np.add.at(sums, unit, weight)
-            split = np.where(sums[unit] > 0, weight / np.where(sums[unit] > 0, sums[unit], 1.0), 0.0)
-            cells = cells * np.where(sums[unit] > 0, split * n_leaves[unit][:, None], 1.0)
-    cells[:, ~allowed] = 0
-    cells[closed] = 0
-    out = np.zeros((geo.n_leaves, K), dtype=np.int64)
-    for leaf in range(geo.n_leaves):
-        total = int(round(cells[leaf].sum()))
-        if total > 0:
-            out[leaf] = largest_remainder(cells[leaf], total)
-    out = _met_bounds(release, _met_totals(release, out, closed))
-    if out[closed].any():
+    rows = _start_rows(release, exposure)
+    parts = []
+    for a in range(0, geo.n_leaves, START_CHUNK):
+        b = min(geo.n_leaves, a + START_CHUNK)
+        cells = np.zeros((b - a, K)) if rows is None else rows(a, b)
+        cells[:, ~allowed] = 0
+        cells[closed[a:b]] = 0
+        out = np.zeros((b - a, K), dtype=np.int64)
+        for leaf in range(b - a):
+            total = int(round(cells[leaf].sum()))
+            if total > 0:
+                out[leaf] = largest_remainder(cells[leaf], total)
+        parts.append(sp.csr_array(out))
+    out = _met_bounds(release, _met_totals(release, leaf_table(sp.vstack(parts, format="csr")), closed))
+    if out.sum(axis=1)[closed].any():
         raise ValueError("the default start could not keep every leaf that holds nobody empty: pass initial")
     if not release.meets_bounds(out):
         raise ValueError("the default start meets the exact totals but not every bound above the leaves: pass initial")
     return out
 
 
-def _cell_weights(release: GroupedRelease, exposure: LeafExposure) -> np.ndarray:
-    """(leaves, K) weights of each leaf's share of its parent's people in each cell: housing units for household
-    cells, facilities of the type for a GQ type's cells (by the leaf level's hhgq bound groups); without such a
-    grouping, units + facilities for every cell."""
+def _start_rows(release: GroupedRelease, exposure: LeafExposure | None):
+    """The default start's real-valued rows before rounding, as a function of a leaf range (a, b) -> (b - a, K)
+    (None without a detailed release)."""
+    geo, K = release.geography, release.table.n_cells
+    detailed = [b for b in release.blocks if b.n_values == K and np.array_equal(np.sort(b.groups), np.arange(K))]
+    if exposure is not None and geo.n_levels > 1:
+        detailed = [b for b in detailed if b.level < geo.n_levels - 1] or detailed
+    if not detailed:
+        return None
+    b = max(detailed, key=lambda b: b.level)
+    units = release.level_units[b.level]
+    # a cell whose release is within START_SDS noise sds of 0 starts empty (most such cells are zero)
+    sd = np.sqrt(1.0 / (2.0 * np.maximum(b.rate, 1e-300)))[:, None] / np.sqrt(b.scale)[None, :]
+    share = np.where(b.y > START_SDS * sd, b.y, 0).astype(float)
+    share = np.where(share.sum(axis=1, keepdims=True) > 0, share, np.maximum(b.y, 0))
+    share /= np.maximum(share.sum(axis=1, keepdims=True), 1.0)
+    size = np.maximum(b.y, 0).sum(axis=1)
+    totals = [t for t in release.blocks if t.n_values == 1 and t.level == b.level and (t.groups == 0).all()]
+    if totals:
+        size = np.maximum(totals[0].y[:, 0], 0)
+    n_leaves = geo.leaf_stop[units] - geo.leaf_start[units]
+    per_unit = share * (size / n_leaves)[:, None]
+    unit = release.ancestors[b.level]
+    weighted = exposure is not None and b.level < geo.n_levels - 1
+    if weighted:
+        kind, weight = _cell_weights(release, exposure)
+        sums = np.zeros((units.size, weight.shape[1]))
+        np.add.at(sums, unit, weight)
+
+    def rows(a, z):
+        cells = per_unit[unit[a:z]][:, b.groups]
+        if weighted:
+            w = np.where(kind >= 0, weight[a:z][:, np.maximum(kind, 0)], 0.0)
+            total = np.where(kind >= 0, sums[unit[a:z]][:, np.maximum(kind, 0)], 0.0)
+            split = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
+            cells = cells * np.where(total > 0, split * n_leaves[unit[a:z]][:, None], 1.0)
+        return cells
+
+    return rows
+
+
+def _cell_weights(release: GroupedRelease, exposure: LeafExposure) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's kind (K, -1: none) and each leaf's weight per kind (leaves x kinds), a leaf's weight of a cell
+    being its share of its parent's people in that cell: housing units for household cells, facilities of the type
+    for a GQ type's cells (by the leaf level's hhgq bound groups); without such a grouping, one kind for every cell,
+    weighed by units + facilities."""
     weight = np.column_stack([exposure.units, exposure.facilities])
     for groups, _, _ in _leaf_bounds(release):
         if groups.max() + 1 == weight.shape[1]:
-            return np.where(groups >= 0, weight[:, np.maximum(groups, 0)], 0.0)
-    return np.repeat(weight.sum(axis=1, keepdims=True), release.table.n_cells, axis=1)
+            return groups, weight
+    return np.zeros(release.table.n_cells, dtype=np.int64), weight.sum(axis=1, keepdims=True)
 
 
-def _met_totals(release: GroupedRelease, cells: np.ndarray, closed: np.ndarray) -> np.ndarray:
-    """``cells`` changed to meet the exact unit totals, deepest first, each by cells of its leaves not under a
-    deeper total and not ``closed`` (added in proportion to count + 1, taken in proportion to count)."""
+def _met_totals(release: GroupedRelease, cells: sp.csr_array, closed: np.ndarray) -> sp.csr_array:
+    """``cells`` (sparse) changed to meet the exact unit totals, deepest first, each by cells of its leaves not under
+    a deeper total and not ``closed`` (added in proportion to count + 1, taken in proportion to count:
+    :func:`_apportioned`)."""
     geo = release.geography
-    allowed = ~release.structural_zeros
+    allowed = np.flatnonzero(~release.structural_zeros)
     fixed = np.zeros(geo.n_leaves, dtype=bool)
     for u in sorted(release.unit_totals, key=lambda u: -geo.depth[u]):
         a, b = geo.leaf_start[u], geo.leaf_stop[u]
@@ -441,18 +520,66 @@ def _met_totals(release: GroupedRelease, cells: np.ndarray, closed: np.ndarray) 
         free = np.flatnonzero(~fixed[a:b] & ~closed[a:b]) + a
         if residual and free.size == 0:
             raise ValueError(f"unit_totals: unit {geo.ids[u]!s}'s total cannot be met given the totals nested in it")
-        block = cells[free][:, allowed].astype(float)
-        if residual > 0:
-            change = largest_remainder((block + 1.0).ravel(), residual).reshape(block.shape)
-        elif residual < 0:
-            change = -largest_remainder(block.ravel(), -residual).reshape(block.shape)
-        else:
-            change = 0
-        sub = cells[free]
-        sub[:, allowed] += change
-        cells[free] = sub
+        if residual:
+            change = _apportioned(leaf_table(cells[free][:, allowed]), residual, geo.ids[u])
+            rows = np.repeat(free, np.diff(change.indptr))
+            cells = leaf_table(cells + sp.csr_array((change.data, (rows, allowed[change.indices])), shape=cells.shape))
         fixed[a:b] = True
     return cells
+
+
+def _apportioned(block: sp.csr_array, residual: int, unit) -> sp.csr_array:
+    """The change of ``block`` (sparse rows x columns) by ``residual`` people: added (> 0) in proportion to count + 1
+    over every cell, taken (< 0) in proportion to count, by the largest remainder (each share floored, the rest one
+    by one to the largest fractional parts, ties to the first in row-major order: those of
+    :func:`~ppdinfer.census.baselines.largest_remainder`, here in exact integer arithmetic, the empty cells, all of
+    weight 1, never listed one by one beyond those that gain)."""
+    n_rows, n_cols = block.shape
+    row = np.repeat(np.arange(n_rows), np.diff(block.indptr))
+    pos, count = row * n_cols + block.indices, block.data
+    total = abs(int(residual))
+    weight = count + 1 if residual > 0 else count
+    S = int(weight.sum()) + (n_rows * n_cols - count.size if residual > 0 else 0)
+    if S == 0 or (residual < 0 and total > count.sum()):
+        raise ValueError(f"unit_totals: unit {unit!s}'s total cannot be met by the cells of its leaves")
+    floor, rem = np.divmod(weight * total, S)
+    empty_floor, empty_rem = divmod(total, S) if residual > 0 else (0, -1)
+    n_empty = n_rows * n_cols - count.size if residual > 0 else 0
+    short = total - int(floor.sum()) - n_empty * empty_floor
+    order = np.lexsort((pos, -rem))
+    above = order[rem[order] > empty_rem]
+    floor[above[:short]] += 1
+    short -= min(short, above.size)
+    empty_gain = np.zeros(0, dtype=np.int64)  # the positions of the empty cells that gain empty_floor + 1
+    if short and n_empty:  # the ties of the empty cells' remainder, in row-major order
+        tie = np.zeros(pos.size, dtype=bool)
+        tie[order[rem[order] == empty_rem]] = True
+        per_row = n_cols - np.diff(block.indptr) + np.bincount(row[tie], minlength=n_rows)
+        last = int(np.searchsorted(np.cumsum(per_row), min(short, per_row.sum())))
+        listed = np.zeros((last + 1) * n_cols, dtype=bool)
+        listed[pos[pos < listed.size]] = True
+        listed[pos[tie & (pos < listed.size)]] = False
+        members = np.flatnonzero(~listed)[:short]
+        is_tie = np.isin(members, pos[tie])
+        floor[np.searchsorted(pos, members[is_tie])] += 1
+        empty_gain = members[~is_tie]
+        short -= members.size
+    if short:  # below the empty cells' remainder
+        below = order[rem[order] < empty_rem]
+        floor[below[:short]] += 1
+    values, where = [floor], [pos]
+    if empty_floor:  # every empty cell gains (a start far below the total)
+        empty = np.ones(n_rows * n_cols, dtype=bool)
+        empty[pos] = False
+        empty = np.flatnonzero(empty)
+        values.append(np.full(empty.size, empty_floor) + np.isin(empty, empty_gain))
+        where.append(empty)
+    elif empty_gain.size:
+        values.append(np.ones(empty_gain.size, dtype=np.int64))
+        where.append(empty_gain)
+    values, where = np.concatenate(values), np.concatenate(where)
+    sign = 1 if residual > 0 else -1
+    return leaf_table(sp.csr_array((sign * values, (where // n_cols, where % n_cols)), shape=block.shape))
 
 
 def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
@@ -460,8 +587,8 @@ def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
     cells = nonnegative_counts(initial, "initial")
     if cells.size != geo.n_leaves * K:
         raise ValueError(f"initial must hold {geo.n_leaves} x {K} counts, got {cells.size}")
-    cells = cells.reshape(geo.n_leaves, K)
-    if cells[:, release.structural_zeros].any():
+    cells = leaf_table(cells.reshape(geo.n_leaves, K))
+    if cells[:, release.structural_zeros].count_nonzero():
         raise ValueError("initial has people in structural zeros")
     for u, total in release.unit_totals.items():
         if cells[geo.leaf_start[u] : geo.leaf_stop[u]].sum() != total:
@@ -629,7 +756,7 @@ def sample_people(
         raise ValueError(f"exposure must be a LeafExposure of the release's {L} leaves, got {exposure!r}")
     closed = closed_leaves(release) | (exposure.empty if exposure is not None else False)
     cells0 = _initial_cells(release, closed, exposure) if initial is None else _checked_initial(release, initial)
-    if exposure is not None and cells0[exposure.empty].any():
+    if exposure is not None and cells0.sum(axis=1)[exposure.empty].any():
         raise ValueError("initial has people in a leaf with no housing unit and no facility (exposure.empty)")
     prior = CellPrior(release, share_level)
     given, gq_given = _split_gq(hyperparameters)
@@ -655,19 +782,21 @@ def sample_people(
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
     seeds = root_seed(random_seed).spawn(chains)
     scratch_size = 4 * len(release.blocks) + 4
+    room = reserve(P, moves.bump_max if decompose is None else max(moves.bump_max, local_moves.bump_max))
     n_sweeps = tune + draws * thin
     states, outputs = [], []
     for c in range(chains):
         stream = np.random.default_rng(seeds[c])
         rng_state = _rng_state(seeds[c])
         jitter = 0.3 if learn else 0.0
-        cells = cells0.astype(np.int32)
-        fen = np.zeros((L, P + 1), dtype=np.int32)
-        fenwick_build(cells, fen)
-        rec = group_sums(cells, cmap, R)
+        store, alloc = slots_from_table(
+            cells0.indptr, cells0.indices, cells0.data, P, SLOT_HEADROOM, _spare(cells0.nnz, room)
+        )
+        rec = group_sums(cells0, cmap, R)
         states.append(
             dict(
-                cells=cells, totals=cells0.sum(axis=1).astype(np.int64), fen=fen, rec=rec, resid=resid0.copy(),
+                store=store, totals=cells0.sum(axis=1).astype(np.int64), rec=rec,
+                resid=resid0 if c == chains - 1 else resid0.copy(),
                 log_phi=np.array([math.log(phi0) + jitter * stream.normal()]),
                 log_mean=np.log(mean0) + jitter * stream.normal(size=prior.n_parents),
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
@@ -677,6 +806,7 @@ def sample_people(
                 bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip
+        states[-1]["alloc"] = alloc
         unit_seeds = seeds[c].spawn(len(spans)) if len(spans) else []
         states[-1]["local"] = [
             _scratch(_rng_state(u), buffer, scratch_size, local_moves.line_window) for u in unit_seeds
@@ -701,10 +831,11 @@ def sample_people(
     leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
     p_sibling, p_near = (float(p) for p in moves.partners)
 
-    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_):
-        """people_sweeps of chain state s with move counts k and settings m over the leaves of span."""
-        people_sweeps(
-            start, count, n_tune, thin, s["cells"], s["totals"], s["fen"], s["rec"], cmap, s["resid"], rates,
+    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_) -> bool:
+        """people_sweeps of chain state s with move counts k and settings m over the leaves of span, in the allocation
+        range of ``scratch``: whether they are done (else they stopped for room, to be resumed)."""
+        return people_sweeps(
+            start, count, n_tune, thin, (s["store"], P, scratch["alloc"]), s["totals"], s["rec"], cmap, s["resid"], rates,
             scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors,
             k["within"], k["exchanges"], k["swaps"], k["births"], lo, hi, sib_lo, sib_hi, m.near, p_sibling, p_near,
             m.jump, m.max_jump, k["bumps"], k["spreads"], k["flips"], axes, strides, m.bump_max, m.floor,
@@ -713,20 +844,23 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], p_turn, span[0], span[1],
-        )  # fmt: skip
+            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room,
+        ) == 0  # fmt: skip
 
     def local_round(s, o):
-        """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps)."""
+        """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps), each in
+        its own part of the pool's free range; those that stop for room resume after the pool is repacked."""
         m = local_moves
         jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, 0.0, False)
                 for span, scratch in zip(spans, s["local"], strict=True)]  # fmt: skip
-        if decompose.executor is None:
-            for job in jobs:
-                sweeps(*job)
-        else:
-            for future in [decompose.executor.submit(sweeps, *job) for job in jobs]:
-                future.result()
+        while jobs:
+            _share_room(s, [job[8] for job in jobs], room)
+            if decompose.executor is None:
+                done_ = [sweeps(*job) for job in jobs]
+            else:
+                done_ = [future.result() for future in [decompose.executor.submit(sweeps, *job) for job in jobs]]
+            s["alloc"][0] = max(job[8]["alloc"][0] for job in jobs)
+            jobs = [job for job, ok in zip(jobs, done_, strict=True) if not ok]
 
     def run(c):
         s, o = states[c], outputs[c]
@@ -735,7 +869,8 @@ def sample_people(
             if len(spans):
                 count = 1
                 local_round(s, o)
-            sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn)
+            while not sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn):
+                s["store"], s["alloc"] = repacked(s["store"], s["alloc"], _spare(s["store"][1].sum(), room))
             done[c] += count
             with lock:
                 bar.update(count)

@@ -42,7 +42,8 @@ the production structural zero ``nurse_nva_0``), then hispanic x cenrace by :mat
 **Geocodes** (a documented choice: a reader infers widths from the data). State: the AIAN-branch flag
 "0" + the 2-digit state FIPS ("042"); County: + the 3-digit county FIPS (Pennsylvania's counties, in
 :func:`~ppdinfer.census.synthetic.pa_county_populations` order, are 001, 003, ..., 133, their real codes; other names get 001, 003,
-... in the order given); Tract: + a 4-digit spine index (0001, ...); Block_Group: + a 2-digit index (01,
+... in the order given). The units are in geocode order, the counties too whatever order they were given in,
+as a file written from the state reads back; Tract: + a 4-digit spine index (0001, ...); Block_Group: + a 2-digit index (01,
 ...); Block: + the 16-character tabulation identity SS CCC TTTTTT G BBBB (state, county, tabulation tract
 code, block-group digit, block code whose first digit is that digit). Here spine tracts and block groups
 are the tabulation ones (tract code = 100 x the spine index); in the real file the spine's block groups
@@ -186,7 +187,7 @@ def synthetic_pl94_state(
     populations : pandas.Series, dict, int or sequence of str, optional
         County populations as in :func:`ppdinfer.census.synthetic.synthetic_state` (default Pennsylvania's 67).
     random_seed : int or Generator
-        The same seed and counties give the same state (county k draws from its own stream).
+        The same seed and counties give the same state (the k-th county asked for draws from stream k).
     levels : sequence of str
         The levels kept, top down, 'State' first (a subset of :data:`LEVELS`); without 'Block' the leaves
         are the finest level kept, their truth summed over its blocks (the same blocks for a seed).
@@ -241,7 +242,10 @@ def synthetic_pl94_state(
     counties = [
         _county(block_generator(root, k), int(people), params) for k, people in enumerate(populations.to_numpy())
     ]
-    return _assemble(populations.index.tolist(), counties, f"{fips:02d}", levels)
+    # counties in geocode order, as a file written from the state reads back, whatever order they were asked in
+    order = np.argsort(_county_codes(populations.index.tolist()), kind="stable")
+    names = populations.index[order].tolist()
+    return _assemble(names, [counties[k] for k in order], f"{fips:02d}", levels)
 
 
 @dataclass(frozen=True)

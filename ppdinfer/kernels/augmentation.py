@@ -41,7 +41,10 @@ each family names (``COLUMNS[code]``):
 - Gamma-Poisson: (shape, ratio), rate ~ Gamma(shape, rate b) integrated out of Poisson(e rate),
   ratio = e / b;
 - Beta-Binomial: (trials, a, b), prob ~ Beta(a, b) integrated out of Binomial(trials, prob);
-- discrete uniform: (lower, upper), a flat prior on lower, ..., upper.
+- discrete uniform: (lower, upper), a flat prior on lower, ..., upper;
+- tabulated: (lo, width), then ``width`` log prior values, those of lo, ..., lo + width - 1, then their
+  normalized cumulative sums (the prior move's inverse CDF): any elementwise log pmf, evaluated by the caller on a
+  window of candidates (``ppdinfer.pymc.tabulated``); a candidate outside the window is rejected.
 
 A move's prior ratio is taken whole, by log-gamma steps (``ppdinfer.kernels.special.log_gamma_step``), never
 as the difference of two log priors, which float64 rounds by +-16 at a count of 4e15; a prior draw of a
@@ -65,7 +68,7 @@ from numba import njit
 
 from .special import log_gamma_step, poisson_draw
 
-MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL, UNIFORM = 0, 1, 2, 3, 4, 5, 6
+MULTINOMIAL, BINOMIAL, POISSON, DIRICHLET_MULTINOMIAL, GAMMA_POISSON, BETA_BINOMIAL, UNIFORM, TABLE = range(8)
 #: the named columns of each family's packed parameters (the kernels read them by position)
 COLUMNS = {
     MULTINOMIAL: ("total", "prob"),
@@ -75,6 +78,7 @@ COLUMNS = {
     GAMMA_POISSON: ("shape", "ratio"),
     BETA_BINOMIAL: ("trials", "a", "b"),
     UNIFORM: ("lower", "upper"),
+    TABLE: ("lo", "width"),  # then the window's log prior values and their cumulative distribution
 }
 #: the moves, indexing ``frequency`` and the rows of the counts that the sweeps return
 PRIOR, RELEASE, LOCAL = 0, 1, 2
@@ -116,16 +120,19 @@ def pair_family(code):
 @njit(cache=True, nogil=True)
 def _upper(code, params, k):
     """The largest value coordinate k may take: its trials for a binomial family, the upper end of a discrete
-    uniform, else infinite."""
+    uniform, the window's last value for a tabulated prior, else infinite."""
     if code == UNIFORM:
         return params[k, 1]
+    if code == TABLE:
+        return params[k, 0] + params[k, 1] - 1.0
     return params[k, 0] if code == BINOMIAL or code == BETA_BINOMIAL else np.inf
 
 
 @njit(cache=True, nogil=True)
 def _lower(code, params, k):
-    """The smallest value coordinate k may take: the lower end of a discrete uniform, else 0."""
-    return params[k, 0] if code == UNIFORM else 0.0
+    """The smallest value coordinate k may take: the lower end of a discrete uniform (the window's first value for a
+    tabulated prior), else 0."""
+    return params[k, 0] if code == UNIFORM or code == TABLE else 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -154,6 +161,9 @@ def _log_prior_ratio(code, x, candidate, params, k):
     d = float(candidate - x)
     if d == 0.0 or code == UNIFORM:  # also where a log weight is -inf (a probability 0 or 1 at its one value)
         return 0.0
+    if code == TABLE:  # the window's log prior values follow its (lo, width)
+        lo = params[k, 0]
+        return params[k, 2 + int(candidate - lo)] - params[k, 2 + int(x - lo)]
     if code == GAMMA_POISSON:
         r, q = params[k, 0], params[k, 1]
         return _rising_log_ratio(x, d, r) + d * math.log(q / (1.0 + q))
@@ -321,8 +331,10 @@ def pair_local_move(code, x, params, scale, i, j):
 @njit(cache=True, nogil=True)
 def site_prior_move(code, params, k):
     """A draw of coordinate k from its prior: Binomial(n_k, p_k), Poisson(mean_k), Poisson(ratio_k G) with
-    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), Binomial(n_k, P) with P ~ Beta(a_k, b_k), or
-    uniform on lower_k, ..., upper_k."""
+    G ~ Gamma(shape_k, 1) (Gamma-Poisson: the negative binomial), Binomial(n_k, P) with P ~ Beta(a_k, b_k),
+    uniform on lower_k, ..., upper_k, or a tabulated prior restricted to its window (an inverse-CDF draw)."""
+    if code == TABLE:
+        return _table_draw(params, k)
     if code == BINOMIAL:
         return np.random.binomial(int(params[k, 0]), params[k, 1])
     if code == GAMMA_POISSON:
@@ -332,6 +344,23 @@ def site_prior_move(code, params, k):
     if code == UNIFORM:
         return int(params[k, 0]) + np.random.randint(int(params[k, 1]) - int(params[k, 0]) + 1)
     return poisson_draw(params[k, 0])
+
+
+@njit(cache=True, nogil=True)
+def _table_draw(params, k):
+    """A draw from coordinate k's window of a tabulated prior: lo_k + j with probability proportional to
+    exp(params[k, 2 + j]), by bisection on the window's cumulative distribution (the row's last ``width`` columns,
+    ending at 1): O(log width)."""
+    width = int(params[k, 1])
+    u = np.random.random()
+    first, last = 0, width - 1  # the first j whose cumulative probability exceeds u: one of positive weight
+    while first < last:
+        middle = (first + last) // 2
+        if params[k, 2 + width + middle] > u:
+            last = middle
+        else:
+            first = middle + 1
+    return int(params[k, 0]) + first
 
 
 @njit(cache=True, nogil=True)

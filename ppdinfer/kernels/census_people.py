@@ -1,11 +1,13 @@
 """Compiled sweeps of the person-move sampler (ppdinfer.census.people): moves of people, residual cache, hyperparameters.
 
-The cells are a dense (leaves x K) int32 table with a Fenwick tree per leaf, so a person of a leaf is drawn
-uniformly (its cell with probability n_k / N) in O(log K). A move takes t people of one cell to another cell
-of the same leaf, to the same cell of another leaf, or (leaves under no invariant) in or out of a leaf; its
-likelihood ratio reads, for each (level, query) block, the one or two released values whose sums change
-(``offset + ancestor row * values + group of the cell``) against a cached residual y - v. The cost of a move
-is O(blocks + log K), of a sweep O(people + non-zero cells): empty cells are never visited.
+The cells are a leaf-slot store (:mod:`ppdinfer.kernels.leaf_slots`: per leaf, its non-zero cells in order with a
+Fenwick tree over them), so a person of a leaf is drawn uniformly (its cell with probability n_k / N) in
+O(log cap) and a count read in O(log cap). A move takes t people of one cell to another cell of the same leaf, to
+the same cell of another leaf, or (leaves under no invariant) in or out of a leaf; its likelihood ratio reads, for
+each (level, query) block, the one or two released values whose sums change (``offset + ancestor row * values +
+group of the cell``) against a cached residual y - v. The cost of a move is O(blocks + log K) (a cell new to its
+leaf: + O(its slots)), of a sweep O(people + non-zero cells): empty cells are never stored or visited. A sweep that
+finds its allocation range short of one move's room stops before the move and is resumed where it stopped.
 
 The random numbers are those of :mod:`ppdinfer.kernels.census` (a xoshiro256** stream per chain).
 """
@@ -18,45 +20,20 @@ import numpy as np
 from numba import njit
 
 from .census import _below, _nb_change, _normal, _uniform
+from .leaf_slots import add_people, count_of, find_person, group_counts
 from .special import log_gamma_step
 
 
 @njit(cache=True, nogil=True)
-def fenwick_build(cells, fen):
-    """fen[l, 1..P] = the Fenwick tree of cells[l] (P a power of two >= K; the tail past K empty)."""
-    L, K = cells.shape
-    P = fen.shape[1] - 1
-    for leaf in range(L):
-        for i in range(1, P + 1):
-            fen[leaf, i] = cells[leaf, i - 1] if i - 1 < K else 0
-        for i in range(1, P + 1):
-            j = i + (i & -i)
-            if j <= P:
-                fen[leaf, j] += fen[leaf, i]
+def _n(cells, leaf, k):
+    """The people of cell k of ``leaf`` (``cells``: a leaf-slot store, P and its allocation range)."""
+    return count_of(cells[0], leaf, k, cells[1])
 
 
 @njit(cache=True, nogil=True)
-def _fen_add(fen, leaf, k, d):
-    P = fen.shape[1] - 1
-    i = k + 1
-    while i <= P:
-        fen[leaf, i] += d
-        i += i & -i
-
-
-@njit(cache=True, nogil=True)
-def _fen_find(fen, leaf, target):
+def _find(cells, leaf, target):
     """The cell of person number ``target`` (0 <= target < the leaf's total)."""
-    P = fen.shape[1] - 1
-    pos = 0
-    bit = P
-    while bit > 0:
-        nxt = pos + bit
-        if nxt <= P and fen[leaf, nxt] <= target:
-            pos = nxt
-            target -= fen[leaf, nxt]
-        bit >>= 1
-    return pos
+    return find_person(cells[0], leaf, target)
 
 
 @njit(cache=True, nogil=True)
@@ -122,16 +99,14 @@ def _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_l
 
 
 @njit(cache=True, nogil=True)
-def _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n):
+def _apply(lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, touched, dr, n):
     if lf >= 0:
-        cells[lf, kf] -= t
+        add_people(cells[0], lf, kf, -t, cells[1], cells[2])
         totals[lf] -= t
-        _fen_add(fen, lf, kf, -t)
         rec[lf, cmap[kf]] -= t
     if lt >= 0:
-        cells[lt, kt] += t
+        add_people(cells[0], lt, kt, t, cells[1], cells[2])
         totals[lt] += t
-        _fen_add(fen, lt, kt, t)
         rec[lt, cmap[kt]] += t
     for s in range(n):
         resid[touched[s]] += dr[s]
@@ -214,7 +189,7 @@ def _bounds_revert(bval, bidx, bdelta, nb):
 
 
 @njit(cache=True, nogil=True)
-def _try_move(lr, lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+def _try_move(lr, lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
               blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval, bidx, bdelta, touched, dr, rng):  # fmt: skip
     """A simple move of t people from (lf, kf) to (lt, kt) whose log prior and proposal ratio is ``lr``: refused
     off the bounds, else accepted with the likelihood ratio; returns 1 if made."""
@@ -225,22 +200,22 @@ def _try_move(lr, lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates
     lik, n = _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
                          blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
     if _accept(lr + lik, rng):
-        _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+        _apply(lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, touched, dr, n)
         return 1
     _bounds_revert(bval, bidx, bdelta, nb)
     return 0
 
 
 @njit(cache=True, nogil=True)
-def _step(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+def _step(lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
           blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr):  # fmt: skip
     """Make one sub-move of a compound move (t people from cell (lf, kf) to (lt, kt)) and return its change of the
     cells' log prior terms and of the log likelihood (a compound move whose leaves keep their totals sums these)."""
-    lr = _cell_change(cells[lf, kf], beta[leaf_group[lf], kf], -t)
-    lr += _cell_change(cells[lt, kt], beta[leaf_group[lt], kt], t)
+    lr = _cell_change(_n(cells, lf, kf), beta[leaf_group[lf], kf], -t)
+    lr += _cell_change(_n(cells, lt, kt), beta[leaf_group[lt], kt], t)
     lik, n = _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
                          blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
-    _apply(lf, kf, lt, kt, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
+    _apply(lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, touched, dr, n)
     return lr + lik
 
 
@@ -254,13 +229,13 @@ def _available(cells, leaf, picks, n, skip):
         for r in range(n):
             if picks[r] == picks[s]:
                 times += 1
-        if cells[leaf, picks[s]] < times:
+        if _n(cells, leaf, picks[s]) < times:
             return False
     return True
 
 
 @njit(cache=True, nogil=True)
-def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power,
+def _bump_move(leaf, other, g, bump_max, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power,
                blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, cum, cats, picks, bnd, bval, bidx,
                bdelta, touched, dr, rng):  # fmt: skip
     """A rare category's bump moved whole, its place taken by one person of each of n cells drawn by group g's shares.
@@ -279,9 +254,9 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
         Ns = totals[src]
         if Ns == 0:
             return 0
-        i = _fen_find(fen, src, _below(rng, Ns))
-        n = cells[src, i]
-        if n > bump_max or cells[dst, i] != 0 or totals[dst] < n:
+        i = _find(cells, src, _below(rng, Ns))
+        n = _n(cells, src, i)
+        if n > bump_max or _n(cells, dst, i) != 0 or totals[dst] < n:
             return 0
         lr = math.log(Ns) - math.log(totals[dst])
     else:
@@ -291,14 +266,14 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
         if gather:
             i = cats[_below(rng, cats.size)]
             n = 1 + _below(rng, bump_max)
-            if cells[leaf, i] != 0 or N < n:
+            if _n(cells, leaf, i) != 0 or N < n:
                 return 0
             lr = math.log(n * cats.size * bump_max) - math.log(N)
         else:
             if N == 0:
                 return 0
-            i = _fen_find(fen, leaf, _below(rng, N))
-            n = cells[leaf, i]
+            i = _find(cells, leaf, _below(rng, N))
+            n = _n(cells, leaf, i)
             if n > bump_max:
                 return 0
             lr = math.log(N) - math.log(n * cats.size * bump_max)
@@ -314,13 +289,13 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
     nb = 0
     if other >= 0:
         nb = _bound_step(src, i, dst, i, n, anc, bnd, bval, bidx, bdelta, nb)
-        lr += _step(src, i, dst, i, n, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+        lr += _step(src, i, dst, i, n, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
                     blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
     for s in range(n):
         j = picks[s]
         a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
         nb = _bound_step(a, ka, b, kb, 1, anc, bnd, bval, bidx, bdelta, nb)
-        lr += _step(a, ka, b, kb, 1, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+        lr += _step(a, ka, b, kb, 1, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
                     blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
     if _bounds_hold(bval, bidx, nb, bnd) and _accept(lr, rng):
         return 1
@@ -328,10 +303,10 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, r
     for s in range(n - 1, -1, -1):  # undo, last first
         j = picks[s]
         a, ka, b, kb = (dst, j, src, j) if other >= 0 else ((leaf, j, leaf, i) if gather else (leaf, i, leaf, j))
-        _step(b, kb, a, ka, 1, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+        _step(b, kb, a, ka, 1, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
               blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
     if other >= 0:
-        _step(dst, i, src, i, n, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
+        _step(dst, i, src, i, n, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level,
               blk_off, blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, touched, dr)  # fmt: skip
     return 0
 
@@ -377,7 +352,7 @@ def _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t):
 
 
 @njit(cache=True, nogil=True)
-def _line_move(a, b, window, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
                blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta,
                touched, dr, sign, weight, logp, rng):  # fmt: skip
     """People of one cell pass between leaves a and b by a draw from their exact conditional along the line
@@ -388,8 +363,8 @@ def _line_move(a, b, window, cells, totals, fen, rec, cmap, resid, rates, scales
     side = a if _uniform(rng) < 0.5 else b
     if totals[side] == 0:
         return 0
-    k = _fen_find(fen, side, _below(rng, totals[side]))
-    na, nb_, Na, Nb = cells[a, k], cells[b, k], totals[a], totals[b]
+    k = _find(cells, side, _below(rng, totals[side]))
+    na, nb_, Na, Nb = _n(cells, a, k), _n(cells, b, k), totals[a], totals[b]
     offset = _below(rng, window + 1)
     lo_t, hi_t = max(-offset, -nb_), min(window - offset, na)
     lo_t, hi_t = _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t)
@@ -431,7 +406,7 @@ def _line_move(a, b, window, cells, totals, fen, rec, cmap, resid, rates, scales
     _bound_step(src, k, dst, k, m, anc, bnd, bval, bidx, bdelta, 0)
     _, nr = _lik_change(src, k, dst, k, m, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
                           blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
-    _apply(src, k, dst, k, m, cells, totals, fen, rec, cmap, resid, touched, dr, nr)
+    _apply(src, k, dst, k, m, cells, totals, rec, cmap, resid, touched, dr, nr)
     return 1
 
 
@@ -472,14 +447,35 @@ def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
 
 
 @njit(cache=True, nogil=True)
+def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, in_class, several):
+    """The moves of one kind (0..7: within, exchanges, lines, swaps, bumps, spreads, flips, births) of a leaf in a
+    sweep (exchanges and lines only with another leaf of its class, bumps only with another leaf in the span)."""
+    if kind == 0:
+        return within[leaf]
+    if kind == 1:
+        return exchanges[leaf] if in_class else 0
+    if kind == 2:
+        return lines[leaf] if in_class else 0
+    if kind == 3:
+        return swaps[leaf]
+    if kind == 4:
+        return bumps[leaf] if several else 0
+    if kind == 5:
+        return spreads[leaf]
+    if kind == 6:
+        return flips[leaf]
+    return births[leaf]
+
+
+@njit(cache=True, nogil=True)
 def people_sweeps(
-    start, count, tune, thin, cells, totals, fen, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+    start, count, tune, thin, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
     blk_rate, blk_groups, anc, within, exchanges, swaps, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
     p_near, p_jump, max_jump, bumps, spreads, flips, axes, strides, bump_max, floor, cats, leaf_parent, leaf_group, parent_ptr, parent_leaves, group_ptr,
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi,
+    span_hi, resume, room,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -495,9 +491,15 @@ def people_sweeps(
     Only the leaves span_lo..span_hi - 1 move, each with partners in that span alone (0, L: all of them): a unit's
     moves that keep every cell's sum over the unit (exchanges that do not turn, line draws, swaps, bump trades)
     change no value above it, so disjoint units may run in parallel threads, each with its own scratch arrays and
-    random stream (:mod:`ppdinfer.census.decomposition`).
+    random stream (:mod:`ppdinfer.census.decomposition`), and its own allocation range in ``cells``.
+
+    ``cells`` is (store, P, allocation range); before each move, where the range has less than ``room`` free
+    positions, the sweeps stop and save where (``resume``: sweep, leaf, kind, move, attempted, accepted) and return
+    1; called again with the same arguments (the store repacked) they go on from there, so the draws do not depend
+    on the pool's size. Returns 0 when the sweeps are done.
     """
-    L, K = cells.shape
+    L, K = totals.size, shares.shape[1]
+    alloc = cells[2]
     G = shares.shape[0]
     R = rec.shape[1]
     n_parents = log_mean.size
@@ -510,7 +512,7 @@ def people_sweeps(
     g_lo, g_hi = G, 0
     for leaf in range(span_lo, span_hi):
         g_lo, g_hi = min(g_lo, leaf_group[leaf]), max(g_hi, leaf_group[leaf] + 1)
-    for sweep in range(start, start + count):
+    for sweep in range(resume[0] if resume[0] >= 0 else start, start + count):
         phi = math.exp(log_phi[0])
         for g in range(g_lo, g_hi):
             alpha = math.exp(log_alpha[g])
@@ -526,159 +528,177 @@ def people_sweeps(
                 beta[g, k] = alpha * shares[g, k]
         attempted = 0
         accepted = 0
-        for leaf in range(span_lo, span_hi):
+        leaf0, kind0, it0 = span_lo, 0, 0
+        if resume[0] == sweep:  # resumed after the pool grew
+            leaf0, kind0, it0, attempted, accepted = resume[1], resume[2], resume[3], resume[4], resume[5]
+            resume[0] = -1
+        for leaf in range(leaf0, span_hi):
             g = leaf_group[leaf]
             m = mu[leaf]
             a_sib, b_sib = max(sib_lo[leaf], span_lo), min(sib_hi[leaf], span_hi)
-            for _ in range(within[leaf]):
-                N = totals[leaf]
-                if N == 0:
-                    break
-                i = _fen_find(fen, leaf, _below(rng, N))
-                t = _jump(rng, p_jump, max_jump)
-                j = _destination(cum[g], cats, rng)
-                attempted += 1
-                ni = cells[leaf, i]
-                if ni < t or j == i:
-                    continue
-                nj = cells[leaf, j]
-                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
-                lr += math.log(nj + t) - math.log(ni) + logw[g, i] - logw[g, j]
-                accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
-                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
             lo, hi = max(class_lo[leaf], span_lo), min(class_hi[leaf], span_hi)
-            for _ in range(exchanges[leaf] if hi - lo >= 2 else 0):
-                other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
-                if other < 0:
-                    continue
-                src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
-                Ns = totals[src]
-                attempted += 1
-                if Ns == 0:
-                    continue
-                k = _fen_find(fen, src, _below(rng, Ns))
-                t = _jump(rng, p_jump, max_jump)
-                ns = cells[src, k]
-                if ns < t:
-                    continue
-                kd = k
-                if _uniform(rng) < p_turn:  # the people change cell on the way: one axis, as a flip
-                    kd = _neighbour(k, axes, strides, rng)
-                    if kd < 0 or logw[g, kd] == -np.inf:
-                        continue
-                nd, Nd = cells[dst, kd], totals[dst]
-                gs, gd = leaf_group[src], leaf_group[dst]
-                lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
-                lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
-                lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
-                lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
-                accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
-                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
-            for _ in range(lines[leaf] if hi - lo >= 2 else 0):
-                other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
-                if other < 0:
-                    continue
-                attempted += 1
-                accepted += _line_move(leaf, other, line_window, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                       leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                       weight, logp, rng)  # fmt: skip
-            for _ in range(swaps[leaf]):
-                # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
-                other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
-                N, No = totals[leaf], totals[other] if other >= 0 else 0
-                attempted += 1
-                if N == 0 or No == 0:
-                    continue
-                i = _fen_find(fen, leaf, _below(rng, N))
-                j = _fen_find(fen, other, _below(rng, No))
-                t = _jump(rng, p_jump, max_jump)
-                ni, nj, go = cells[leaf, i], cells[other, j], leaf_group[other]
-                if i == j or ni < t or nj < t:
-                    continue
-                mj, oi = cells[leaf, j], cells[other, i]
-                lr = _cell_change(ni, beta[g, i], -t) + _cell_change(mj, beta[g, j], t)
-                lr += _cell_change(nj, beta[go, j], -t) + _cell_change(oi, beta[go, i], t)
-                lr += math.log(mj + t) + math.log(oi + t) - math.log(ni) - math.log(nj)
-                nb = _bound_step(leaf, i, leaf, j, t, anc, bnd, bval, bidx, bdelta, 0)
-                nb = _bound_step(other, j, other, i, t, anc, bnd, bval, bidx, bdelta, nb)
-                if not _bounds_hold(bval, bidx, nb, bnd):
-                    _bounds_revert(bval, bidx, bdelta, nb)
-                    continue
-                lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
-                                     blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
-                for s in range(n):  # the first half applied to the residuals, so the second reads them
-                    resid[touched[s]] += dr[s]
-                lik2, n2 = _lik_change(other, j, other, i, t, resid, rates, scales, blk_scale, power, blk_level,
-                                       blk_off, blk_nv, blk_rate, blk_groups, anc, touched[n:], dr[n:])  # fmt: skip
-                for s in range(n):
-                    resid[touched[s]] -= dr[s]
-                if _accept(lr + lik + lik2, rng):
-                    accepted += 1
-                    _apply(leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, touched, dr, n)
-                    _apply(other, j, other, i, t, cells, totals, fen, rec, cmap, resid, touched[n:], dr[n:], n2)
-                else:
-                    _bounds_revert(bval, bidx, bdelta, nb)
-            for _ in range(bumps[leaf] if span_hi - span_lo > 1 else 0):
-                other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
-                if other >= 0:
-                    accepted += _bump_move(leaf, other, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                           blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
-                                           beta, leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
-            for _ in range(spreads[leaf]):
-                accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                       blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                       leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
-            for _ in range(flips[leaf]):
-                N = totals[leaf]
-                if N == 0:
-                    break
-                i = _fen_find(fen, leaf, _below(rng, N))
-                ni = cells[leaf, i]
-                j = _neighbour(i, axes, strides, rng)
-                if j < 0 or logw[g, j] == -np.inf:
-                    continue
-                nj = cells[leaf, j]
-                attempted += 1
-                if _uniform(rng) < 0.5:  # the whole cell, into an empty neighbour (the reverse draws ni of N too)
-                    if nj != 0 or ni > bump_max:
-                        continue
-                    t = ni
-                    lr = 0.0
-                else:
-                    t = 1
-                    lr = math.log(nj + 1) - math.log(ni)
-                lr += _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
-                accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                      blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
-                                      bidx, bdelta, touched, dr, rng)  # fmt: skip
             alpha = math.exp(log_alpha[g])
-            for _ in range(births[leaf]):
-                N = totals[leaf]
-                t = _jump(rng, p_jump, max_jump)
-                attempted += 1
-                if _uniform(rng) < 0.5:
-                    j = _destination(cum[g], cats, rng)
-                    nj = cells[leaf, j]
-                    lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha)
-                    lr += math.log(nj + t) - math.log(N + t) - logw[g, j]
-                    accepted += _try_move(lr, -1, 0, leaf, j, t, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                          blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
-                                          bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
-                elif N > 0:
-                    i = _fen_find(fen, leaf, _below(rng, N))
-                    ni = cells[leaf, i]
-                    if ni < t:
-                        continue
-                    lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha)
-                    lr += logw[g, i] - math.log(ni) + math.log(N)
-                    accepted += _try_move(lr, leaf, i, -1, 0, t, cells, totals, fen, rec, cmap, resid, rates, scales,
-                                          blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
-                                          bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+            for kind in range(kind0, 8):
+                n_moves = _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births,
+                                      hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
+                it = it0
+                it0 = 0
+                while it < n_moves:
+                    if alloc[0] + room > alloc[1]:  # too little room for one move's growth: the caller repacks
+                        resume[0], resume[1], resume[2], resume[3] = sweep, leaf, kind, it
+                        resume[4], resume[5] = attempted, accepted
+                        return 1
+                    it += 1
+                    if kind == 0:
+                        N = totals[leaf]
+                        if N == 0:
+                            break
+                        i = _find(cells, leaf, _below(rng, N))
+                        t = _jump(rng, p_jump, max_jump)
+                        j = _destination(cum[g], cats, rng)
+                        attempted += 1
+                        ni = _n(cells, leaf, i)
+                        if ni < t or j == i:
+                            continue
+                        nj = _n(cells, leaf, j)
+                        lr = _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
+                        lr += math.log(nj + t) - math.log(ni) + logw[g, i] - logw[g, j]
+                        accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, rec, cmap, resid, rates, scales,
+                                              blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                              bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 1:
+                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        if other < 0:
+                            continue
+                        src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
+                        Ns = totals[src]
+                        attempted += 1
+                        if Ns == 0:
+                            continue
+                        k = _find(cells, src, _below(rng, Ns))
+                        t = _jump(rng, p_jump, max_jump)
+                        ns = _n(cells, src, k)
+                        if ns < t:
+                            continue
+                        kd = k
+                        if _uniform(rng) < p_turn:  # the people change cell on the way: one axis, as a flip
+                            kd = _neighbour(k, axes, strides, rng)
+                            if kd < 0 or logw[g, kd] == -np.inf:
+                                continue
+                        nd, Nd = _n(cells, dst, kd), totals[dst]
+                        gs, gd = leaf_group[src], leaf_group[dst]
+                        lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
+                        lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
+                        lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
+                        lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
+                        accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, rec, cmap, resid, rates, scales,
+                                              blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                              bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 2:
+                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        if other < 0:
+                            continue
+                        attempted += 1
+                        accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
+                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
+                                               leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
+                                               weight, logp, rng)  # fmt: skip
+                    elif kind == 3:
+                        # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
+                        other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        N, No = totals[leaf], totals[other] if other >= 0 else 0
+                        attempted += 1
+                        if N == 0 or No == 0:
+                            continue
+                        i = _find(cells, leaf, _below(rng, N))
+                        j = _find(cells, other, _below(rng, No))
+                        t = _jump(rng, p_jump, max_jump)
+                        ni, nj, go = _n(cells, leaf, i), _n(cells, other, j), leaf_group[other]
+                        if i == j or ni < t or nj < t:
+                            continue
+                        mj, oi = _n(cells, leaf, j), _n(cells, other, i)
+                        lr = _cell_change(ni, beta[g, i], -t) + _cell_change(mj, beta[g, j], t)
+                        lr += _cell_change(nj, beta[go, j], -t) + _cell_change(oi, beta[go, i], t)
+                        lr += math.log(mj + t) + math.log(oi + t) - math.log(ni) - math.log(nj)
+                        nb = _bound_step(leaf, i, leaf, j, t, anc, bnd, bval, bidx, bdelta, 0)
+                        nb = _bound_step(other, j, other, i, t, anc, bnd, bval, bidx, bdelta, nb)
+                        if not _bounds_hold(bval, bidx, nb, bnd):
+                            _bounds_revert(bval, bidx, bdelta, nb)
+                            continue
+                        lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
+                                             blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
+                        for s in range(n):  # the first half applied to the residuals, so the second reads them
+                            resid[touched[s]] += dr[s]
+                        lik2, n2 = _lik_change(other, j, other, i, t, resid, rates, scales, blk_scale, power, blk_level,
+                                               blk_off, blk_nv, blk_rate, blk_groups, anc, touched[n:], dr[n:])  # fmt: skip
+                        for s in range(n):
+                            resid[touched[s]] -= dr[s]
+                        if _accept(lr + lik + lik2, rng):
+                            accepted += 1
+                            _apply(leaf, i, leaf, j, t, cells, totals, rec, cmap, resid, touched, dr, n)
+                            _apply(other, j, other, i, t, cells, totals, rec, cmap, resid, touched[n:], dr[n:], n2)
+                        else:
+                            _bounds_revert(bval, bidx, bdelta, nb)
+                    elif kind == 4:
+                        other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        if other >= 0:
+                            accepted += _bump_move(leaf, other, g, bump_max, cells, totals, rec, cmap, resid, rates, scales,
+                                                   blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                                                   beta, leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 5:
+                        accepted += _bump_move(leaf, -1, g, bump_max, cells, totals, rec, cmap, resid, rates, scales,
+                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
+                                               leaf_group, cum, cats, picks, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 6:
+                        N = totals[leaf]
+                        if N == 0:
+                            break
+                        i = _find(cells, leaf, _below(rng, N))
+                        ni = _n(cells, leaf, i)
+                        j = _neighbour(i, axes, strides, rng)
+                        if j < 0 or logw[g, j] == -np.inf:
+                            continue
+                        nj = _n(cells, leaf, j)
+                        attempted += 1
+                        if (
+                            _uniform(rng) < 0.5
+                        ):  # the whole cell, into an empty neighbour (the reverse draws ni of N too)
+                            if nj != 0 or ni > bump_max:
+                                continue
+                            t = ni
+                            lr = 0.0
+                        else:
+                            t = 1
+                            lr = math.log(nj + 1) - math.log(ni)
+                        lr += _cell_change(ni, beta[g, i], -t) + _cell_change(nj, beta[g, j], t)
+                        accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, rec, cmap, resid, rates, scales,
+                                              blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
+                                              bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 7:
+                        N = totals[leaf]
+                        t = _jump(rng, p_jump, max_jump)
+                        attempted += 1
+                        if _uniform(rng) < 0.5:
+                            j = _destination(cum[g], cats, rng)
+                            nj = _n(cells, leaf, j)
+                            lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha)
+                            lr += math.log(nj + t) - math.log(N + t) - logw[g, j]
+                            accepted += _try_move(lr, -1, 0, leaf, j, t, cells, totals, rec, cmap, resid, rates, scales,
+                                                  blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
+                                                  bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+                        elif N > 0:
+                            i = _find(cells, leaf, _below(rng, N))
+                            ni = _n(cells, leaf, i)
+                            if ni < t:
+                                continue
+                            lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha)
+                            lr += logw[g, i] - math.log(ni) + math.log(N)
+                            accepted += _try_move(lr, leaf, i, -1, 0, t, cells, totals, rec, cmap, resid, rates, scales,
+                                                  blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
+                                                  bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+            kind0 = 0
         if learn:
-            gk_n = _group_counts(cells, leaf_group, G, gk_ptr)
+            gk_n = group_counts(cells[0], leaf_group, G, K, gk_ptr)
             adapt = sweep < tune
             for _round in range(hyper_rounds):
                 _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
@@ -703,31 +723,7 @@ def people_sweeps(
                 for k in range(K):
                     out_shares[row, g, cmap[k]] += shares[g, k]
             out_accept[row] = accepted / max(attempted, 1)
-    return count
-
-
-@njit(cache=True, nogil=True)
-def _group_counts(cells, leaf_group, G, gk_ptr):
-    """The non-zero counts of each (group, cell), grouped: counts[gk_ptr[g K + k]:gk_ptr[g K + k + 1]]."""
-    L, K = cells.shape
-    gk_ptr[:] = 0
-    for leaf in range(L):
-        base = leaf_group[leaf] * K + 1
-        for k in range(K):
-            if cells[leaf, k] > 0:
-                gk_ptr[base + k] += 1
-    for s in range(1, gk_ptr.size):
-        gk_ptr[s] += gk_ptr[s - 1]
-    out = np.empty(gk_ptr[gk_ptr.size - 1], dtype=np.int64)
-    fill = gk_ptr[:-1].copy()
-    for leaf in range(L):
-        base = leaf_group[leaf] * K
-        for k in range(K):
-            n = cells[leaf, k]
-            if n > 0:
-                out[fill[base + k]] = n
-                fill[base + k] += 1
-    return out
+    return 0
 
 
 @njit(cache=True, nogil=True)

@@ -1,6 +1,7 @@
 """The PyMC layer: any mechanism as an observed ``Release``, privacy-noise distributions, and the
 privacy-aware data-augmentation step that ``sample`` assigns to every integer latent a release reads."""
 
+from ._backend_warnings import quiet_blas_warning
 from ._warmup import warm_up
 from .augmentation import PrivacyAugmentation
 from .distributions import DiscreteGaussian, DiscreteLaplace, WassersteinNaive
@@ -23,6 +24,7 @@ __all__ = [
     "WassersteinNaive",
     "feasible_total_start",
     "from_model",
+    "quiet_blas_warning",
     "sample",
     "sample_model",
     "theta_variable",

@@ -1,7 +1,8 @@
 """A PyMC step for integer latent data observed through privacy noise.
 
 ``PrivacyAugmentation([x])`` updates a latent x that has a Multinomial, Binomial, Poisson or
-DiscreteUniform prior (a family of :data:`ppdinfer.pymc.families.FAMILIES`) and is observed through a release y.
+DiscreteUniform prior, or an elementwise Truncated or integer CustomDist one (a family of
+:data:`ppdinfer.pymc.families.FAMILIES`), and is observed through a release y.
 It needs no gradient of the mechanism: it proposes from x's conditional prior given theta
 (Ju, Awan, Gong & Rao 2022) and accepts with the likelihood ratio, alternating with a local
 symmetric move. For a multinomial x the moves transfer counts between two cells, so the public
@@ -60,6 +61,7 @@ from .families import (  # noqa: F401  (the conjugate steps and graph helpers, w
     multinomial_child,
 )
 from .release import ReleaseRV
+from .tabulated import WindowTable, tabulated_prior
 
 
 @dataclass_state
@@ -156,13 +158,22 @@ def no_latent_reason(model: pm.Model) -> str:
     >>> no_latent_reason(model)[:65]
     'x has a Geometric prior, which ppdinfer neither augments nor sums'
     """
-    unsupported = [rv for rv, _ in observed_integer_latents(model) if not isinstance(rv.owner.op, LATENT_OPS)]
+    unsupported = [rv for rv, _ in observed_integer_latents(model) if _unsupported(model, rv)]
     if not unsupported:
         return "the model has no integer latent observed through a release"
-    priors = ", ".join(f"{rv.name} has a {type(rv.owner.op).__name__.removesuffix('RV')} prior" for rv in unsupported)
+    return "; ".join(_unsupported(model, rv) for rv in unsupported)
+
+
+def _unsupported(model, rv) -> str | None:
+    """Why ppdinfer has no step for the integer latent ``rv`` (None where it has one)."""
+    if isinstance(rv.owner.op, LATENT_OPS) and latent_family(model, rv, collapse=False) is not None:
+        return None
+    if isinstance(rv.owner.op, LATENT_OPS):  # a Truncated or CustomDist prior that is not elementwise
+        return f"{tabulated_prior(model, rv)}, so ppdinfer neither augments nor sums out {rv.name}"
     return (
-        f"{priors}, which ppdinfer neither augments nor sums out (it takes Poisson, Binomial and DiscreteUniform "
-        "latents, and augments Multinomial ones)"
+        f"{rv.name} has a {type(rv.owner.op).__name__.removesuffix('RV')} prior, which ppdinfer neither augments nor "
+        "sums out (it takes Poisson, Binomial and DiscreteUniform latents, elementwise Truncated and integer "
+        "CustomDist ones, and augments Multinomial ones)"
     )
 
 
@@ -190,17 +201,17 @@ def privacy_latents(model: pm.Model) -> list:
     """
     latents = []
     for rv, observed in observed_integer_latents(model):
-        if isinstance(rv.owner.op, LATENT_OPS):
+        why = _unsupported(model, rv)
+        if why is None:
             latents.append(rv)
             continue
         releases = [term.name for term in observed if isinstance(term.owner.op, _RELEASES)] or [
             t.name for t in observed
         ]
         warnings.warn(
-            f"{rv.name} is an integer latent observed through {', '.join(releases)} but has a "
-            f"{type(rv.owner.op).__name__} prior, for which ppdinfer has no data-augmentation step: PyMC's "
-            "generic Metropolis updates it, which can mix slowly; check its convergence, or give it a "
-            "Poisson, Binomial, Multinomial or DiscreteUniform prior",
+            f"{rv.name} is an integer latent observed through {', '.join(releases)}, but {why}: PyMC's generic "
+            "Metropolis updates it, which can mix slowly; check its convergence, or give it a Poisson, Binomial, "
+            "Multinomial or DiscreteUniform prior, or an elementwise Truncated or integer CustomDist one",
             AugmentationWarning,
             stacklevel=3,
         )
@@ -486,7 +497,10 @@ class PrivacyAugmentation(BlockedStep):
     ----------
     vars : list
         One latent variable x with a Multinomial (rows of a table too: each row keeps its total),
-        Binomial or Poisson prior (its family, :data:`ppdinfer.pymc.families.FAMILIES`, is ``step.family``).
+        Binomial, Poisson or DiscreteUniform prior, or an elementwise one whose log pmf is tabulated on a window
+        of candidates at each step (a ``pm.Truncated``, an integer ``pm.CustomDist``, a prior a ``pm.Potential``
+        also reads: :mod:`ppdinfer.pymc.tabulated`); its family, :data:`ppdinfer.pymc.families.FAMILIES`, is
+        ``step.family``.
     sweeps : int
         Sweeps over x per step (each sweep moves every coordinate, or every disjoint pair of cells, once
         with each move at its frequency); 5 by default.
@@ -560,7 +574,9 @@ class PrivacyAugmentation(BlockedStep):
         found = latent_family(model, x_rv, collapse=collapse)
         if found is None:
             raise ValueError(
-                f"{x_rv.name} must have a Multinomial, Binomial, Poisson or DiscreteUniform prior, not {type(x_rv.owner.op).__name__}"
+                f"{x_rv.name} must have a Multinomial, Binomial, Poisson or DiscreteUniform prior, or an elementwise "
+                f"Truncated or integer CustomDist one, not {type(x_rv.owner.op).__name__} "
+                f"({tabulated_prior(model, x_rv)})"
             )
         if collapse and not found.family.collapsed:
             needs = "; or ".join(
@@ -575,6 +591,11 @@ class PrivacyAugmentation(BlockedStep):
             raise ValueError(f"moves must be None or a non-empty collection of {MOVES}, got {moves!r}")
         self.moves = None if moves is None else tuple(move for move in MOVES if move in moves)
         children = dependents(model, x_rv)
+        prior = found.constants.get("prior")  # a tabulated prior: the Potentials that read x belong to it
+        self._table = None if prior is None else WindowTable(model, prior, compile_kwargs)
+        children = [term for term in children if prior is None or term not in prior.potentials]
+        # a Potential left among the children: why it is not part of a tabulated prior (it couples x's elements)
+        declined = tabulated_prior(model, x_rv) if any(term in model.potentials for term in children) else None
         if not children:
             raise ValueError(f"nothing in the model depends on {x_rv.name}: no release to augment")
         self.vars = [value_var]
@@ -584,13 +605,14 @@ class PrivacyAugmentation(BlockedStep):
         self._children = None  # x's other children, evaluated by the compiled kernel (``ChildTerms``)
         if len(children) > 1:
             separable, why, others = _release_and_children(model, x_rv, children)
+            why = declined or why
             if separable is not None:
                 self._children = ChildTerms(model, others, compile_kwargs)
             else:
                 warnings.warn(
                     f"{why}: {x_rv.name}'s moves run on the model's log density, not the compiled kernel (slower). The "
-                    "kernel takes one release of x itself with additive noise and other children that are observed "
-                    "Poisson or Normal of a mean affine in x, or Binomial with n = x",
+                    "kernel takes one release of x itself with additive noise, other children that are observed "
+                    "Poisson or Normal of a mean affine in x, or Binomial with n = x, and Potentials elementwise in x",
                     AugmentationWarning,
                     stacklevel=4,
                 )
@@ -611,9 +633,11 @@ class PrivacyAugmentation(BlockedStep):
         if "exposure" in found.constants:
             self.exposure = found.constants["exposure"]
         graphs = model.replace_rvs_by_values(list(found.parameters))  # read at each step
-        self._params = model.compile_fn(
-            graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
-        )
+        self._params = None
+        if self._table is None:
+            self._params = model.compile_fn(
+                graphs, inputs=model.value_vars, on_unused_input="ignore", **(compile_kwargs or {})
+            )
         self.rng = np.random.default_rng(rng)
         # the frequencies of the moves: fixed by ``moves``, else known at the first step (from the release)
         self._moves = None if moves is None else np.array([float(move in moves) for move in MOVES])
@@ -644,7 +668,10 @@ class PrivacyAugmentation(BlockedStep):
     def step(self, point):
         name = self.vars[0].name
         x = np.array(point[name], dtype=np.int64, copy=True)
-        params, prior_sd = self.family.packed(self._params(point), self._constants, x.shape)
+        if self._table is None:
+            params, prior_sd = self.family.packed(self._params(point), self._constants, x.shape)
+        else:  # a tabulated prior: its window's values below, once the moves' scale is known
+            params, prior_sd = None, np.broadcast_to(self._table.prior.prior_sd, x.shape)
         pairs = self.family.pairs
         if pairs:
             n = params[..., 0, 0]  # the rows' totals (column "total", the same on every cell)
@@ -670,6 +697,8 @@ class PrivacyAugmentation(BlockedStep):
         if self._moves[RELEASE] and centre is None:
             raise ValueError(f"the release move needs a release of {name} itself with its shape: use other moves")
         scale = np.maximum(2.0 * np.minimum(prior_sd, noise_sd), 1.0)
+        if self._table is not None:
+            params = self._table.packed(point, x, self._table.width(scale), self.rng)
         # a multinomial's rows are updated one by one (each keeps its total); other kinds all at once
         rows = list(np.ndindex(x.shape[:-1])) if pairs else [Ellipsis]
         counts = np.zeros((2, 3))

@@ -140,20 +140,37 @@ def _affine(model, mean, x_value, a, b, shape) -> bool:
     function = model.compile_fn(
         [pt.broadcast_to(at, shape), a, b], inputs=[*model.value_vars, trial], on_unused_input="ignore"
     )
-    start = model.initial_point()
     rng = np.random.default_rng(0)
-    # the start point, and one whose continuous (transformed) values are moved at random: a term in x^2 whose
-    # coefficient vanishes at the start point alone is caught there
-    moved = {
-        name: value + rng.normal(size=np.shape(value)) if np.issubdtype(np.asarray(value).dtype, np.floating) else value
-        for name, value in start.items()
-    }
-    for point in (start, moved):
+    for point in start_and_moved(model, rng):
         for values in (np.full(shape, 2.0), rng.integers(3, 1000, size=shape).astype(float)):
             got, a_value, b_value = function({**point, "trial": values})
             if not np.allclose(got, a_value + b_value * values, rtol=1e-9, atol=1e-12, equal_nan=True):
                 return False
     return True
+
+
+def start_and_moved(model, rng) -> tuple[dict, dict]:
+    """The model's start point, and one whose continuous (transformed) values are moved at random: a numerical check
+    of a graph's form (affine, elementwise) at both catches a term whose coefficient vanishes at the start point alone.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from ppdinfer.pymc.children import start_and_moved
+    >>> with pm.Model() as model:
+    ...     mu = pm.Normal("mu", 0.0, 1.0)
+    ...     n = pm.Poisson("n", 5.0)
+    >>> start, moved = start_and_moved(model, np.random.default_rng(0))
+    >>> bool(start["mu"] != moved["mu"]), bool(start["n"] == moved["n"])
+    (True, True)
+    """
+    start = model.initial_point()
+    moved = {
+        name: value + rng.normal(size=np.shape(value)) if np.issubdtype(np.asarray(value).dtype, np.floating) else value
+        for name, value in start.items()
+    }
+    return start, moved
 
 
 class ChildTerms:

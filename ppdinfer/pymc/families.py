@@ -62,10 +62,12 @@ from ..kernels.augmentation import (
     GAMMA_POISSON,
     MULTINOMIAL,
     POISSON,
+    TABLE,
     UNIFORM,
     pair_family,
 )
 from ._constants import NotConstantError, constant_shape, graph_constant
+from .tabulated import POTENTIAL_OPS, TABULATED_OPS, tabulated_prior
 
 __all__ = [
     "FAMILIES",
@@ -265,17 +267,18 @@ class PriorFamily:
         The family's name (``"beta_binomial"``).
     code : int
         The kernel's code of its log prior and prior draw (``ppdinfer.kernels.augmentation``).
-    latent : type
+    latent : type or tuple of types
         The class of x's random variable (``PoissonRV``, ``BinomialRV``, ``MultinomialRV``).
     columns : tuple of str
         The names of the packed parameters' columns, as the kernel reads them (``COLUMNS[code]``).
     detect : callable
         ``detect(model, x)`` -> ``(conjugate, parameter graphs, constants)`` or None where x (already of
         ``latent``'s class) is not of this family.
-    pack : callable
+    pack : callable or None
         ``pack(values, constants, shape)`` -> ``({column: values}, prior sd)``: the parameters' current values
         (floats, in ``detect``'s order) as named columns broadcastable to x's shape, and the prior's standard
-        deviation per coordinate (it sizes the local moves; inf where the release should).
+        deviation per coordinate (it sizes the local moves; inf where the release should). None for the tabulated
+        family, whose rows :class:`~ppdinfer.pymc.tabulated.WindowTable` packs.
     step : type, optional
         The :class:`ConjugateStep` drawing the integrated-out variable given x (None: a plain family).
     requirement : str
@@ -290,10 +293,10 @@ class PriorFamily:
 
     name: str
     code: int
-    latent: type
+    latent: type | tuple
     columns: tuple[str, ...]
     detect: Callable
-    pack: Callable
+    pack: Callable | None
     step: type | None = None
     requirement: str = ""
 
@@ -573,6 +576,11 @@ def _beta_binomial(model, x_rv):
     return p_rv, (x_rv.owner.inputs[2], *p_rv.owner.inputs[2:]), {}  # the trials, the Beta's a and b
 
 
+def _tabulated(model, x_rv):
+    found = tabulated_prior(model, x_rv)
+    return None if isinstance(found, str) else (None, (), {"prior": found})
+
+
 def _pack_multinomial(values, constants, shape):
     n, p = np.broadcast_to(values[0], shape[:-1]), np.broadcast_to(values[1], shape)
     return {"total": n[..., None], "prob": p}, np.sqrt(n[..., None] * p * (1 - p))
@@ -646,6 +654,8 @@ FAMILIES: tuple[PriorFamily, ...] = (
         requirement="the Beta probability of exactly one Binomial latent x ~ Binomial(n, p), one p per "
         "coordinate, entering no other part of the model",
     ),
+    # before the plain families: a Potential on a Poisson, Binomial or DiscreteUniform latent joins its prior
+    PriorFamily("tabulated", TABLE, (*TABULATED_OPS, *POTENTIAL_OPS), ("lo", "width"), _tabulated, None),
     PriorFamily("multinomial", MULTINOMIAL, MultinomialRV, ("total", "prob"), _plain, _pack_multinomial),
     PriorFamily("binomial", BINOMIAL, BinomialRV, ("trials", "prob"), _plain, _pack_binomial),
     PriorFamily("poisson", POISSON, PoissonRV, ("mean",), _plain, _pack_poisson),
@@ -692,4 +702,8 @@ def latent_family(model, x_rv, *, collapse: bool) -> FamilyMatch | None:
 
 
 #: The classes of the latent random variables some family updates.
-LATENT_OPS: tuple[type, ...] = tuple(dict.fromkeys(family.latent for family in FAMILIES))
+LATENT_OPS: tuple[type, ...] = tuple(
+    dict.fromkeys(
+        op for family in FAMILIES for op in (family.latent if isinstance(family.latent, tuple) else (family.latent,))
+    )
+)

@@ -80,7 +80,8 @@ from .distributions import DiscreteGaussianRV, DiscreteLaplaceRV
 from .families import dependents, latent_family, rv_shape
 from .independence import INDEPENDENCE_MAX_DIM, Declined, sample_independence
 from .release import ReleaseRV
-from .window_ops import gamma_poisson_window_logp, window_constants
+from .tabulated import tabulated_prior
+from .window_ops import child_recurrence_terms, gamma_poisson_window_logp, window_constants
 
 __all__ = [
     "AUGMENT_SECONDS_PER_SITE",
@@ -196,6 +197,9 @@ class SummedOut:
     widened: int | None = None
     #: the names of x's other children summed with it (``ppdinfer.pymc.children``)
     children: tuple = ()
+    #: how the window is summed: "recurrence" (a collapsed gamma-Poisson, ``ppdinfer.pymc.window_ops``) or "plain"
+    #: (a logsumexp over every cell; for a gamma-Poisson, why not the recurrence)
+    window_sum: str = "plain"
     # the largest value of x's support per coordinate (inf where there is none): an edge there omits nothing
     _top: object = field(repr=False, default=None)
     # the smallest value of x's support per coordinate (None: 0): an edge there omits nothing
@@ -326,13 +330,15 @@ def _prior_logp(x_rv, found, grid, conjugate: bool):
     return (prior, 0.0, 0.0), None, type(x_rv.owner.op).__name__.removesuffix("RV").lower(), None
 
 
-def _latent_window(x_rv, y, log_norm, rate, power, tol):
+def _latent_window(x_rv, y, log_norm, rate, power, tol, table=None):
     """(lo, width, half_width, bound, top, bottom): the noise's window of x around y, inside x's support, whose
     largest value per coordinate is ``top`` (a binomial's n or a discrete uniform's upper end, else inf) and
-    smallest ``bottom`` (a discrete uniform's lower end, else 0)."""
+    smallest ``bottom`` (a discrete uniform's lower end, else 0); a tabulated prior's bounds where ``table``."""
     d = np.broadcast_to(window_half_width(log_norm, rate, power, tol), y.shape)
     top, bottom = np.full(y.shape, np.inf), np.zeros(y.shape)
-    if isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
+    if table is not None:  # its bounds where the graph has them as constants, else open (-inf, inf)
+        bottom, top = np.broadcast_to(table.lower, y.shape), np.broadcast_to(table.upper, y.shape)
+    elif isinstance(x_rv.owner.op, BinomialRV):  # a window edge frozen at n: n must be a constant
         top = np.broadcast_to(graph_constant(x_rv.owner.inputs[2], f"the number of trials n of {x_rv.name}"), y.shape)
     if isinstance(x_rv.owner.op, DiscreteUniformRV):  # both edges frozen: constants
         lower, upper = (graph_constant(v, f"the bounds of {x_rv.name}") for v in x_rv.owner.inputs[2:4])
@@ -415,13 +421,21 @@ def marginalize(
     plans = []
     removed = set()
     for x_rv in latents:
-        if isinstance(x_rv.owner.op, MultinomialRV) or not isinstance(x_rv.owner.op, _SUMMABLE_PRIORS):
+        table = tabulated_prior(model, x_rv)  # a Truncated or CustomDist prior, or one a Potential reads
+        children = dependents(model, x_rv)
+        if isinstance(table, str) and any(term in model.potentials for term in children):
+            raise ValueError(f"{table}: {x_rv.name} cannot be summed out; use method='augment'")
+        table = None if isinstance(table, str) else table
+        if table is None and (
+            isinstance(x_rv.owner.op, MultinomialRV) or not isinstance(x_rv.owner.op, _SUMMABLE_PRIORS)
+        ):
             raise ValueError(
                 f"{x_rv.name} has a {type(x_rv.owner.op).__name__} prior: only coordinatewise Poisson, Binomial, "
-                "NegativeBinomial and DiscreteUniform latents can be summed out (a multinomial's cells are coupled by its total); "
-                "use method='augment'"
+                "NegativeBinomial and DiscreteUniform latents, and elementwise Truncated and integer CustomDist ones, "
+                "can be summed out (a multinomial's cells are coupled by its total); use method='augment'"
             )
-        children = dependents(model, x_rv)
+        prior_terms = () if table is None else table.potentials
+        children = [term for term in children if term not in prior_terms]
         release, others = _release_and_others(model, x_rv, children)
         loglik, y, log_norm, rate, power = _noise(model, x_rv, release)
         if y.shape != rv_shape(x_rv):
@@ -429,9 +443,9 @@ def marginalize(
         found = latent_family(model, x_rv, collapse=True) if conjugate else None
         if found is not None and not found.family.collapsed:
             found = None
-        lo, width, d, bound, top, bottom = _latent_window(x_rv, y, log_norm, rate, power, tol)
-        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others), bottom))
-        removed |= {x_rv, release} | {child.child for child in others}
+        lo, width, d, bound, top, bottom = _latent_window(x_rv, y, log_norm, rate, power, tol, table)
+        plans.append(_Plan(x_rv, release, found, loglik, y, lo, width, d, bound, top, tuple(others), bottom, table))
+        removed |= {x_rv, release} | {child.child for child in others} | set(prior_terms)
         removed |= {found.conjugate} if found is not None else set()
     for det in model.deterministics:
         reads = removed & set(ancestors([det], blockers=set(model.basic_RVs) - removed))
@@ -440,6 +454,14 @@ def marginalize(
                 f"the Deterministic {det.name} reads {sorted(v.name for v in reads)}, which are summed out: "
                 "remove it or use method='augment'"
             )
+    for plan in plans:  # a Potential of x's prior that reads another latent summed out would couple their sums
+        for potential in () if plan.table is None else plan.table.potentials:
+            reads = (removed - {plan.x_rv, potential}) & set(ancestors([potential], blockers=set(model.basic_RVs)))
+            if reads:
+                raise ValueError(
+                    f"the Potential {potential.name} of {plan.x_rv.name}'s prior also reads "
+                    f"{sorted(v.name for v in reads)}, summed out too: use method='augment'"
+                )
     return _checked_at(model, plans, tol, conjugate, recurrence)
 
 
@@ -458,6 +480,7 @@ class _Plan(NamedTuple):
     top: np.ndarray
     children: tuple = ()  # x's other children (``AffineChild``), summed with it
     bottom: object = 0.0  # the smallest value of x's support per coordinate (a discrete uniform's lower end)
+    table: object = None  # a tabulated prior (``ppdinfer.pymc.tabulated.TabulatedPrior``): its graph is x's prior
 
 
 def _release_and_others(model, x_rv, children):
@@ -613,12 +636,39 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
         if found is not None:
             parameters = graph_replace(list(found.parameters), {rv: memo[rv] for rv in model.free_RVs}, strict=False)
             found_fg = type(found)(found.family, x_fg, memo[found.conjugate], tuple(parameters), found.constants)
-        (cells, per_unit, constant), conjugate_draw, family, steps = _prior_logp(x_fg, found_fg, grid, conjugate)
+        if plan.table is None:
+            (cells, per_unit, constant), conjugate_draw, family, steps = _prior_logp(x_fg, found_fg, grid, conjugate)
+        else:  # x's log density and the Potentials of its prior, on the window
+            terms = [memo[potential].owner.inputs[0] for potential in plan.table.potentials]
+            cells = plan.table.on_grid(grid, x=x_fg, potentials=terms, read=memo[x_rv])
+            per_unit, constant, conjugate_draw, family, steps = 0.0, 0.0, None, "tabulated", None
+            drop += [memo[potential] for potential in plan.table.potentials]
         weights = cells + pt.as_tensor_variable(noise_logp + constant)  # up to per_unit: enough for x's draws
         if plan.children:  # x's other children, per value of x in the window
             weights = weights + _children_logp(plan.children, pt.as_tensor_variable(grid), memo, model.free_RVs)
         window = None
-        if recurrence and steps is not None and not plan.children:
+        window_sum = "plain" if steps is None else "plain (recurrence=False)"
+        if recurrence and steps is not None and plan.children:  # the children's terms, split for the recurrence
+            split = [
+                child_recurrence_terms(
+                    model,
+                    child,
+                    x_rv.name,
+                    grid,
+                    graph_replace(list(child.rv_graphs), {rv: memo[rv] for rv in model.free_RVs}, strict=False),
+                )
+                for child in plan.children
+            ]
+            why = next((terms for terms in split if isinstance(terms, str)), None)
+            if why is None:
+                steps = (steps[0], steps[1] + sum(terms[1] for terms in split))
+                per_unit = per_unit + sum(terms[0] for terms in split)
+                constant = constant + sum(terms[2] for terms in split)
+            else:
+                window_sum = f"plain ({why})"
+                steps = None
+        if recurrence and steps is not None:
+            window_sum = "recurrence"
             window_constant = np.asarray(noise_logp + constant, dtype=float).reshape(width, -1)
             summed_window = gamma_poisson_window_logp(*steps, window_constant, lo)
             _, step, peak, _ = window_constants(window_constant, lo)
@@ -643,6 +693,7 @@ def _build(model, plans, tol, conjugate, recurrence) -> MarginalModel:
                     bound=bound,
                     tol=tol,
                     children=tuple(child.name for child in plan.children),
+                    window_sum=window_sum,
                     _children_observed={child.name: _observed_constant(model, child.child) for child in plan.children},
                     _top=top,
                     _bottom=np.broadcast_to(plan.bottom, lo.shape),
@@ -790,8 +841,10 @@ class MarginalModel:
     @staticmethod
     def _edge_mass(latent: SummedOut, log_terms: np.ndarray) -> np.ndarray:
         """Per coordinate, the bound on the omitted mass relative to the kept mass of ``log_terms``."""
-        bottom = 0 if latent._bottom is None else np.asarray(latent._bottom, dtype=np.int64).reshape(-1)
-        lo, top = latent.lo.reshape(-1) - bottom, np.asarray(latent._top, dtype=float).reshape(-1) - bottom
+        lo = latent.lo.reshape(-1)
+        bottom = 0.0 if latent._bottom is None else np.asarray(latent._bottom, dtype=float).reshape(-1)
+        bottom = np.where(np.isfinite(bottom), bottom, lo - 1.0)  # no lower bound: the low edge is open
+        lo, top = lo - bottom, np.asarray(latent._top, dtype=float).reshape(-1) - bottom
         return window_edge_mass(log_terms, lo, top)
 
     def draw_latents(self, idata, random_seed=None):
@@ -844,6 +897,7 @@ class MarginalModel:
                 "ppdinfer_omitted_mass_start": max(latent.start_bound for latent in self.latents),
                 "ppdinfer_noise_tail_bound": self.bound,
                 "ppdinfer_window_cells": self.cells,
+                "ppdinfer_window_sum": "; ".join(f"{latent.name}: {latent.window_sum}" for latent in self.latents),
                 "ppdinfer_window_widened": ", ".join(
                     f"{latent.name}: {latent.widened} -> {latent.width} values"
                     for latent in self.latents

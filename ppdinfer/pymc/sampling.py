@@ -14,6 +14,7 @@ from pymc.step_methods.compound import BlockedStep, Competence
 from pytensor.tensor.random.basic import DirichletRV
 
 from ._arguments import _check_sample_arguments
+from ._backend_warnings import quiet_blas_warning
 from ._slice import SeparableSlice, separable_release
 from .augmentation import _RELEASES, AugmentationWarning, PrivacyAugmentation, no_latent_reason, privacy_latents
 from .families import FAMILIES, ConjugateStep, dependents, latent_family, multinomial_child
@@ -285,7 +286,8 @@ def sample(
     """
     _check_sample_arguments(conjugate, kwargs)
     model = pm.modelcontext(model)
-    fitted, reason = sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_step)
+    with quiet_blas_warning():
+        fitted, reason = sum_out_if_chosen(model, method, tol, conjugate, sweeps, kwargs, marginal_step)
     if fitted is not None:
         return record_guarantees(model, fitted)
     with model:
@@ -294,7 +296,7 @@ def sample(
         steps += gradient_free_steps(model, taken=_step_values(steps, user_steps))
         token = _IN_SAMPLE.set(True)  # ppdinfer's steps: no warning that pm.sample gives x PyMC's own
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), quiet_blas_warning():
                 # a release's log density may be a mechanism's Python logpdf by design: PyTensor's numba
                 # backend says it calls it in object mode, which is expected here
                 warnings.filterwarnings("ignore", message="Numba will use object mode to run MechanismLogLikelihood")

@@ -5,6 +5,14 @@ Poisson count whose Gamma rate is integrated out: the same value as the plain gr
 logsumexp over every window cell) at a few multiplications per cell, with its gradient. PyTensor's C and numba
 backends (hence PyMC's NUTS and nutpie) and the independence sampler run it compiled; JAX has no implementation
 (``marginalize(recurrence=False)`` keeps the plain graph for NumPyro).
+
+Where x has other children (``ppdinfer.pymc.children.AffineChild``), :func:`child_recurrence_terms` splits each
+child's log density at x = k into a part per coordinate, a slope in k (added to log q) and a constant over the
+window (added to the window's constant), so the recurrence still sums the window: an observed Poisson of mean b x
+(b may read the parameters: log Poisson(d | b k) = d log b - b k + d log k - log d!), a Binomial of n = x (slope
+log(1 - p)), a Normal of mean a + b x with b and sigma constants (slope (d - a) b / sigma^2). A Poisson of mean
+a + b x with a != 0, or a Normal whose slope or sigma reads the model, is not linear in k after the log: the plain
+window sum then runs, and the summed-out record says why.
 """
 
 from __future__ import annotations
@@ -16,10 +24,13 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from scipy import special
 
+from ..kernels.augmentation import CHILD_BINOMIAL, CHILD_POISSON
 from ..kernels.windows import gamma_poisson_window, gamma_poisson_window_value
+from ._constants import graph_constant
 
-__all__ = ["gamma_poisson_window_logp", "window_constants"]
+__all__ = ["child_recurrence_terms", "gamma_poisson_window_logp", "window_constants"]
 
 
 class GammaPoissonWindow(Op):
@@ -127,3 +138,67 @@ def gamma_poisson_window_logp(shape, log_q, constant: np.ndarray, lo: np.ndarray
     lo, step, peak, peak_log = window_constants(constant, lo)
     shape, log_q = (pt.broadcast_to(pt.cast(v, "float64"), lo_shape).reshape((lo.size,)) for v in (shape, log_q))
     return _GAMMA_POISSON_WINDOW(shape, log_q, lo, step, peak, peak_log)
+
+
+def child_recurrence_terms(model, child, x_name: str, grid: np.ndarray, graphs):
+    """(per_unit, slope, constant) with the log density of x's other ``child`` (an
+    :class:`~ppdinfer.pymc.children.AffineChild` of ``model``) at x = k equal to per_unit + slope k + constant[k]:
+    ``per_unit`` and ``slope`` graphs of x's shape, ``constant`` an array over the window's ``grid`` (finite); or a
+    str, why not. ``graphs`` are the child's (a, b, c) as graphs of the variables the window's sum reads. A Poisson's
+    intercept must be 0 and a Normal's slope and sigma constants: checked numerically, as the affinity is, at the
+    model's start point and a moved one (``ppdinfer.pymc.children.start_and_moved``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> from scipy import stats
+    >>> from ppdinfer.pymc.children import affine_children
+    >>> from ppdinfer.pymc.window_ops import child_recurrence_terms
+    >>> with pm.Model() as model:
+    ...     n = pm.Poisson("n", 200.0, shape=2)
+    ...     d = pm.Poisson("d", 0.03 * n, observed=[5, 8])
+    >>> (found,), _ = affine_children(model, n, [d])
+    >>> grid = np.arange(190, 195)[:, None] + np.array([0, 20])
+    >>> per_unit, slope, constant = child_recurrence_terms(model, found, "n", grid, found.rv_graphs)
+    >>> total = per_unit.eval() + slope.eval() * grid + constant
+    >>> bool(np.allclose(total, stats.poisson.logpmf([5, 8], 0.03 * grid)))
+    True
+    """
+    observed = graph_constant(child.graphs[0], f"{child.name}'s observed value")
+    k = np.asarray(grid, dtype=float)
+    a, b, c = (pt.cast(g, "float64") for g in graphs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if child.code == CHILD_POISSON:
+            intercept = _fixed(model, child.graphs[1])
+            if intercept is None or np.any(intercept != 0):
+                return f"the mean of {child.name} is not proportional to {x_name} (a + b {x_name}, a != 0)"
+            constant = special.xlogy(observed, k) - special.gammaln(observed + 1.0)
+            per_unit, slope = pt.as_tensor_variable(observed) * pt.log(b), -b
+        elif child.code == CHILD_BINOMIAL:
+            constant = np.where(
+                k >= observed,
+                special.gammaln(k + 1.0) - special.gammaln(k - observed + 1.0) - special.gammaln(observed + 1.0),
+                -np.inf,
+            )
+            per_unit, slope = pt.as_tensor_variable(observed) * (pt.log(a) - pt.log1p(-a)), pt.log1p(-a)
+        else:  # a Normal: the k^2 term must be a constant
+            b0, c0 = (_fixed(model, g) for g in child.graphs[2:])
+            if b0 is None or c0 is None:
+                return f"the slope or sigma of {child.name}'s mean reads the model's variables"
+            constant = -((b0 * k) ** 2) / (2 * c0**2) - np.log(c0) - 0.5 * np.log(2 * np.pi)
+            residual = pt.as_tensor_variable(observed) - a
+            per_unit, slope = -(residual**2) / (2 * c0**2), residual * b0 / c0**2
+    if not np.all(np.isfinite(constant)):
+        return f"{child.name}'s log density is -inf at part of the window (the recurrence needs finite terms)"
+    return per_unit, slope, np.broadcast_to(constant, k.shape)
+
+
+def _fixed(model, graph):
+    """The value of ``graph`` (of the model's value variables) where it is the same at the model's start point and at
+    a moved one, else None."""
+    from .children import start_and_moved  # the children module reads the kernels this one wraps
+
+    function = model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")
+    values = [np.asarray(function(point), dtype=float) for point in start_and_moved(model, np.random.default_rng(1))]
+    return values[0] if np.allclose(values[0], values[1], rtol=1e-12, atol=0.0) else None
