@@ -32,7 +32,7 @@ CASE_STUDY = CaseStudy(
     title="A synthetic Pennsylvania's 2020-style noisy measurements: posterior cells against GLS and "
     "TopDown, interval coverage, majority-minority tracts",
     paper="J. M. Abowd et al., The 2020 Census Disclosure Avoidance System TopDown Algorithm",
-    # quick: 92 s before the block steps, which add about 40 s (estimated from the sampler's seconds per sweep);
+    # quick: 151 s on an idle 2-core machine (measured; the block steps 48 s of it);
     # full: the state fit 109-154 min (benchmarks/census_nmf_file.py), the full histogram's study 80 min, the
     # block fit about 10 min and the block coverage study (200 files x 800 sweeps) about 70 min, estimated
     minutes=(310, 2.5),
