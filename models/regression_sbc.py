@@ -13,13 +13,12 @@ little clipping), so a box that the prior's records often leave fails it by desi
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
-from ..rng import SeedLike, as_generator, block_generator, root_seed
-from ..simulation_based_calibration import SBCResult, _ranked, _summarize
+from ..rng import SeedLike, as_generator
+from ..simulation_based_calibration import SBCResult, sbc_simulator
 from ..validation import positive_int
 from .linear_regression import LinearRegressionModel
 
@@ -107,18 +106,15 @@ def calibrate(
     unknown = set(names) - set(NAMES)
     if unknown or not names:
         raise ValueError(f"names must be a non-empty subset of {NAMES}, got {names!r}")
-    root = root_seed(random_seed)
-    start = time.perf_counter()
-    parts, layout = [], None
-    for index in range(simulations):
-        stream = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, index))
-        rng = block_generator(stream, 0)
+
+    def simulate(rng):
         theta = {key: value[0] for key, value in prior_draws(model, 1, rng).items()}
         x = rng.multivariate_normal(theta["mu_x"], theta["cov_x"], size=model.n)
         y = theta["beta"][0] + x @ theta["beta"][1:] + theta["sigma"] * rng.standard_normal(model.n)
-        released = model.release(x, y, random_seed=rng)
-        result = sampler(model, released, random_seed=int(block_generator(stream, 1).integers(2**63)))
-        if layout is None:
-            layout = result["posterior"].to_dataset().isel(draw=slice(0, 1))
-        parts.append(_ranked(index, result, theta, names, draws, block_generator(stream, 2)))
-    return _summarize(layout, names, parts, bins, alpha, "", seconds=time.perf_counter() - start)
+        return theta, model.release(x, y, random_seed=rng)
+
+    def fit(released, random_seed):
+        return sampler(model, released, random_seed=random_seed)
+
+    return sbc_simulator(simulate, fit, names, simulations=simulations, draws=draws, bins=bins, alpha=alpha,
+                         random_seed=random_seed)  # fmt: skip

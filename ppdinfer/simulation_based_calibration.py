@@ -691,6 +691,58 @@ def _default_bins(draws: int, simulations: int) -> int:
     return equal[-1] if equal else target
 
 
+def sbc_simulator(
+    simulate: Callable,
+    sampler: Callable,
+    names,
+    *,
+    simulations: int = 200,
+    draws: int | None = None,
+    bins: int | None = None,
+    alpha: float = 0.01,
+    random_seed: SeedLike = None,
+) -> SBCResult:
+    """Simulation-based calibration of any simulator and sampler, for a model that is not a ``PPDModel``.
+
+    Simulation i calls ``simulate(rng)`` for ``(truth, y)``, ``truth`` a mapping of each of ``names`` to its true
+    value, then ranks each truth among the draws of ``sampler(y, random_seed=seed)`` (an ``xarray.DataTree`` whose
+    ``posterior`` holds ``names`` with dims (chain, draw, ...)), exactly as :func:`sbc` does: ``rng`` is block 0 of
+    the stream ``SeedSequence(random_seed).spawn(...)[i]``, ``seed`` comes from block 1, the ties' coin from block 2.
+    The simulations run one after another. ``draws``, ``bins`` and ``alpha`` are :func:`sbc`'s.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> def simulate(rng):                       # mu ~ N(0, 1), y ~ N(mu, 1): the posterior is N(y / 2, 1 / 2)
+    ...     mu = rng.standard_normal()
+    ...     return {"mu": mu}, mu + rng.standard_normal()
+    >>> def conjugate(y, random_seed):
+    ...     draws = y / 2 + np.sqrt(0.5) * np.random.default_rng(random_seed).standard_normal((1, 99))
+    ...     return xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": (("chain", "draw"), draws)})})
+    >>> result = sbc_simulator(simulate, conjugate, ["mu"], simulations=100, random_seed=1)
+    >>> result.ranks["mu"].shape, result.calibrated
+    ((100,), True)
+    """
+    simulations = positive_int(simulations, "simulations")
+    draws = None if draws is None else positive_int(draws, "draws")
+    names = tuple(names)
+    if not names:
+        raise ValueError("names must name at least one parameter")
+    root = root_seed(random_seed)
+    start = time.perf_counter()
+    parts, layout = [], None
+    for index in range(simulations):
+        stream = np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, index))
+        truth, y = simulate(block_generator(stream, 0))
+        seed = int(block_generator(stream, 1).integers(2**63))
+        with _naming(index, seed):
+            result = sampler(y, random_seed=seed)
+            parts.append(_ranked(index, result, truth, names, draws, block_generator(stream, 2)))
+        if layout is None:
+            layout = result["posterior"].to_dataset().isel(draw=slice(0, 1))
+    return _summarize(layout, names, parts, bins, alpha, "", seconds=time.perf_counter() - start)
+
+
 def _shapes(model: PPDModel, z):
     """z as the samplers see it, the shapes of theta and x, and one prior-predictive release y,
     checked by ``model.prepare``."""
