@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import scipy.sparse
 
 from ppdinfer.census import gls_estimate
 from ppdinfer.census.nmf import ROOT_ID, read_nmf
@@ -404,6 +405,12 @@ def test_summary_repr_and_check_constraints(nmf, fixture):
     units = nmf.constraints("Tract", "hhgq_total_ub_con")[0]
     assert held["Tract", "hhgq_total_ub_con"].tolist() == [c != BROKEN_UB for c in geo.ids[units]]
     assert all(v.all() for key, v in held.items() if key != ("Tract", "hhgq_total_ub_con"))
+    # a state's blocks come as a sparse matrix: the same verdicts, never densified
+    dense = np.stack([truth[c] for c in geo.ids[geo.leaves]])
+    from_sparse = nmf.check_constraints(scipy.sparse.csr_matrix(dense))
+    assert {key: v.tolist() for key, v in from_sparse.items()} == {key: v.tolist() for key, v in held.items()}
+    with pytest.raises(ValueError, match="integers"):
+        nmf.check_constraints(scipy.sparse.csr_matrix(dense + 0.5))
 
 
 def test_missing_root_table_partition_and_level_are_refused(fixture, tmp_path):

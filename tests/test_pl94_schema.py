@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 from ppdinfer.census.pl94 import CENRACE, MAJOR_RACES, PERSON, PERSON_QUERIES, UNIT
 
@@ -62,6 +63,7 @@ def test_coarse_table_keeps_exactly_the_queries_it_determines():
     cells = np.random.default_rng(4).integers(0, 5, size=(3, 2016))
     small = coarse.collapse(cells)
     assert small.shape == (3, 28)
+    np.testing.assert_array_equal(coarse.collapse(scipy.sparse.csr_matrix(cells)), small)  # a state's blocks: sparse
     np.testing.assert_array_equal(small.sum(axis=1), cells.sum(axis=1))
     for query in coarse.kept:
         fine = [cells[:, list(g)].sum(axis=1) for g in PERSON.query_groups(query)]

@@ -120,8 +120,9 @@ class BlockFile:
         return self.mechanism.invariant_matrix, self.mechanism.invariant_values
 
 
-def _aligned_truth(state: SyntheticPL94State, nmf) -> np.ndarray:
-    """The state's full-histogram truth (blocks x 2,016) in the order of ``nmf``'s blocks, checked against the file.
+def _aligned_truth(state: SyntheticPL94State, nmf):
+    """The state's full-histogram truth (blocks x 2,016, sparse) in the order of ``nmf``'s blocks, checked against
+    the file.
 
     Every inequality constraint the file holds (the hhgq bounds: facilities and housing units) must hold for it,
     so a truth misaligned with the file's blocks (people placed in a block with no housing unit or facility) is
@@ -132,7 +133,7 @@ def _aligned_truth(state: SyntheticPL94State, nmf) -> np.ndarray:
     missing = [leaf for leaf in ids[:3] if leaf not in position]
     if missing or len(ids) != len(position):
         raise ValueError(f"state: its blocks are not the file's ({len(position)} against {len(ids)}; {missing})")
-    truth = np.asarray(state.persons[[position[leaf] for leaf in ids]].todense(), dtype=np.int64)
+    truth = state.persons[[position[leaf] for leaf in ids]]  # sparse: a state's blocks would be 5 GiB dense
     broken = [key for key, held in nmf.check_constraints(truth).items() if not held.all()]
     if broken:
         raise RuntimeError(f"the block truth breaks the file's constraints {broken}: it is not in the file's order")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from ..validation import integer_valued, non_negative_int
 from .nmf_layout import (
@@ -358,10 +359,16 @@ class NoisyMeasurementFile:
 
         Returns {(level, name): bool array, one per unit of :meth:`constraints` (level, name)}, True where
         every value of the unit's constraint holds ('hhgq_total_lb_con': hhgq totals >= the bounds,
-        'hhgq_total_ub_con': <=); constraints this reader does not interpret are left out.
+        'hhgq_total_ub_con': <=); constraints this reader does not interpret are left out. ``cells`` may be a
+        scipy sparse matrix (a state's blocks: 333,000 x 2,016 cells, mostly zero), which is never densified.
         """
         geo, K = self.geography, self.schema.n_cells
-        cells = integer_valued(cells, "cells")
+        if sp.issparse(cells):
+            if cells.dtype.kind not in "iu":
+                raise ValueError(f"cells must hold integers, got a sparse matrix of {cells.dtype}")
+            cells = sp.csr_array(cells)
+        else:
+            cells = integer_valued(cells, "cells")
         if cells.shape == (geo.n_leaves * K,):
             cells = cells.reshape(geo.n_leaves, K)
         if cells.shape != (geo.n_leaves, K):
@@ -373,11 +380,14 @@ class NoisyMeasurementFile:
             groups = constraint_groups(name, self.schema)
             if rows.sign == "=" or groups is None:
                 continue
+            in_group = np.zeros((K, len(groups)), dtype=np.int64)  # cell k counts towards group j
+            for j, group in enumerate(groups):
+                in_group[list(group), j] = 1
+            per_leaf = np.asarray(cells @ in_group)  # each leaf's group totals, then summed over the level's units
             level_units = geo.level(level)
-            tables = np.add.reduceat(cells, geo.leaf_start[level_units], axis=0)[
+            values = np.add.reduceat(per_leaf, geo.leaf_start[level_units], axis=0)[
                 np.searchsorted(level_units, rows.units)
             ]
-            values = np.stack([tables[:, list(g)].sum(axis=1) for g in groups], axis=1)
             held = values <= rows.values if rows.sign == "<=" else values >= rows.values
             out[level, name] = held.all(axis=1)
         return out

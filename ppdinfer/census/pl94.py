@@ -86,12 +86,17 @@ class Coarsening:
     summed_table: TableSpec
 
     def collapse(self, cells) -> np.ndarray:
-        """Fine cells (..., n_fine) summed into coarse cells (..., n_coarse)."""
-        cells = np.asarray(cells)
-        if cells.shape[-1] != self.cell_of.size:
-            raise ValueError(f"cells: the last axis must hold {self.cell_of.size} fine cells, got shape {cells.shape}")
+        """Fine cells (..., n_fine) summed into coarse cells (..., n_coarse); a scipy sparse (rows, n_fine) matrix
+        gives a dense (rows, n_coarse) array."""
         n_fine = self.cell_of.size
         indicator = sp.csr_matrix((np.ones(n_fine, dtype=np.int64), (self.cell_of, np.arange(n_fine))))
+        if sp.issparse(cells):
+            if cells.shape[-1] != n_fine:
+                raise ValueError(f"cells: the last axis must hold {n_fine} fine cells, got shape {cells.shape}")
+            return np.asarray((cells @ indicator.T).todense())
+        cells = np.asarray(cells)
+        if cells.shape[-1] != self.cell_of.size:
+            raise ValueError(f"cells: the last axis must hold {n_fine} fine cells, got shape {cells.shape}")
         flat = cells.reshape(-1, n_fine)
         return np.asarray((indicator @ flat.T).T).reshape(*cells.shape[:-1], self.table.n_cells)
 
