@@ -12,7 +12,7 @@ uniform on {0, ..., L} for any correct sampler with L independent draws,
     \ \Longrightarrow\ \#\{l : \theta_l < \theta\} \sim \mathrm{Uniform}\{0, \dots, L\},
 
 componentwise, and so for x. A wrong likelihood, a mechanism misread, a bug in a sampler or
-too few MCMC iterations show up as a rank histogram that is not flat. :func:`sbc` runs the
+too few MCMC iterations show up as a rank histogram that is not flat. :func:`~ppdinfer.sbc` runs the
 simulations (in parallel, each from its own random stream) and tests the ranks for uniformity;
 :meth:`SBCResult.plot` draws the histograms against the band of a uniform one.
 """
@@ -52,7 +52,7 @@ IMPORTANCE_PROPOSALS_PER_DRAW = 100
 MAX_DEFAULT_BINS = 20
 _SAMPLER_NAMES = ("rejection", "importance", "exact")
 #: The fewest simulations a rank bin of the chi-square test must expect (its approximation needs about 5):
-#: with fewer, :func:`sbc` gives no verdict (``calibrated`` None, ``reason`` says why).
+#: with fewer, :func:`~ppdinfer.sbc` gives no verdict (``calibrated`` None, ``reason`` says why).
 MIN_EXPECTED_PER_BIN = 5
 #: Draws, tuning steps and chains of the default sampler of a PyMC builder (``ppdinfer.pymc.sample``).
 PYMC_DEFAULTS = {"draws": 500, "tune": 500, "chains": 2}
@@ -60,7 +60,7 @@ PYMC_DEFAULTS = {"draws": 500, "tune": 500, "chains": 2}
 
 @dataclass(frozen=True, repr=False)
 class SBCResult:
-    r"""The outcome of :func:`sbc`: ranks, their uniformity tests and a verdict.
+    r"""The outcome of :func:`~ppdinfer.sbc`: ranks, their uniformity tests and a verdict.
 
     Attributes
     ----------
@@ -476,7 +476,7 @@ def _run(task, simulations: int, cores, executor, progressbar: bool) -> tuple[li
 def _sbc_pymc(
     builder, sampler, z, observed, simulations, draws, include_x, bins, alpha, random_seed, cores, executor, progressbar
 ) -> SBCResult:
-    """:func:`sbc` of a function that builds a PyMC model from a release (see there)."""
+    """:func:`~ppdinfer.sbc` of a function that builds a PyMC model from a release (see there)."""
     import pymc as pm
 
     from .pymc.augmentation import privacy_latents
@@ -706,9 +706,9 @@ def sbc_simulator(
 
     Simulation i calls ``simulate(rng)`` for ``(truth, y)``, ``truth`` a mapping of each of ``names`` to its true
     value, then ranks each truth among the draws of ``sampler(y, random_seed=seed)`` (an ``xarray.DataTree`` whose
-    ``posterior`` holds ``names`` with dims (chain, draw, ...)), exactly as :func:`sbc` does: ``rng`` is block 0 of
+    ``posterior`` holds ``names`` with dims (chain, draw, ...)), exactly as :func:`~ppdinfer.sbc` does: ``rng`` is block 0 of
     the stream ``SeedSequence(random_seed).spawn(...)[i]``, ``seed`` comes from block 1, the ties' coin from block 2.
-    The simulations run one after another. ``draws``, ``bins`` and ``alpha`` are :func:`sbc`'s.
+    The simulations run one after another. ``draws``, ``bins`` and ``alpha`` are :func:`~ppdinfer.sbc`'s.
 
     Examples
     --------
