@@ -39,7 +39,7 @@ demo: $(STAMP)
 # The tests start with the lint and format check (ruff, configured in pyproject.toml).
 test: lint
 	@echo "running the tests, the docstring examples and the strict docs build on 2 worker processes (pytest-xdist,"
-	@echo "a test file per worker): about 16 minutes on an idle 2-core machine (longer under load); the PyMC and"
+	@echo "a test file per worker): about 14 minutes on an idle 2-core machine (longer under load); the PyMC and"
 	@echo "notebook files compile or execute for a minute or more, and the slowest tests are listed at the end"
 	$(PY) -m pytest -n 2 --dist loadfile --durations=10
 

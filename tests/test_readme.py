@@ -78,4 +78,4 @@ def test_make_says_what_it_installs_and_lets_pip_show_progress():
     assert install and all("--quiet" not in line for line in install), install
     assert "about 3 minutes on first use" in makefile
     readme = README.read_text(encoding="utf-8")
-    assert "`make test` takes about 16 minutes" in readme and "the first `make demo` takes about 4 minutes" in readme
+    assert "`make test` takes about 14 minutes" in readme and "the first `make demo` takes about 4 minutes" in readme
