@@ -154,6 +154,7 @@ def child_recurrence_terms(model, child, x_name: str, grid: np.ndarray, graphs):
     >>> import pymc as pm
     >>> from scipy import stats
     >>> from ppdinfer.pymc.children import affine_children
+    >>> from ppdinfer.pymc._constants import graph_constant
     >>> from ppdinfer.pymc.window_ops import child_recurrence_terms
     >>> with pm.Model() as model:
     ...     n = pm.Poisson("n", 200.0, shape=2)
@@ -161,7 +162,8 @@ def child_recurrence_terms(model, child, x_name: str, grid: np.ndarray, graphs):
     >>> (found,), _ = affine_children(model, n, [d])
     >>> grid = np.arange(190, 195)[:, None] + np.array([0, 20])
     >>> per_unit, slope, constant = child_recurrence_terms(model, found, "n", grid, found.rv_graphs)
-    >>> total = per_unit.eval() + slope.eval() * grid + constant
+    >>> per_unit, slope = (graph_constant(g, "the child's term") for g in (per_unit, slope))  # refuses an RV input
+    >>> total = per_unit + slope * grid + constant
     >>> bool(np.allclose(total, stats.poisson.logpmf([5, 8], 0.03 * grid)))
     True
     """
