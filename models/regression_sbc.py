@@ -102,7 +102,6 @@ def calibrate(
     >>> result.ranks["beta"].shape, result.calibrated
     ((20, 2), True)
     """
-    simulations, draws = positive_int(simulations, "simulations"), positive_int(draws, "draws")
     unknown = set(names) - set(NAMES)
     if unknown or not names:
         raise ValueError(f"names must be a non-empty subset of {NAMES}, got {names!r}")
