@@ -9,6 +9,7 @@ total exact (people move between the block groups), for Gaussian and Laplace noi
 
 import itertools
 import math
+from dataclasses import replace
 
 import arviz as az
 import numpy as np
@@ -398,7 +399,7 @@ def test_line_draws_keep_the_posterior(bounded):
     p = np.exp(log - log.max())
     p /= p.sum()
     moves = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=0.0, swaps=0.0, bumps=0.0, spreads=0.0, flips=0.0,
-                        births=0.0, lines=2.0, line_window=6)  # fmt: skip
+                        births=0.0, lines=2.0, line_window=6, relocations=0.0)  # fmt: skip
     tree = sample_people(release, draws=4000, tune=300, random_seed=6, learn=False, hyperparameters=lopsided,
                          moves=moves, initial=TRUTH.reshape(2, 2), progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
@@ -408,6 +409,43 @@ def test_line_draws_keep_the_posterior(bounded):
         assert ((drawn >= bounds[0].lower) & (drawn <= bounds[0].upper)).all()
     for c in (0, 1):
         _assert_exact_mean(p, states[:, c], cells[..., c], c)
+
+
+@pytest.mark.parametrize("bounded", [False, True], ids=["free", "bounded"])
+def test_relocations_keep_the_posterior(bounded):
+    """Relocations (a cell's people passing whole to the same cell, empty, of the other leaf) with line draws, no
+    other move: each cell's total over the leaves stays at the start's and the draws follow the enumerated posterior
+    given those totals, with and without bounds; the leaves' totals jump by whole cells."""
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total", "detailed"]})
+    mech = NoisyMeasurements(census.matrix, 6.0)
+    y = mech.release(TRUTH, random_seed=3)
+    release = GroupedRelease.from_census(census, mech, y)
+    lopsided = {**FIXED, "alpha": 0.5, "mean": 4.0}
+    A, B = TRUTH[0] + TRUTH[2], TRUTH[1] + TRUTH[3]
+    states = np.array([[a, b, A - a, B - b] for a in range(A + 1) for b in range(B + 1)])
+    if bounded:
+        bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[0, 0], [0, 1]]), np.array([[8, 6], [8, 8]])),)
+        release = GroupedRelease(release.geography, release.table, release.blocks, release.power, release.unit_totals,
+                                 release.structural_zeros, bounds=bounds)  # fmt: skip
+        states = states[[release.meets_bounds(x.reshape(2, 2)) for x in states]]
+    log = _log_prior(states.reshape(-1, 2, 2), lopsided) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    moves = replace(NO_MOVES, lines=0.2, line_window=2, relocations=2.0)
+    tree = sample_people(release, draws=4000, tune=300, random_seed=9, learn=False, hyperparameters=lopsided,
+                         moves=moves, initial=TRUTH.reshape(2, 2), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
+    assert (cells[..., 0] + cells[..., 2] == A).all() and (cells[..., 1] + cells[..., 3] == B).all()
+    if bounded:
+        drawn = cells.reshape(-1, 2, 2)
+        assert ((drawn >= bounds[0].lower) & (drawn <= bounds[0].upper)).all()
+    totals = cells[..., 0] + cells[..., 1]
+    assert np.abs(np.diff(totals, axis=1)).max() > 2 * moves.line_window  # a whole cell at once
+    for name, f, x in (("cell 0", states[:, 0], cells[..., 0]), ("cell 1", states[:, 1], cells[..., 1]),
+                       ("b1 total", states[:, 0] + states[:, 1], totals)):  # fmt: skip
+        _assert_exact_mean(p, f, x, name)
+        _assert_exact_mean(p, f**2, x**2, name + " squared")
 
 
 def test_short_chains_warn_that_they_have_not_converged():
@@ -427,7 +465,7 @@ def test_exchanges_that_turn_keep_the_posterior():
     census, mech, y = _small("gaussian", True)
     states, p = _exact(census, mech, y)
     moves = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=2.0, turns=0.5, lines=0.0, swaps=0.0, bumps=0.0,
-                        spreads=0.0, flips=0.0)  # fmt: skip
+                        spreads=0.0, flips=0.0, relocations=0.0)  # fmt: skip
     tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=3000, tune=300, random_seed=7,
                          learn=False, hyperparameters=FIXED, moves=moves, progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(2, 3000, 4)
@@ -488,7 +526,7 @@ def _two_counties():
 
 
 NO_MOVES = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=0.0, lines=0.0, swaps=0.0, bumps=0.0, spreads=0.0,
-                       flips=0.0, births=0.0)  # fmt: skip
+                       flips=0.0, births=0.0, relocations=0.0)  # fmt: skip
 LOCAL = PersonMoves(exchanges=1.0, lines=1.0, swaps=0.5, bumps=0.5, line_window=4)
 
 

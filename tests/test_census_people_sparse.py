@@ -30,6 +30,8 @@ from ppdinfer.kernels import leaf_slots as slots
 from ppdinfer.kernels.leaf_slots import repacked
 
 REFERENCE = np.load(pathlib.Path(__file__).parent / "data" / "people_dense_reference.npz")
+#: The reference commit's default moves (relocations came later).
+REFERENCE_MOVES = PersonMoves(relocations=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +145,8 @@ def test_the_draws_are_the_dense_sampler_s_while_leaves_grow(cameron, monkeypatc
     growing and the sweeps resumed at each of many repackings."""
     release, exposure = cameron
     pools = _stressed(monkeypatch)
-    tree = sample_people(release, draws=6, tune=4, random_seed=4, exposure=exposure, progressbar=False, record=RECORD)
+    tree = sample_people(release, draws=6, tune=4, random_seed=4, exposure=exposure, progressbar=False, record=RECORD,
+                         moves=REFERENCE_MOVES)  # fmt: skip
     assert len(pools) > 50
     start = slots.capacity(np.bincount(REFERENCE["start_leaf"], minlength=release.geography.n_leaves), 2048, 0.0)
     assert (pools[-1][1] > start).sum() > 20  # leaves grown
@@ -159,7 +162,7 @@ def test_the_draws_are_the_dense_sampler_s_with_births():
 
     census, mech, y = _small("gaussian", False)
     tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=300, tune=50, random_seed=5,
-                         progressbar=False)  # fmt: skip
+                         progressbar=False, moves=REFERENCE_MOVES)  # fmt: skip
     for key in ("cells", "alpha", "phi", "mean_size", "shares"):
         np.testing.assert_array_equal(tree["posterior"][key].values, REFERENCE[f"small_{key}"], err_msg=key)
 

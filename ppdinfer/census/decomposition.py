@@ -4,8 +4,8 @@
 sweeps over the whole table, ``sweeps`` *local* sweeps of every county in parallel (threads, or the tasks of an
 executor whose workers share this process's memory, such as dask's ``Client(processes=False)``). A local sweep
 makes only the moves that keep every cell's sum over the county: exchanges of people between two of its leaves
-that keep their cell (no turn), line draws and bump trades, each with its partner leaf drawn inside the county, the
-hyperparameters held. Swaps are left to the whole-table sweep: a swap's first half is applied to every level before
+that keep their cell (no turn), line draws, bump trades and relocations, each with its partner leaf drawn inside
+the county, the hyperparameters held. Swaps are left to the whole-table sweep: a swap's first half is applied to every level before
 its second takes it back, so for a moment it changes the state's sums, which another county's moves read.
 
 Why the posterior is exactly the whole state's
@@ -53,7 +53,7 @@ class Decomposition:
     sweeps : int
         Local sweeps of every unit before each whole-table sweep.
     moves : PersonMoves, optional
-        The local moves' rates: its ``exchanges`` (never turning), ``lines`` and ``bumps``; its other
+        The local moves' rates: its ``exchanges`` (never turning), ``lines``, ``bumps`` and ``relocations``; its other
         moves change cells' sums over the unit (a swap for a moment) and are left to the whole-table sweep. Default
         ``PersonMoves(lines=1.0)``.
     executor : concurrent.futures.Executor, optional

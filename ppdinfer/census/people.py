@@ -17,7 +17,8 @@ so the two samplers have one posterior. What differs is how it is explored:
   query) whose sums change. A sweep makes, per leaf, ``within`` moves per person and ``within_per_cell``
   per non-zero cell of the starting table, ``exchanges`` per person with other leaves (some of them changing
   the people's cell on the way: ``turns``), ``lines`` per person (a cell's people passing between two leaves
-  by an exact draw from their conditional on a window) and ``births`` per person in and out: its cost is
+  by an exact draw from their conditional on a window), ``relocations`` per person (a cell's people passing to the
+same cell, empty, of another leaf) and ``births`` per person in and out: its cost is
   O(people + non-zero cells) x the number of (level, query) blocks, and a leaf that can hold nobody costs
   nothing. Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one
   axis changed) follow, all per person (:class:`PersonMoves`); every move is refused off the release's
@@ -124,6 +125,13 @@ class PersonMoves:
         drawn uniformly: a symmetric proposal) of one person, or of all of their cell's people (up to bump_max)
         into an empty neighbour: two small cells of one race that differ in age trade people, which moves drawn
         by the shares seldom propose.
+    relocations : float
+        *Relocations* per person of the starting table (plus one per leaf) with another leaf of its class (a partner
+        as for exchanges): all the people of a drawn person's cell pass to the same cell, empty, of the other leaf,
+        so both totals move by a whole cluster at once. Blocks' compositions are clustered (a small alpha: a block's
+        people fill a few cells, as households do), so a block's total moves little by people of one cell at a
+        time, which must find a partner holding that cell; a relocation moves it by a household-like cluster, which
+        the prior prices like the cluster it leaves (the block totals' slowest mode without it).
     floor : float
         A destination cell is drawn with probability proportional to its group's share + ``floor``.
     hyper_rounds : int
@@ -151,11 +159,13 @@ class PersonMoves:
     spreads: float = 1.0
     flips: float = 1.0
     bump_max: int = 8
+    relocations: float = 1.0
     floor: float = 1e-4
     hyper_rounds: int = 1
 
     def __post_init__(self):
-        for name in ("within", "within_per_cell", "exchanges", "lines", "swaps", "bumps", "spreads", "flips", "births"):
+        for name in ("within", "within_per_cell", "exchanges", "lines", "swaps", "bumps", "spreads", "flips", "births",
+                     "relocations"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
                 raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
@@ -180,7 +190,7 @@ class PersonMoves:
 
 
 #: The relative cost of each move, for the sweeps' chunk size (a line draw reads a window of values).
-_WORK = {"within": 1, "exchanges": 1, "lines": 4, "swaps": 2, "births": 1}
+_WORK = {"within": 1, "exchanges": 1, "lines": 4, "swaps": 2, "births": 1, "relocations": 1}
 
 
 def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray, free, closed) -> dict:
@@ -193,6 +203,7 @@ def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray,
         "lines": np.where(in_class, per(moves.lines, moves.lines > 0), 0),
         "swaps": per(moves.swaps) if len(people) > 1 else np.zeros(len(people), dtype=np.int64),
         "births": np.where(free, per(moves.births, moves.births > 0), 0),
+        "relocations": np.where(in_class, per(moves.relocations, moves.relocations > 0), 0),
     }
     for name in ("bumps", "spreads", "flips"):
         counts[name] = np.ceil(getattr(moves, name) * np.maximum(people, 1)).astype(np.int64)
@@ -844,7 +855,7 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room,
+            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room, k["relocations"],
         ) == 0  # fmt: skip
 
     def local_round(s, o):

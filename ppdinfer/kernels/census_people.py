@@ -411,6 +411,31 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
 
 
 @njit(cache=True, nogil=True)
+def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+                blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr,
+                rng):  # fmt: skip
+    """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell i, empty,
+    of the other, so both totals move by n at once (a household-like cluster changing block). The reverse is the
+    same move from the other side: proposal ratio N_src / (N_dst + n). Returns 1 if accepted."""
+    src, dst = (a, b) if _uniform(rng) < 0.5 else (b, a)
+    Ns, Nd = totals[src], totals[dst]
+    if Ns == 0:
+        return 0
+    i = _find(cells, src, _below(rng, Ns))
+    if _n(cells, dst, i) != 0:
+        return 0
+    n = _n(cells, src, i)
+    lr = _total_change(Ns, -n, phi, mu[src], math.exp(log_alpha[leaf_group[src]]))
+    lr += _total_change(Nd, n, phi, mu[dst], math.exp(log_alpha[leaf_group[dst]]))
+    if lr == -np.inf:
+        return 0
+    lr += _cell_change(n, beta[leaf_group[src], i], -n) + _cell_change(0, beta[leaf_group[dst], i], n)
+    lr += math.log(Ns) - math.log(Nd + n)
+    return _try_move(lr, src, i, dst, i, n, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power,
+                     blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
 def _neighbour(k, axes, strides, rng):
     """Cell k with one axis (drawn uniformly among those with two or more levels) moved to another of its levels,
     drawn uniformly: a symmetric proposal (-1 where no axis has two levels)."""
@@ -447,9 +472,11 @@ def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
 
 
 @njit(cache=True, nogil=True)
-def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, in_class, several):
-    """The moves of one kind (0..7: within, exchanges, lines, swaps, bumps, spreads, flips, births) of a leaf in a
-    sweep (exchanges and lines only with another leaf of its class, bumps only with another leaf in the span)."""
+def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations, in_class,
+                several):  # fmt: skip
+    """The moves of one kind (0..8: within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations)
+    of a leaf in a sweep (exchanges, lines and relocations only with another leaf of its class, bumps only with
+    another leaf in the span)."""
     if kind == 0:
         return within[leaf]
     if kind == 1:
@@ -464,7 +491,9 @@ def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, fli
         return spreads[leaf]
     if kind == 6:
         return flips[leaf]
-    return births[leaf]
+    if kind == 7:
+        return births[leaf]
+    return relocations[leaf] if in_class else 0
 
 
 @njit(cache=True, nogil=True)
@@ -475,7 +504,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room,
+    span_hi, resume, room, relocations,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -484,14 +513,15 @@ def people_sweeps(
     passing to or from such a leaf from their conditional on a window (:func:`_line_move`), ``swaps[l]`` trades of cells
     with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
     ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
-    ``births[l]`` in or out (leaves under no invariant). Then ``hyper_rounds`` updates of phi, the mean
+    ``births[l]`` in or out (leaves under no invariant), ``relocations[l]`` moves of a whole cell's people to the
+    same cell, empty, of such a leaf (:func:`_relocation`). Then ``hyper_rounds`` updates of phi, the mean
     sizes, each group's alpha and its shares (pairs of shares with their sum kept), step sizes adapted while
     tuning.
 
     Only the leaves span_lo..span_hi - 1 move, each with partners in that span alone (0, L: all of them): a unit's
-    moves that keep every cell's sum over the unit (exchanges that do not turn, line draws, swaps, bump trades)
-    change no value above it, so disjoint units may run in parallel threads, each with its own scratch arrays and
-    random stream (:mod:`ppdinfer.census.decomposition`), and its own allocation range in ``cells``.
+    moves that keep every cell's sum over the unit (exchanges that do not turn, line draws, swaps, bump trades,
+    relocations) change no value above it, so disjoint units may run in parallel threads, each with its own scratch
+    arrays and random stream (:mod:`ppdinfer.census.decomposition`), and its own allocation range in ``cells``.
 
     ``cells`` is (store, P, allocation range); before each move, where the range has less than ``room`` free
     positions, the sweeps stop and save where (``resume``: sweep, leaf, kind, move, attempted, accepted) and return
@@ -538,9 +568,9 @@ def people_sweeps(
             a_sib, b_sib = max(sib_lo[leaf], span_lo), min(sib_hi[leaf], span_hi)
             lo, hi = max(class_lo[leaf], span_lo), min(class_hi[leaf], span_hi)
             alpha = math.exp(log_alpha[g])
-            for kind in range(kind0, 8):
+            for kind in range(kind0, 9):
                 n_moves = _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births,
-                                      hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
+                                      relocations, hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
                 it = it0
                 it0 = 0
                 while it < n_moves:
@@ -674,6 +704,15 @@ def people_sweeps(
                         accepted += _try_move(lr, leaf, i, leaf, j, t, cells, totals, rec, cmap, resid, rates, scales,
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                               bidx, bdelta, touched, dr, rng)  # fmt: skip
+                    elif kind == 8:
+                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        if other < 0:
+                            continue
+                        attempted += 1
+                        accepted += _relocation(leaf, other, cells, totals, rec, cmap, resid, rates, scales,
+                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+                                                beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched,
+                                                dr, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
                         t = _jump(rng, p_jump, max_jump)
