@@ -432,7 +432,7 @@ def test_relocations_keep_the_posterior(bounded):
     log = _log_prior(states.reshape(-1, 2, 2), lopsided) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
     p /= p.sum()
-    moves = replace(NO_MOVES, lines=0.2, line_window=2, relocations=2.0)
+    moves = replace(NO_MOVES, lines=0.2, line_window=2, relocations=2.0, turns=0.0)
     tree = sample_people(release, draws=4000, tune=300, random_seed=9, learn=False, hyperparameters=lopsided,
                          moves=moves, initial=TRUTH.reshape(2, 2), progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(2, 4000, 4)
@@ -446,6 +446,29 @@ def test_relocations_keep_the_posterior(bounded):
                        ("b1 total", states[:, 0] + states[:, 1], totals)):  # fmt: skip
         _assert_exact_mean(p, f, x, name)
         _assert_exact_mean(p, f**2, x**2, name + " squared")
+
+
+@pytest.mark.parametrize("turn_axis", [-1, 0])
+def test_relocations_that_turn_keep_the_posterior(turn_axis):
+    """Relocations half of which turn (a cell's people passing whole to the other cell, empty, of the other leaf),
+    with a few exchanges that turn: the draws follow the enumeration with the tract's total exact (a clustered
+    composition, so that the turned relocations are made)."""
+    census = _small("gaussian", True)[0]
+    invariants = census.unit_invariants(["t"], [int(TRUTH.sum())])
+    mech = NoisyMeasurements(census.matrix, 10.0, invariants=invariants)  # wide: whole cells may move
+    y = mech.release(TRUTH, random_seed=11)
+    states = _exact(census, mech, y)[0]
+    clustered = {**FIXED, "alpha": 0.3, "shares": [0.85, 0.15]}  # concentrated: empty cells to relocate into
+    log = _log_prior(states.reshape(-1, 2, 2), clustered) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    moves = replace(NO_MOVES, exchanges=0.1, turns=0.5, turn_axis=turn_axis, relocations=2.0)
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=3000, tune=300, random_seed=7,
+                         learn=False, hyperparameters=clustered, moves=moves, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 3000, 4)
+    assert (cells.sum(axis=-1) == TRUTH.sum()).all()
+    for c in range(4):
+        _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
 def test_short_chains_warn_that_they_have_not_converged():

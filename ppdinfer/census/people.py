@@ -91,11 +91,12 @@ class PersonMoves:
     within, within_per_cell : float
         Moves inside a leaf per person and per non-zero cell of the starting table (at least one per leaf
         with people).
-    exchanges, turns : float, float
+    exchanges, turns, turn_axis : float, float, int
         Moves with another leaf of the invariant class per person of the starting table (plus one per leaf), and
-        the probability that the people change cell on the way (one axis, as a flip: e.g. from a facility's cell
-        to the household cell of the same age and race, which moves inside one leaf cannot reach where a block
-        has no housing unit).
+        the probability that the people of an exchange or a relocation change cell on the way (*turn*): the level
+        of one axis changes, drawn uniformly, on axis ``turn_axis`` or (-1) on any axis, as a flip. E.g. from a
+        facility's cell to the household cell of the same age and race, which moves inside one leaf cannot reach
+        where a block has no housing unit: ``turn_axis=0`` (PL94's ``hhgq``) turns only there.
     lines, line_window : float, int
         *Line draws* per person of the starting table (plus one per leaf): people of a drawn person's cell pass
         between the leaf and another of its class by an exact draw from their conditional on a window of
@@ -147,6 +148,7 @@ class PersonMoves:
     within_per_cell: float = 2.0
     exchanges: float = 0.25
     turns: float = 0.25
+    turn_axis: int = -1
     lines: float = 0.25
     line_window: int = 8
     swaps: float = 0.5
@@ -184,6 +186,10 @@ class PersonMoves:
         positive_int(self.line_window, "PersonMoves: line_window")
         positive_int(self.max_jump, "PersonMoves: max_jump")
         positive_int(self.bump_max, "PersonMoves: bump_max")
+        if isinstance(self.turn_axis, bool) or not isinstance(self.turn_axis, int | np.integer) or self.turn_axis < -1:
+            raise ValueError(
+                f"PersonMoves: turn_axis must be an axis (an int >= 0) or -1 (any), got {self.turn_axis!r}"
+            )
         positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
         if not 0 < self.floor < math.inf:
             raise ValueError(f"PersonMoves: floor must be a finite number > 0, got {self.floor!r}")
@@ -787,6 +793,9 @@ def sample_people(
     spans, local_moves, local = _local_moves(decompose, release, cells0, hi - lo >= 2, free, closed)
     T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
+    for m in (moves, local_moves):
+        if m.turn_axis >= len(axes):
+            raise ValueError(f"moves: turn_axis {m.turn_axis} is not an axis of the release's {len(axes)}-axis table")
     strides = np.concatenate([np.cumprod(axes[::-1])[::-1][1:], [1]]).astype(np.int64)
     P = 1 << max(int(K - 1).bit_length(), 0)
     parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
@@ -855,7 +864,7 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room, k["relocations"],
+            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room, k["relocations"], m.turn_axis,
         ) == 0  # fmt: skip
 
     def local_round(s, o):

@@ -413,26 +413,43 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
 @njit(cache=True, nogil=True)
 def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
                 blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr,
-                rng):  # fmt: skip
-    """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell i, empty,
-    of the other, so both totals move by n at once (a household-like cluster changing block). The reverse is the
-    same move from the other side: proposal ratio N_src / (N_dst + n). Returns 1 if accepted."""
+                p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
+    """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell j, empty,
+    of the other, so both totals move by n at once (a household-like cluster changing block): j = i, or with
+    probability ``p_turn`` a turn of i (:func:`_turned`: e.g. a facility's cell to the household cell of the same
+    age and race, for a block whose partner has no such facility). The reverse is the same move from the other side
+    (a turn is symmetric): proposal ratio N_src / (N_dst + n). Returns 1 if accepted."""
     src, dst = (a, b) if _uniform(rng) < 0.5 else (b, a)
     Ns, Nd = totals[src], totals[dst]
     if Ns == 0:
         return 0
     i = _find(cells, src, _below(rng, Ns))
-    if _n(cells, dst, i) != 0:
+    j = i
+    if _uniform(rng) < p_turn:
+        j = _turned(i, axes, strides, turn_axis, rng)
+        if j < 0 or logw[leaf_group[dst], j] == -np.inf:
+            return 0
+    if _n(cells, dst, j) != 0:
         return 0
     n = _n(cells, src, i)
     lr = _total_change(Ns, -n, phi, mu[src], math.exp(log_alpha[leaf_group[src]]))
     lr += _total_change(Nd, n, phi, mu[dst], math.exp(log_alpha[leaf_group[dst]]))
     if lr == -np.inf:
         return 0
-    lr += _cell_change(n, beta[leaf_group[src], i], -n) + _cell_change(0, beta[leaf_group[dst], i], n)
+    lr += _cell_change(n, beta[leaf_group[src], i], -n) + _cell_change(0, beta[leaf_group[dst], j], n)
     lr += math.log(Ns) - math.log(Nd + n)
-    return _try_move(lr, src, i, dst, i, n, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power,
+    return _try_move(lr, src, i, dst, j, n, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power,
                      blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval, bidx, bdelta, touched, dr, rng)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _other_level(k, axis, axes, strides, rng):
+    """Cell k with axis ``axis`` moved to another of its levels, drawn uniformly (a symmetric proposal)."""
+    level = (k // strides[axis]) % axes[axis]
+    other = _below(rng, axes[axis] - 1)
+    if other >= level:
+        other += 1
+    return k + (other - level) * strides[axis]
 
 
 @njit(cache=True, nogil=True)
@@ -449,13 +466,20 @@ def _neighbour(k, axes, strides, rng):
     for a in range(axes.size):
         if axes[a] > 1:
             if pick == 0:
-                level = (k // strides[a]) % axes[a]
-                other = _below(rng, axes[a] - 1)
-                if other >= level:
-                    other += 1
-                return k + (other - level) * strides[a]
+                return _other_level(k, a, axes, strides, rng)
             pick -= 1
     return -1
+
+
+@njit(cache=True, nogil=True)
+def _turned(k, axes, strides, turn_axis, rng):
+    """The cell a turn takes people of cell k to: k with axis ``turn_axis`` moved (any axis, as
+    :func:`_neighbour`, where it is < 0), a symmetric proposal; -1 where there is none."""
+    if turn_axis < 0:
+        return _neighbour(k, axes, strides, rng)
+    if axes[turn_axis] < 2:
+        return -1
+    return _other_level(k, turn_axis, axes, strides, rng)
 
 
 @njit(cache=True, nogil=True)
@@ -504,7 +528,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations,
+    span_hi, resume, room, relocations, turn_axis,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -611,8 +635,8 @@ def people_sweeps(
                         if ns < t:
                             continue
                         kd = k
-                        if _uniform(rng) < p_turn:  # the people change cell on the way: one axis, as a flip
-                            kd = _neighbour(k, axes, strides, rng)
+                        if _uniform(rng) < p_turn:  # the people change cell on the way: one axis
+                            kd = _turned(k, axes, strides, turn_axis, rng)
                             if kd < 0 or logw[g, kd] == -np.inf:
                                 continue
                         nd, Nd = _n(cells, dst, kd), totals[dst]
@@ -712,7 +736,7 @@ def people_sweeps(
                         accepted += _relocation(leaf, other, cells, totals, rec, cmap, resid, rates, scales,
                                                 blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                                                 beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched,
-                                                dr, rng)  # fmt: skip
+                                                dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
                         t = _jump(rng, p_jump, max_jump)
