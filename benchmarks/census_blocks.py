@@ -7,10 +7,10 @@ A synthetic state of ``--counties`` (``synthetic_pl94_state``, seed 2020, down t
 ``write_nmf`` (persons and housing units) and read back by the case study's ``census_nmf.blocks.block_file``:
 ``grouped_release`` keeps every level to the Block level, ``file_exposure`` reads each block's housing units (the
 unit file's ``total_con``) and facilities (the person file's ``hhgq_total_lb_con``), and the truth is put in the
-file's block order and checked against the file's constraints. Then, with ``PersonMoves(**--moves)`` (a Python dict literal; default one line draw
-per person, which at the block level gave more ESS per second than the default 0.25: Cameron County, 600 sweeps,
-smallest / median bulk ESS of the block totals 5 / 205 in 10.8 s at 0.25, 10 / 342 in 16.9 s at 1, 10 / 489 in
-31.8 s at 3):
+file's block order and checked against the file's constraints. Then, with ``PersonMoves(**--moves)`` (a Python dict
+literal; default the block case study's ``census_nmf.blocks.MOVES``, one line draw and three relocations per person:
+Cameron County, 600 sweeps, smallest / median bulk ESS of the block totals 5 / 205 with the default 0.25 line draws,
+11 / 185 with one, 94 / 398 with one relocation per person besides, 134 / 507 with three):
 
 1. ``sample_people`` (2 chains in 2 threads, recording voting age per block) with ``--tune`` tuning sweeps and
    ``--draws`` draws: seconds per sweep (the sampler's own clock over all sweeps, set-up excluded), moves per
@@ -49,7 +49,9 @@ def main() -> None:
     parser.add_argument("--counties", default="Adams", help="comma-separated county names, or all")
     parser.add_argument("--tune", type=int, default=300)
     parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--moves", default="{'lines': 1.0}", help="PersonMoves settings, a dict literal")
+    parser.add_argument(
+        "--moves", default=None, help="PersonMoves settings, a dict literal (default: the case study's)"
+    )
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--decompose", default=None, help="a level (e.g. County) whose units move in parallel")
     parser.add_argument("--local-sweeps", type=int, default=1)
@@ -58,7 +60,7 @@ def main() -> None:
     parser.add_argument("--tmp", default=None)
     args = parser.parse_args()
 
-    from ppdinfer.case_studies.census_nmf.blocks import block_class, block_file
+    from ppdinfer.case_studies.census_nmf.blocks import MOVES, block_class, block_file
     from ppdinfer.census import (
         PERSON,
         Decomposition,
@@ -83,7 +85,7 @@ def main() -> None:
     truth = blocks.truth[:, 0]
     out.update(people=people, blocks=release.geography.n_leaves, empty_blocks=int((truth == 0).sum()),
                blocks_without_housing=int(exposure.empty.sum()))  # fmt: skip
-    moves = PersonMoves(**ast.literal_eval(args.moves))
+    moves = MOVES if args.moves is None else PersonMoves(**ast.literal_eval(args.moves))
     record = PERSON.coarsen({"votingage": None})
     with contextlib.ExitStack() as stack:
         decompose = None
