@@ -22,9 +22,11 @@ prior; the composition given N_l is the Dirichlet-multinomial of :mod:`~ppdinfer
   allowed but a priori unlikely;
 - a facility adds its type's mean size, learned from the facilities' blocks and their measurements.
 
-How to check it: the posterior predictive of the block measurements (simulate each released value from the
-drawn cells and compare with the file), and simulation-based calibration on a small geography (draws of the
-prior, releases of them, the rank of the truth among the posterior draws).
+How to check it: the posterior predictive of the block measurements (each released value simulated from the drawn
+cells plus fresh noise and compared with the file:
+``ppdinfer.case_studies.census_nmf.block_checks.block_predictive_check``), and simulation-based calibration on a
+small geography (draws of the prior, releases of them, the rank of the truth among the posterior draws:
+``ppdinfer.case_studies.census_nmf.block_checks.block_prior_sbc``). docs/census_nmf_file.md gives what they measured.
 """
 
 from __future__ import annotations
