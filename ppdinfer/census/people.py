@@ -17,8 +17,8 @@ so the two samplers have one posterior. What differs is how it is explored:
   query) whose sums change. A sweep makes, per leaf, ``within`` moves per person and ``within_per_cell``
   per non-zero cell of the starting table, ``exchanges`` per person with other leaves (some of them changing
   the people's cell on the way: ``turns``), ``lines`` per person (a cell's people passing between two leaves
-  by an exact draw from their conditional on a window), ``relocations`` per person (a cell's people passing to the
-same cell, empty, of another leaf) and ``births`` per person in and out: its cost is
+  by an exact draw from their conditional on a window), ``relocations`` per person (a cell's people passing to
+  the same cell, empty, of another leaf) and ``births`` per person in and out: its cost is
   O(people + non-zero cells) x the number of (level, query) blocks, and a leaf that can hold nobody costs
   nothing. Trades of cells between two leaves, bump trades, spreads and moves to a neighbouring cell (one
   axis changed) follow, all per person (:class:`PersonMoves`); every move is refused off the release's
