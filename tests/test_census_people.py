@@ -245,6 +245,28 @@ def test_people_sampler_on_a_file_keeps_the_invariants_and_follows_the_truth(fil
     assert error < 3.0, error  # block-group cells of hundreds of people, within a few persons
 
 
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # short chains
+def test_an_exact_total_of_zero_is_a_unit_total_not_structural_zeros():
+    """A tract whose exact total is 0 holds nobody in every draw (its zero is not read as structural zeros of the
+    table, which would have to be the same cells in every leaf), though its sibling tract has no exact total: the
+    sibling's leaves exchange people among themselves only."""
+    geo = Geography(["s", "t1", "t2", "b1", "b2", "b3"], [None, "s", "s", "t1", "t1", "t2"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"level2": ["total", "detailed"]})
+    mech = NoisyMeasurements(census.matrix, 2.0, invariants=census.unit_invariants(["s", "t2"], [9, 0]))
+    release = GroupedRelease.from_census(census, mech, mech.release([4, 2, 1, 2, 0, 0], random_seed=1))
+    assert release.unit_totals == {0: 9, 2: 0} and not release.structural_zeros.any()
+    tree = sample_people(release, draws=30, tune=30, random_seed=2, progressbar=False)
+    cells = tree["posterior"]["cells"].values
+    assert (cells[:, :, 2].sum(axis=-1) == 0).all() and (cells.sum(axis=(2, 3)) == 9).all()
+    # an exact tract between two runs of its parent's other leaves: refused, the runs' split could not move
+    geo = Geography(["s", "t1", "t2", "t3", "b1", "b2", "b3"], [None, "s", "s", "s", "t1", "t2", "t3"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"level2": ["total"]})
+    mech = NoisyMeasurements(census.matrix, 2.0, invariants=census.unit_invariants(["s", "t2"], [9, 3]))
+    release = GroupedRelease.from_census(census, mech, mech.release([4, 2, 1, 2, 0, 0], random_seed=1))
+    with pytest.raises(ValueError, match="not consecutive"):
+        sample_people(release, draws=5, tune=5, progressbar=False)
+
+
 def test_bad_input_is_refused():
     census, mech, y = _small("gaussian", True)
     release = GroupedRelease.from_census(census, mech, y)

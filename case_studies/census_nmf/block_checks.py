@@ -134,8 +134,7 @@ class BlockDesign:
         cells = np.asarray(cells, dtype=np.int64)
         y = self._mechanism.release(cells.ravel(), random_seed=rng)
         measured = GroupedRelease.from_census(self._census, self._mechanism, y)
-        # the root's exact total set here, not as a NoisyMeasurements invariant, which reads a total of 0 as
-        # structural zeros (GroupedRelease.from_census)
+        # the root's exact total, this simulation's, set here: the mechanism is built once, without invariants
         root = int(np.flatnonzero(self.geography.parent < 0)[0])
         return GroupedRelease(self.geography, self.table, measured.blocks, measured.power, {root: int(cells.sum())})
 

@@ -319,14 +319,14 @@ def _census_invariants(census: CensusQueries, mechanism) -> tuple[dict, np.ndarr
         cells = np.flatnonzero(A[r])
         if np.any(A[r][cells] != 1):
             raise ValueError(f"invariant row {r}: sample_people keeps unit totals and structural zeros only (0/1 rows)")
-        if a[r] == 0:
-            zeros.ravel()[cells] = True
-            continue
         leaves = np.unique(cells // K)
-        units = np.flatnonzero((geo.leaf_start == leaves[0]) & (geo.leaf_stop == leaves[-1] + 1))
-        if units.size == 0 or cells.size != leaves.size * K or leaves.size != leaves[-1] - leaves[0] + 1:
+        units = np.flatnonzero((geo.leaf_start == leaves[0]) & (geo.leaf_stop == leaves[-1] + 1)) if cells.size else []
+        if len(units) and cells.size == leaves.size * K and leaves.size == leaves[-1] - leaves[0] + 1:
+            totals[int(units[0])] = int(a[r])  # a unit's total, 0 included (a unit that holds nobody)
+        elif a[r] == 0 and cells.size:
+            zeros.ravel()[cells] = True
+        else:
             raise ValueError(f"invariant row {r} is neither a unit's total nor a zero: sample_people keeps only those")
-        totals[int(units[0])] = int(a[r])
     if np.any(zeros != zeros[:1]):
         raise ValueError("structural zeros must be the same cells in every leaf")
     return totals, zeros[0]

@@ -429,14 +429,30 @@ def _bound_partner(sums, lower, upper, short: bool, leaf: int, v: int, siblings,
 
 
 def _classes(release: GroupedRelease):
-    """Per leaf: the leaf range of its invariant class (the deepest unit with an exact total above or at it,
-    else the root), whether it is under none (free), and its siblings' range."""
+    """Per leaf: the leaf range of its invariant class, whether it is under no exact total (free), and its
+    siblings' range.
+
+    A class is a run of consecutive leaves with the same deepest exact-total unit above or at them (or under
+    none): people moving inside it keep every exact total. A unit whose leaves outside its exact-total subunits
+    are not one run (an exact subunit between them) is refused, since no move could change how its people split
+    between the runs."""
     geo = release.geography
-    lo, hi = np.full(geo.n_leaves, 0), np.full(geo.n_leaves, geo.n_leaves)
-    free = np.ones(geo.n_leaves, dtype=bool)
+    deepest = np.full(geo.n_leaves, -1)
     for u in sorted(release.unit_totals, key=lambda u: geo.depth[u]):  # deeper units override
-        a, b = geo.leaf_start[u], geo.leaf_stop[u]
-        lo[a:b], hi[a:b], free[a:b] = a, b, False
+        deepest[geo.leaf_start[u] : geo.leaf_stop[u]] = u
+    breaks = np.flatnonzero(np.diff(deepest) != 0) + 1
+    starts, stops = np.concatenate([[0], breaks]), np.concatenate([breaks, [geo.n_leaves]])
+    owners = deepest[starts]
+    split = np.unique(owners[owners >= 0], return_counts=True)
+    if np.any(split[1] > 1):
+        u = int(split[0][split[1] > 1][0])
+        raise ValueError(
+            f"release: unit {geo.ids[u]!s} has an exact total, and its leaves outside its own exact-total subunits "
+            "are not consecutive (an exact-total subunit lies between them): give every subunit at that level an "
+            "exact total or none"
+        )
+    run = np.repeat(np.arange(starts.size), stops - starts)
+    lo, hi, free = starts[run], stops[run], deepest < 0
     parent = np.where(geo.parent[geo.leaves] >= 0, geo.parent[geo.leaves], geo.leaves)
     return lo.astype(np.int64), hi.astype(np.int64), free, geo.leaf_start[parent], geo.leaf_stop[parent]
 
