@@ -399,27 +399,35 @@ def test_learned_unit_and_facility_means_match_quadrature():
         assert abs(drawn[name].std() - sd) < 0.15 * sd, (name, drawn[name].std(), sd)
 
 
+def _cells_kept(noise: float, seed: int, fixed: dict, bounds: tuple):
+    """Two leaves of two cells measured (total and cells) with noise sd ``noise``, optionally bounded: the release
+    of TRUTH, and the states that keep each cell's total over the leaves (and the bounds) with their posterior
+    weights under the ``fixed`` hyperparameters, for moves that pass people between the leaves in their cells."""
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total", "detailed"]})
+    mech = NoisyMeasurements(census.matrix, noise)
+    y = mech.release(TRUTH, random_seed=seed)
+    release = GroupedRelease.from_census(census, mech, y)
+    A, B = TRUTH[0] + TRUTH[2], TRUTH[1] + TRUTH[3]
+    states = np.array([[a, b, A - a, B - b] for a in range(A + 1) for b in range(B + 1)])
+    if bounds:
+        release = GroupedRelease(release.geography, release.table, release.blocks, release.power, release.unit_totals,
+                                 release.structural_zeros, bounds=bounds)  # fmt: skip
+        states = states[[release.meets_bounds(x.reshape(2, 2)) for x in states]]
+    log = _log_prior(states.reshape(-1, 2, 2), fixed) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    return release, states, p / p.sum()
+
+
 @pytest.mark.parametrize("bounded", [False, True], ids=["free", "bounded"])
 def test_line_draws_keep_the_posterior(bounded):
     """Line draws alone (no other move) pass people of one cell between two leaves, so each cell's total over the
     leaves stays at the start's: the draws follow the enumerated posterior given those totals, with and without
     bounds on the leaves' cells (lopsided compositions and wide noise, so the cell choice's correction matters)."""
-    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
-    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total", "detailed"]})
-    mech = NoisyMeasurements(census.matrix, 4.0)
-    y = mech.release(TRUTH, random_seed=2)
-    release = GroupedRelease.from_census(census, mech, y)
     lopsided = {**FIXED, "alpha": 0.5}
+    bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[2, 0], [0, 5]]), np.array([[7, 6], [5, 9]])),)
+    release, states, p = _cells_kept(4.0, 2, lopsided, bounds if bounded else ())
     A, B = TRUTH[0] + TRUTH[2], TRUTH[1] + TRUTH[3]
-    states = np.array([[a, b, A - a, B - b] for a in range(A + 1) for b in range(B + 1)])
-    if bounded:
-        bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[2, 0], [0, 5]]), np.array([[7, 6], [5, 9]])),)
-        release = GroupedRelease(release.geography, release.table, release.blocks, release.power, release.unit_totals,
-                                 release.structural_zeros, bounds=bounds)  # fmt: skip
-        states = states[[release.meets_bounds(x.reshape(2, 2)) for x in states]]
-    log = _log_prior(states.reshape(-1, 2, 2), lopsided) + mech.logpdf(y, states)
-    p = np.exp(log - log.max())
-    p /= p.sum()
     moves = PersonMoves(within=0.0, within_per_cell=0.0, exchanges=0.0, swaps=0.0, bumps=0.0, spreads=0.0, flips=0.0,
                         births=0.0, lines=2.0, line_window=6, relocations=0.0)  # fmt: skip
     tree = sample_people(release, draws=4000, tune=300, random_seed=6, learn=False, hyperparameters=lopsided,
@@ -438,22 +446,10 @@ def test_relocations_keep_the_posterior(bounded):
     """Relocations (a cell's people passing whole to the same cell, empty, of the other leaf) with line draws, no
     other move: each cell's total over the leaves stays at the start's and the draws follow the enumerated posterior
     given those totals, with and without bounds; the leaves' totals jump by whole cells."""
-    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
-    census = census_queries(geo, TableSpec(("a", "b")), {"Block_Group": ["total", "detailed"]})
-    mech = NoisyMeasurements(census.matrix, 6.0)
-    y = mech.release(TRUTH, random_seed=3)
-    release = GroupedRelease.from_census(census, mech, y)
     lopsided = {**FIXED, "alpha": 0.5, "mean": 4.0}
+    bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[0, 0], [0, 1]]), np.array([[8, 6], [8, 8]])),)
+    release, states, p = _cells_kept(6.0, 3, lopsided, bounds if bounded else ())
     A, B = TRUTH[0] + TRUTH[2], TRUTH[1] + TRUTH[3]
-    states = np.array([[a, b, A - a, B - b] for a in range(A + 1) for b in range(B + 1)])
-    if bounded:
-        bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.array([[0, 0], [0, 1]]), np.array([[8, 6], [8, 8]])),)
-        release = GroupedRelease(release.geography, release.table, release.blocks, release.power, release.unit_totals,
-                                 release.structural_zeros, bounds=bounds)  # fmt: skip
-        states = states[[release.meets_bounds(x.reshape(2, 2)) for x in states]]
-    log = _log_prior(states.reshape(-1, 2, 2), lopsided) + mech.logpdf(y, states)
-    p = np.exp(log - log.max())
-    p /= p.sum()
     moves = replace(NO_MOVES, lines=0.2, line_window=2, relocations=2.0, turns=0.0)
     tree = sample_people(release, draws=4000, tune=300, random_seed=9, learn=False, hyperparameters=lopsided,
                          moves=moves, initial=TRUTH.reshape(2, 2), progressbar=False)  # fmt: skip
