@@ -489,6 +489,40 @@ def test_relocations_that_turn_keep_the_posterior(turn_axis):
         _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
+@pytest.mark.parametrize("move", ["relocations", "exchanges"])
+def test_turns_into_the_levels_a_leaf_allows_keep_the_posterior(move):
+    """Turns draw the new level among those the receiving leaf's bounds leave open: b1 may hold levels h and f of a
+    three-level axis, b2 only f and g, so the proposal ratio of a turn is 1/2, 1 or 2 (h to f or g, f to g, and
+    back); the draws follow the enumeration with the tract's total exact, and both leaves' totals move."""
+    geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("h", "f", "g")), {"Block_Group": ["total", "detailed"]})
+    truth = np.array([4, 2, 0, 0, 3, 2])
+    N = int(truth.sum())
+    mech = NoisyMeasurements(census.matrix, 4.0, invariants=census.unit_invariants(["t"], [N]))
+    y = mech.release(truth, random_seed=4)
+    bounds = (BoundBlock(1, "leaf", np.arange(3), np.zeros((2, 3), dtype=np.int64), np.array([[N, N, 0], [0, N, N]])),)
+    base = GroupedRelease.from_census(census, mech, y)
+    release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
+                             base.structural_zeros, bounds=bounds)  # fmt: skip
+    states = np.array([[h, f, 0, 0, e, N - h - f - e] for h in range(N + 1) for f in range(N + 1 - h)
+                       for e in range(N + 1 - h - f)])  # fmt: skip
+    fixed = {**FIXED, "alpha": 0.5, "mean": 5.0, "shares": [0.5, 0.2, 0.3]}
+    log = _log_prior(states.reshape(-1, 2, 3), fixed) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    rates = {"relocations": 3.0} if move == "relocations" else {"exchanges": 2.0, "jump": 0.3}
+    moves = replace(NO_MOVES, within=1.0, turns=0.9, turn_axis=0, **rates)
+    tree = sample_people(release, draws=4000, tune=300, random_seed=8, learn=False, hyperparameters=fixed,
+                         moves=moves, initial=truth.reshape(2, 3), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 6)
+    assert (cells[..., [2, 3]] == 0).all() and (cells.sum(axis=-1) == N).all()
+    b1 = cells[..., :3].sum(axis=-1)
+    assert b1.std() > 0.5 * _exact_moments(p, states[:, :3].sum(axis=1))[1]
+    for name, f, x in (("h", states[:, 0], cells[..., 0]), ("b1 f", states[:, 1], cells[..., 1]),
+                       ("g", states[:, 5], cells[..., 5]), ("b1 total", states[:, :3].sum(axis=1), b1)):  # fmt: skip
+        _assert_exact_mean(p, f, x, name)
+
+
 def test_short_chains_warn_that_they_have_not_converged():
     """Too few draws for the leaf totals' R-hat and ESS: a ConvergenceWarning, and the figures in the attrs."""
     from ppdinfer.inference.diagnostics import ConvergenceWarning

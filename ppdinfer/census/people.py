@@ -94,9 +94,11 @@ class PersonMoves:
     exchanges, turns, turn_axis : float, float, int
         Moves with another leaf of the invariant class per person of the starting table (plus one per leaf), and
         the probability that the people of an exchange or a relocation change cell on the way (*turn*): the level
-        of one axis changes, drawn uniformly, on axis ``turn_axis`` or (-1) on any axis, as a flip. E.g. from a
-        facility's cell to the household cell of the same age and race, which moves inside one leaf cannot reach
-        where a block has no housing unit: ``turn_axis=0`` (PL94's ``hhgq``) turns only there.
+        of one axis changes, on axis ``turn_axis`` or (-1) on an axis drawn uniformly, to a level drawn uniformly
+        among those the receiving leaf may hold (not a structural zero, no bound capping it at 0; the proposal
+        ratio counts them both ways). E.g. from a facility's cell to the household cell of the same age and race,
+        which moves inside one leaf cannot reach where a block has no housing unit: ``turn_axis=0`` (PL94's
+        ``hhgq``) turns only there, and a block with housing units and no facility has one level to turn to.
     lines, line_window : float, int
         *Line draws* per person of the starting table (plus one per leaf): people of a drawn person's cell pass
         between the leaf and another of its class by an exact draw from their conditional on a window of

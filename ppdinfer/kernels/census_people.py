@@ -416,23 +416,22 @@ def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale,
                 p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
     """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell j, empty,
     of the other, so both totals move by n at once (a household-like cluster changing block): j = i, or with
-    probability ``p_turn`` a turn of i (:func:`_turned`: e.g. a facility's cell to the household cell of the same
-    age and race, for a block whose partner has no such facility). The reverse is the same move from the other side
-    (a turn is symmetric): proposal ratio N_src / (N_dst + n). Returns 1 if accepted."""
+    probability ``p_turn`` a turn of i (:func:`_turn`, whose proposal ratio it adds). The reverse is the same move
+    from the other side: proposal ratio N_src / (N_dst + n). Returns 1 if accepted."""
     src, dst = (a, b) if _uniform(rng) < 0.5 else (b, a)
     Ns, Nd = totals[src], totals[dst]
     if Ns == 0:
         return 0
     i = _find(cells, src, _below(rng, Ns))
-    j = i
+    j, lr = i, 0.0
     if _uniform(rng) < p_turn:
-        j = _turned(i, axes, strides, turn_axis, rng)
-        if j < 0 or logw[leaf_group[dst], j] == -np.inf:
+        j, lr = _turn(i, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+        if j < 0:
             return 0
     if _n(cells, dst, j) != 0:
         return 0
     n = _n(cells, src, i)
-    lr = _total_change(Ns, -n, phi, mu[src], math.exp(log_alpha[leaf_group[src]]))
+    lr += _total_change(Ns, -n, phi, mu[src], math.exp(log_alpha[leaf_group[src]]))
     lr += _total_change(Nd, n, phi, mu[dst], math.exp(log_alpha[leaf_group[dst]]))
     if lr == -np.inf:
         return 0
@@ -453,9 +452,8 @@ def _other_level(k, axis, axes, strides, rng):
 
 
 @njit(cache=True, nogil=True)
-def _neighbour(k, axes, strides, rng):
-    """Cell k with one axis (drawn uniformly among those with two or more levels) moved to another of its levels,
-    drawn uniformly: a symmetric proposal (-1 where no axis has two levels)."""
+def _random_axis(axes, rng):
+    """An axis drawn uniformly among those with two or more levels (-1 where there is none)."""
     count = 0
     for a in range(axes.size):
         if axes[a] > 1:
@@ -466,20 +464,66 @@ def _neighbour(k, axes, strides, rng):
     for a in range(axes.size):
         if axes[a] > 1:
             if pick == 0:
-                return _other_level(k, a, axes, strides, rng)
+                return a
             pick -= 1
     return -1
 
 
 @njit(cache=True, nogil=True)
-def _turned(k, axes, strides, turn_axis, rng):
-    """The cell a turn takes people of cell k to: k with axis ``turn_axis`` moved (any axis, as
-    :func:`_neighbour`, where it is < 0), a symmetric proposal; -1 where there is none."""
-    if turn_axis < 0:
-        return _neighbour(k, axes, strides, rng)
-    if axes[turn_axis] < 2:
-        return -1
-    return _other_level(k, turn_axis, axes, strides, rng)
+def _neighbour(k, axes, strides, rng):
+    """Cell k with one axis (drawn uniformly among those with two or more levels) moved to another of its levels,
+    drawn uniformly: a symmetric proposal (-1 where no axis has two levels)."""
+    axis = _random_axis(axes, rng)
+    return -1 if axis < 0 else _other_level(k, axis, axes, strides, rng)
+
+
+@njit(cache=True, nogil=True)
+def _open(leaf, k, anc, bnd, logw, leaf_group):
+    """Whether cell k of ``leaf`` may hold anybody: not a structural zero, and no bound caps its group at 0 in a unit
+    holding the leaf (a cell that holds people is open)."""
+    if logw[leaf_group[leaf], k] == -np.inf:
+        return False
+    level, off, nv, groups, hi = bnd[0], bnd[1], bnd[2], bnd[3], bnd[5]
+    for b in range(level.size):
+        g = groups[b, k]
+        if g >= 0 and hi[off[b] + anc[level[b], leaf] * nv[b] + g] <= 0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _open_level(leaf, k, axis, axes, strides, anc, bnd, logw, leaf_group, pick):
+    """The cells k with axis ``axis`` at another level open in ``leaf``: their count (``pick`` < 0), else the
+    ``pick``-th of them."""
+    level = (k // strides[axis]) % axes[axis]
+    count = 0
+    for v in range(axes[axis]):
+        if v != level:
+            j = k + (v - level) * strides[axis]
+            if _open(leaf, j, anc, bnd, logw, leaf_group):
+                if count == pick:
+                    return j
+                count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng):
+    """A *turn* of people of cell k of leaf ``src`` on their way to leaf ``dst``: the level of axis ``turn_axis``
+    (or, where it is < 0, of an axis drawn uniformly among those with two levels or more) changes to one drawn
+    uniformly among those open in ``dst`` (:func:`_open`: e.g. from a facility's cell to the household cell of the
+    same age and race, for a block with housing units and no such facility). Returns the cell and the log proposal
+    ratio log(A_dst / A_src) of the reverse turn, which draws k's level among the A_src open in ``src``; (-1, 0)
+    where ``dst`` has no such level open."""
+    axis = _random_axis(axes, rng) if turn_axis < 0 else turn_axis
+    if axis < 0 or axes[axis] < 2:
+        return -1, 0.0
+    forward = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, -1)
+    if forward == 0:
+        return -1, 0.0
+    j = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, _below(rng, forward))
+    back = _open_level(src, j, axis, axes, strides, anc, bnd, logw, leaf_group, -1)  # k's level among them
+    return j, math.log(forward) - math.log(back)
 
 
 @njit(cache=True, nogil=True)
@@ -634,14 +678,14 @@ def people_sweeps(
                         ns = _n(cells, src, k)
                         if ns < t:
                             continue
-                        kd = k
+                        kd, lr = k, 0.0
                         if _uniform(rng) < p_turn:  # the people change cell on the way: one axis
-                            kd = _turned(k, axes, strides, turn_axis, rng)
-                            if kd < 0 or logw[g, kd] == -np.inf:
+                            kd, lr = _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+                            if kd < 0:
                                 continue
                         nd, Nd = _n(cells, dst, kd), totals[dst]
                         gs, gd = leaf_group[src], leaf_group[dst]
-                        lr = _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
+                        lr += _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
                         lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
                         lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
                         lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
