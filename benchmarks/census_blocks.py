@@ -21,9 +21,14 @@ Cameron County, 600 sweeps, smallest / median bulk ESS of the block totals 5 / 2
    the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people,
    ``census_nmf.blocks.block_class``: one release, so a rough check, not the case study's replicate study).
 
-Run with ``.venv/bin/python benchmarks/census_blocks.py [--counties Adams] [--tune 300] [--draws 300]
-[--moves "{'lines': 1.0}"] [--tmp DIR]``: Adams County (103,852 people, 2,661 blocks) takes about 8 minutes at the
-defaults on 2 cores, Cameron (4,547 people) half a minute.
+``--fits plain,County`` fits the same file twice, the second time with ``Decomposition("County")``: the counties'
+local sweeps between whole sweeps, on a local dask ``Client(processes=False)`` of ``--workers`` one-thread workers
+(0: one after another). The seconds of each phase (file, GLS, each fit, its summaries) and the peak RSS after the
+release and after each fit are printed to standard error as each ends, so a run stopped early keeps its figures.
+
+Run with ``.venv/bin/python benchmarks/census_blocks.py [--counties Adams | all] [--tune 300] [--draws 300]
+[--moves "{'lines': 1.0}"] [--fits plain] [--tmp DIR]``: Adams County (103,852 people, 2,661 blocks) takes about
+15-20 minutes at the defaults on 2 cores, Cameron (4,547 people) a minute.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import ast
 import contextlib
 import json
 import resource
+import sys
 import tempfile
 import time
 import warnings
@@ -53,23 +59,20 @@ def main() -> None:
         "--moves", default=None, help="PersonMoves settings, a dict literal (default: the case study's)"
     )
     parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--decompose", default=None, help="a level (e.g. County) whose units move in parallel")
+    parser.add_argument(
+        "--fits", default="plain", help="comma-separated: plain, and/or a level (e.g. County) whose units move "
+        "in parallel (Decomposition), each fitted to the same file"
+    )  # fmt: skip
     parser.add_argument("--local-sweeps", type=int, default=1)
     parser.add_argument("--local-moves", default="{'lines': 1.0}", help="the units' local PersonMoves, a dict")
-    parser.add_argument("--workers", type=int, default=2, help="threads of a dask Client(processes=False); 0: none")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="workers of a local dask Client(processes=False); 0: none"
+    )
     parser.add_argument("--tmp", default=None)
     args = parser.parse_args()
 
-    from ppdinfer.case_studies.census_nmf.blocks import MOVES, block_class, block_file
-    from ppdinfer.census import (
-        PERSON,
-        Decomposition,
-        PersonMoves,
-        gls_estimate,
-        sample_people,
-        synthetic_pl94_state,
-    )
-    from ppdinfer.inference.diagnostics import ess_rhat
+    from ppdinfer.case_studies.census_nmf.blocks import block_file
+    from ppdinfer.census import PERSON, gls_estimate, synthetic_pl94_state
 
     counties = None if args.counties == "all" else args.counties.split(",")  # all: the 67 counties
     out: dict = {"counties": counties or "all"}
@@ -80,35 +83,61 @@ def main() -> None:
     # the case study's chain: person and unit files written and read back, the blocks' exposure, the truth in the
     # file's block order (checked against the file's constraints), GLS's release over the one-cell table
     blocks = block_file(state, tempfile.mkdtemp(dir=args.tmp), release_seed=1, table=total, workers=2)
+    del state
     release, exposure = blocks.release, blocks.exposure
     out.update(file_s=time.perf_counter() - start, values=release.n_values, peak_after_release_gib=peak_gib())
     truth = blocks.truth[:, 0]
     out.update(people=people, blocks=release.geography.n_leaves, empty_blocks=int((truth == 0).sum()),
                blocks_without_housing=int(exposure.empty.sum()))  # fmt: skip
+    start = time.perf_counter()
+    gls = gls_estimate(blocks.census, blocks.y, blocks.mechanism.sigmas).cell_estimate.ravel()
+    out.update(gls_s=time.perf_counter() - start, rmse_gls_totals=float(np.sqrt(((gls - truth) ** 2).mean())))
+    progress(out)
+    for fit in args.fits.split(","):
+        out[fit] = fitted(blocks, truth, people, args, None if fit == "plain" else fit)
+        progress(out)
+    print(json.dumps(out, indent=1))
+
+
+def progress(out: dict) -> None:
+    """The figures so far, on standard error (a long run's partial results)."""
+    print(json.dumps(out), file=sys.stderr, flush=True)
+
+
+def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> dict:
+    """One fit to the file (decomposed by ``level``'s units on a local dask cluster where given) and its figures."""
+    from ppdinfer.case_studies.census_nmf.blocks import MOVES, block_class
+    from ppdinfer.census import PERSON, Decomposition, PersonMoves, sample_people
+    from ppdinfer.inference.diagnostics import ess_rhat
+
+    out: dict = {}
     moves = MOVES if args.moves is None else PersonMoves(**ast.literal_eval(args.moves))
     record = PERSON.coarsen({"votingage": None})
     with contextlib.ExitStack() as stack:
         decompose = None
-        if args.decompose:
+        if level is not None:
             executor = None
             if args.workers > 0:
                 import distributed
 
-                client = stack.enter_context(distributed.Client(processes=False, n_workers=1, dashboard_address=None,
-                                                                threads_per_worker=args.workers))  # fmt: skip
+                client = stack.enter_context(distributed.Client(processes=False, n_workers=args.workers,
+                                                                threads_per_worker=1, dashboard_address=None))  # fmt: skip
                 executor = client.get_executor(pure=False)
             local = PersonMoves(**ast.literal_eval(args.local_moves))
-            decompose = Decomposition(args.decompose, sweeps=args.local_sweeps, moves=local, executor=executor)
+            decompose = Decomposition(level, sweeps=args.local_sweeps, moves=local, executor=executor)
             out.update(decomposition=repr(decompose), workers=args.workers)
         stack.enter_context(warnings.catch_warnings())
         warnings.simplefilter("ignore")
-        tree = sample_people(release, draws=args.draws, tune=args.tune, record=record, random_seed=3,
-                             exposure=exposure, moves=moves, progressbar=False, chains=args.chains,
+        start = time.perf_counter()
+        tree = sample_people(blocks.release, draws=args.draws, tune=args.tune, record=record, random_seed=3,
+                             exposure=blocks.exposure, moves=moves, progressbar=False, chains=args.chains,
                              decompose=decompose)  # fmt: skip
+        fit_s = time.perf_counter() - start
     sweeps = args.draws + args.tune
     per_sweep = tree.attrs["sampling_seconds"] / sweeps
     out.update(
         moves=repr(moves),
+        fit_s=fit_s,
         seconds_per_sweep=per_sweep,
         moves_per_sweep=tree.attrs["moves_per_sweep"],
         local_moves_per_sweep=tree.attrs.get("local_moves_per_sweep", 0),
@@ -116,11 +145,12 @@ def main() -> None:
         sampling_s=tree.attrs["sampling_seconds"],
         peak_gib=peak_gib(),
     )
+    start = time.perf_counter()
     draws = tree["posterior"]["cells"].values.sum(axis=3).astype(float)  # chain, draw, block
+    del tree
     ess, rhat = ess_rhat(draws)
     varying = np.isfinite(rhat)
     estimate = draws.mean(axis=(0, 1))
-    gls = gls_estimate(blocks.census, blocks.y, blocks.mechanism.sigmas).cell_estimate.ravel()
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=(0, 1))
     covered = (lo <= truth) & (truth <= hi)
     size = block_class(truth)
@@ -134,10 +164,10 @@ def main() -> None:
         )
     out.update(
         rmse_people=float(np.sqrt(((estimate - truth) ** 2).mean())),
-        rmse_gls_totals=float(np.sqrt(((gls - truth) ** 2).mean())),
         coverage_90_by_size=coverage,
+        summaries_s=time.perf_counter() - start,
     )
-    print(json.dumps(out, indent=1))
+    return out
 
 
 if __name__ == "__main__":

@@ -560,6 +560,8 @@ def test_a_county_down_to_blocks_with_its_housing_units(tmp_path):
     write_nmf(tmp_path, state, random_seed=3, table="unit")
     nmf = read_nmf(tmp_path, "42", state_total=int(state.persons.sum()))
     release = grouped_release(nmf)
+    detailed = next(b for b in release.blocks if b.query == "detailed" and b.level == release.geography.n_levels - 1)
+    assert detailed.y.dtype == np.int16  # a block's noisy cells: the smallest integer that holds them
     exposure = file_exposure(release, read_nmf(tmp_path, "42", table="unit"))
     assert (exposure.units == state.units.sum(axis=1)).all() and (
         exposure.facilities == state.gq_facilities[:, 1:]

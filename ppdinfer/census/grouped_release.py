@@ -387,7 +387,8 @@ def grouped_release(source, table=None, levels=None, queries=None, *, invariants
                 groups[list(spec.groups(query)[v])] = new
             values = np.asarray(values)
             reach = np.abs(values).max(initial=0) * max(len(parts[v]) for v in kept)
-            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=np.int32 if reach < 2**31 else np.int64)
+            width = next(t for t in (np.int16, np.int32, np.int64) if reach < np.iinfo(t).max)  # a block's cells: int16
+            block_y = np.zeros((level_units[depth].size, len(kept)), dtype=width)
             for new, v in enumerate(kept):
                 block_y[rows, new] = values[:, list(parts[v])].sum(axis=1, dtype=np.int64)
             rate = np.zeros(level_units[depth].size)
