@@ -120,8 +120,10 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
             if args.workers > 0:
                 import distributed
 
+                # no memory limit: the workers share this process, whose size is the table's, not theirs
                 client = stack.enter_context(distributed.Client(processes=False, n_workers=args.workers,
-                                                                threads_per_worker=1, dashboard_address=None))  # fmt: skip
+                                                                threads_per_worker=1, memory_limit=0,
+                                                                dashboard_address=None))  # fmt: skip
                 executor = client.get_executor(pure=False)
             local = PersonMoves(**ast.literal_eval(args.local_moves))
             decompose = Decomposition(level, sweeps=args.local_sweeps, moves=local, executor=executor)

@@ -27,7 +27,8 @@ every round.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+import itertools
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .grouped_release import GroupedRelease
     from .people import PersonMoves
 
-__all__ = ["Decomposition"]
+__all__ = ["Decomposition", "submit_shared"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,10 @@ class Decomposition:
                 "every array of the table at each task, and may return a finished task's result instead of moving"
             )
         probe = np.zeros(1)
-        self.executor.submit(_mark, probe).result()
+        try:
+            submit_shared(self.executor, _mark, probe).result()
+        except KeyError:  # a worker in another process: the task table is not its
+            pass
         if probe[0] != 1.0:
             raise ValueError(
                 f"Decomposition: the tasks of {type(self.executor).__name__} do not share this process's memory (a "
@@ -135,3 +139,35 @@ class Decomposition:
 
 def _mark(probe: np.ndarray) -> None:
     probe[0] = 1.0
+
+
+#: The tasks handed to an executor by :func:`submit_shared`, by key, until they run.
+_SHARED: dict[int, tuple] = {}
+_KEYS = itertools.count()
+
+
+def submit_shared(executor: Executor, fn, *args) -> Future:
+    """``executor.submit(fn, *args)`` for an executor whose tasks run in this process, with only a key passing
+    through it: ``fn`` and ``args`` wait in a process-wide table that the task reads. Dask pickles a task's
+    arguments even on a ``Client(processes=False)``, which for a state's table (gigabytes) copies it at every
+    task; here nothing but the key is copied, and the task works on the caller's arrays.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> table = np.zeros(3)
+    >>> with ThreadPoolExecutor(1) as pool:
+    ...     submit_shared(pool, np.add.at, table, [0, 2], 1.0).result()
+    >>> table.tolist()
+    [1.0, 0.0, 1.0]
+    """
+    key = next(_KEYS)
+    _SHARED[key] = (fn, args)
+    future = executor.submit(_run_shared, key)
+    future.add_done_callback(lambda _: _SHARED.pop(key, None))
+    return future
+
+
+def _run_shared(key: int):
+    fn, args = _SHARED[key]
+    return fn(*args)

@@ -62,7 +62,7 @@ from ..kernels.leaf_slots import repacked, reserve, slots_from_table
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
 from .baselines import largest_remainder
-from .decomposition import Decomposition
+from .decomposition import Decomposition, submit_shared
 from .exposure import LeafExposure
 from .grouped_release import GroupedRelease, group_sums, leaf_table
 from .pl94 import Coarsening
@@ -896,7 +896,7 @@ def sample_people(
             if decompose.executor is None:
                 done_ = [sweeps(*job) for job in jobs]
             else:
-                done_ = [future.result() for future in [decompose.executor.submit(sweeps, *job) for job in jobs]]
+                done_ = [f.result() for f in [submit_shared(decompose.executor, sweeps, *job) for job in jobs]]
             s["alloc"][0] = max(job[8]["alloc"][0] for job in jobs)
             jobs = [job for job, ok in zip(jobs, done_, strict=True) if not ok]
 
