@@ -59,8 +59,10 @@ class Decomposition:
         ``PersonMoves(lines=1.0)``.
     executor : concurrent.futures.Executor, optional
         Runs the units' local sweeps; its tasks must share this process's memory (a ``ThreadPoolExecutor``,
-        ``distributed.Client(processes=False).get_executor(pure=False)``), which :meth:`check_executor` tests
-        at each fit's start. Default: one after another in the chain's thread (the same draws).
+        ``distributed.Client(processes=False, memory_limit=0).get_executor(pure=False)``: no memory limit, since
+        the workers' process holds the table), which :meth:`check_executor` tests at each fit's start. Each task
+        carries only a key (:func:`submit_shared`). Default: one after another in the chain's thread (the same
+        draws).
 
     Examples
     --------
