@@ -16,7 +16,8 @@ Cameron County, 600 sweeps, smallest / median bulk ESS of the block totals 5 / 2
    ``--draws`` draws: seconds per sweep (the sampler's own clock over all sweeps, set-up excluded), moves per
    sweep, microseconds per person per sweep per chain;
 2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
-   blocks with R-hat <= 1.01; the RMSE of the posterior-mean block totals against the truth, beside GLS's on
+   blocks with R-hat <= 1.01; the smallest ESS and largest R-hat of the composition's concentration alpha and of
+   the blocks' voting-age populations; the RMSE of the posterior-mean block totals against the truth, beside GLS's on
    the one-cell (total) table of the same file (``NoisyMeasurementFile.release``, no housing-unit information);
    the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people,
    ``census_nmf.blocks.block_class``: one release, so a rough check, not the case study's replicate study).
@@ -148,9 +149,16 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
         peak_gib=peak_gib(),
     )
     start = time.perf_counter()
-    draws = tree["posterior"]["cells"].values.sum(axis=3).astype(float)  # chain, draw, block
+    cells = tree["posterior"]["cells"].values  # chain, draw, block, (under 18, 18+)
+    alpha = tree["posterior"]["alpha"].values
     del tree
+    draws = cells.sum(axis=3).astype(float)
     ess, rhat = ess_rhat(draws)
+    for name, value in (("alpha", alpha), ("voting_age", cells[..., 1])):
+        e, r = ess_rhat(value.reshape(*value.shape[:2], -1).astype(float))
+        kept = np.isfinite(r) & (value.reshape(*value.shape[:2], -1).std(axis=(0, 1)) > 0)
+        if kept.any():
+            out.update({f"{name}_ess_bulk_min": float(e[kept].min()), f"{name}_rhat_max": float(r[kept].max())})
     varying = np.isfinite(rhat)
     estimate = draws.mean(axis=(0, 1))
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=(0, 1))
