@@ -31,8 +31,8 @@ from ppdinfer.kernels import leaf_slots as slots
 from ppdinfer.kernels.leaf_slots import repacked
 
 REFERENCE = np.load(pathlib.Path(__file__).parent / "data" / "people_dense_reference.npz")
-#: The reference commit's default moves (relocations came later).
-REFERENCE_MOVES = PersonMoves(relocations=0.0)
+#: The reference commit's default moves (relocations and ten hyperparameter rounds came later).
+REFERENCE_MOVES = PersonMoves(relocations=0.0, hyper_rounds=1)
 
 
 @pytest.fixture(scope="module")

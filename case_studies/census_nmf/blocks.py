@@ -66,10 +66,8 @@ CLASS_EDGES = (0, 1, 10, 50)
 #: The block sampler's moves: one line draw and three relocations per person, turns on the hhgq axis only
 #: (benchmarks/census_blocks.py, Cameron County, 600 sweeps: smallest / median bulk ESS of the block totals 11 / 185
 #: with line draws alone, 134 / 507 with the relocations; Adams County, 400 sweeps: 15 blocks of R-hat above 1.1,
-#: largest 3.4, with turns on any axis, 8 and 1.6 with turns on hhgq: the facility-only blocks mix slowest), and
-#: ten hyperparameter rounds per sweep (Cameron, 600 sweeps: the composition's concentration alpha's bulk ESS 4.5
-#: and R-hat 1.39 with one round, 330 and 1.016 with ten, at 7 % more time per sweep).
-MOVES = PersonMoves(lines=1.0, relocations=3.0, turn_axis=0, hyper_rounds=10)
+#: largest 3.4, with turns on any axis, 8 and 1.6 with turns on hhgq: the facility-only blocks mix slowest).
+MOVES = PersonMoves(lines=1.0, relocations=3.0, turn_axis=0)
 #: The 28 cells' voting-age mask (label 'votingage=18+, ...').
 ADULT = np.array([label.startswith("votingage=18+") for label in TABLE.table.labels])
 

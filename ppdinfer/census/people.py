@@ -138,7 +138,9 @@ class PersonMoves:
     floor : float
         A destination cell is drawn with probability proportional to its group's share + ``floor``.
     hyper_rounds : int
-        Hyperparameter updates per sweep.
+        Hyperparameter updates per sweep: each a random-walk step of every hyperparameter, cheap beside the moves
+        of people (Cameron County at block level: the composition's concentration alpha's bulk ESS 4.5 over 600
+        sweeps with one round, 330 with ten, at 7 % more time per sweep).
 
     Examples
     --------
@@ -165,7 +167,7 @@ class PersonMoves:
     bump_max: int = 8
     relocations: float = 1.0
     floor: float = 1e-4
-    hyper_rounds: int = 1
+    hyper_rounds: int = 10
 
     def __post_init__(self):
         for name in ("within", "within_per_cell", "exchanges", "lines", "swaps", "bumps", "spreads", "flips", "births",
