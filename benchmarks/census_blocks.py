@@ -155,8 +155,9 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     draws = cells.sum(axis=3).astype(float)
     ess, rhat = ess_rhat(draws)
     for name, value in (("alpha", alpha), ("voting_age", cells[..., 1])):
-        e, r = ess_rhat(value.reshape(*value.shape[:2], -1).astype(float))
-        kept = np.isfinite(r) & (value.reshape(*value.shape[:2], -1).std(axis=(0, 1)) > 0)
+        flat = value.reshape(*value.shape[:2], -1).astype(float)
+        e, r = ess_rhat(flat)
+        kept = np.isfinite(r) & (flat.std(axis=(0, 1)) > 0)  # a block that holds nobody is left out
         if kept.any():
             out.update({f"{name}_ess_bulk_min": float(e[kept].min()), f"{name}_rhat_max": float(r[kept].max())})
     varying = np.isfinite(rhat)
