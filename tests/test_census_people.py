@@ -523,6 +523,43 @@ def test_turns_into_the_levels_a_leaf_allows_keep_the_posterior(move):
         _assert_exact_mean(p, f, x, name)
 
 
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # b4 mixes by mates alone
+@pytest.mark.parametrize("move", ["exchanges", "lines", "relocations"])
+def test_mates_pass_a_facility_s_people_to_a_distant_facility_and_keep_the_posterior(move):
+    """Four blocks in two block groups, cells h (household) and f (facility): b1 may hold both, b2 and b3 only h,
+    b4 only f, so f is a rare group and b1 and b4 are mates. Partners are siblings or next leaves only (near 1),
+    no turns: f's people pass between b1 and b4 by mates alone. The draws follow the enumeration (the tract's
+    total exact) and b4's total moves as much as its posterior spread."""
+    geo = Geography(["t", "g1", "g2", "b1", "b2", "b3", "b4"], [None, "t", "t", "g1", "g1", "g2", "g2"],
+                    ["Tract", "Block_Group", "Block"])  # fmt: skip
+    census = census_queries(geo, TableSpec(("h", "f")), {"Block_Group": ["total"], "Block": ["total", "detailed"]})
+    truth = np.array([3, 2, 2, 0, 1, 0, 0, 2])
+    N = int(truth.sum())
+    mech = NoisyMeasurements(census.matrix, 2.0, invariants=census.unit_invariants(["t"], [N]))
+    y = mech.release(truth, random_seed=5)
+    upper = np.array([[N, N], [N, 0], [N, 0], [0, N]])
+    bounds = (BoundBlock(2, "leaf", np.arange(2), np.zeros((4, 2), dtype=np.int64), upper),)
+    base = GroupedRelease.from_census(census, mech, y)
+    release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
+                             base.structural_zeros, bounds=bounds)  # fmt: skip
+    states = np.array([[a, b, c, 0, d, 0, 0, N - a - b - c - d] for a in range(N + 1) for b in range(N + 1 - a)
+                       for c in range(N + 1 - a - b) for d in range(N + 1 - a - b - c)])  # fmt: skip
+    fixed = {**FIXED, "alpha": 1.0, "mean": 3.0}
+    log = _log_prior(states.reshape(-1, 4, 2), fixed) + mech.logpdf(y, states)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    rates = {"exchanges": {"exchanges": 2.0, "jump": 0.3}, "lines": {"lines": 2.0, "line_window": 4},
+             "relocations": {"relocations": 2.0, "exchanges": 0.5}}[move]  # fmt: skip
+    moves = replace(NO_MOVES, within=1.0, turns=0.0, partners=(0.5, 0.5), near=1, mates=0.5, **rates)
+    tree = sample_people(release, draws=4000, tune=300, random_seed=3, learn=False, hyperparameters=fixed,
+                         moves=moves, initial=truth.reshape(4, 2), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 8)
+    assert (cells[..., [3, 5, 6]] == 0).all() and (cells.sum(axis=-1) == N).all()
+    assert cells[..., 7].std() > 0.5 * _exact_moments(p, states[:, 7])[1]
+    for c, name in ((0, "b1 h"), (1, "b1 f"), (2, "b2 h"), (4, "b3 h"), (7, "b4 f")):
+        _assert_exact_mean(p, states[:, c], cells[..., c], name)
+
+
 def test_short_chains_warn_that_they_have_not_converged():
     """Too few draws for the leaf totals' R-hat and ESS: a ConvergenceWarning, and the figures in the attrs."""
     from ppdinfer.inference.diagnostics import ConvergenceWarning

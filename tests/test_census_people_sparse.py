@@ -32,7 +32,7 @@ from ppdinfer.kernels.leaf_slots import repacked
 
 REFERENCE = np.load(pathlib.Path(__file__).parent / "data" / "people_dense_reference.npz")
 #: The reference commit's default moves (relocations and ten hyperparameter rounds came later).
-REFERENCE_MOVES = PersonMoves(relocations=0.0, hyper_rounds=1)
+REFERENCE_MOVES = PersonMoves(relocations=0.0, hyper_rounds=1, mates=0.0)
 
 
 @pytest.fixture(scope="module")

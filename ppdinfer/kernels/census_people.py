@@ -540,6 +540,27 @@ def _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng):
 
 
 @njit(cache=True, nogil=True)
+def _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng):
+    """The other leaf of an exchange, line draw or relocation: where ``leaf`` may hold a *rare* group of cells (one
+    that most leaves' bounds cap at 0: a group-quarters type), with probability p_mate a *mate*, a leaf at most
+    mate_near places away from it in the list of the leaves that may hold one of its rare groups (drawn uniformly);
+    else :func:`_partner_leaf`. The draw reads only the release's bounds, never the state, so each pair's move keeps
+    the posterior as before. -1 where there is none in [lo, hi)."""
+    leaf_ptr, leaf_rare, rare_ptr, rare_leaves, p_mate, mate_near = mates
+    held = leaf_ptr[leaf + 1] - leaf_ptr[leaf]
+    if held > 0 and p_mate > 0 and _uniform(rng) < p_mate:
+        r = leaf_rare[leaf_ptr[leaf] + _below(rng, held)]
+        a, b = rare_ptr[r], rare_ptr[r + 1]
+        step = _below(rng, 2 * mate_near) - mate_near
+        at = a + np.searchsorted(rare_leaves[a:b], leaf) + step + (step >= 0)
+        if at < a or at >= b:
+            return -1
+        other = rare_leaves[at]
+        return other if lo <= other < hi else -1
+    return _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+
+
+@njit(cache=True, nogil=True)
 def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations, in_class,
                 several):  # fmt: skip
     """The moves of one kind (0..8: within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations)
@@ -572,12 +593,12 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations, turn_axis,
+    span_hi, resume, room, relocations, turn_axis, mates,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
     Per leaf, in order: ``within[l]`` moves inside the leaf, ``exchanges[l]`` with another leaf of its
-    invariant class (a sibling, a leaf at most ``near`` places away, or any), ``lines[l]`` draws of a cell's people
+    invariant class (a sibling, a leaf at most ``near`` places away, or any; or a mate: :func:`_partner`), ``lines[l]`` draws of a cell's people
     passing to or from such a leaf from their conditional on a window (:func:`_line_move`), ``swaps[l]`` trades of cells
     with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
     ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
@@ -665,7 +686,7 @@ def people_sweeps(
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                               bidx, bdelta, touched, dr, rng)  # fmt: skip
                     elif kind == 1:
-                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng)
                         if other < 0:
                             continue
                         src, dst = (leaf, other) if _uniform(rng) < 0.5 else (other, leaf)
@@ -693,7 +714,7 @@ def people_sweeps(
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                               bidx, bdelta, touched, dr, rng)  # fmt: skip
                     elif kind == 2:
-                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng)
                         if other < 0:
                             continue
                         attempted += 1
@@ -773,7 +794,7 @@ def people_sweeps(
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                               bidx, bdelta, touched, dr, rng)  # fmt: skip
                     elif kind == 8:
-                        other = _partner_leaf(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, rng)
+                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng)
                         if other < 0:
                             continue
                         attempted += 1
