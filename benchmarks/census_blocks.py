@@ -16,11 +16,13 @@ Cameron County, 600 sweeps, smallest / median bulk ESS of the block totals 5 / 2
    ``--draws`` draws: seconds per sweep (the sampler's own clock over all sweeps, set-up excluded), moves per
    sweep, microseconds per person per sweep per chain;
 2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
-   blocks with R-hat <= 1.01; the smallest ESS and largest R-hat of the composition's concentration alpha and of
-   the blocks' voting-age populations; the RMSE of the posterior-mean block totals against the truth, beside GLS's on
-   the one-cell (total) table of the same file (``NoisyMeasurementFile.release``, no housing-unit information);
-   the share of blocks whose total lies in its central 90 % interval, by block size (0, 1-9, 10-49, 50+ people,
-   ``census_nmf.blocks.block_class``: one release, so a rough check, not the case study's replicate study).
+   blocks with R-hat <= 1.01, the smallest ESS by kind of block (facility-only, housing units and a facility,
+   households only); the smallest ESS and largest R-hat of the composition's concentration alpha, of the blocks'
+   voting-age populations and of each county's population by hhgq level (which only turns change); the RMSE of
+   the posterior-mean block totals against the truth, beside GLS's on the one-cell (total) table of the same file
+   (``NoisyMeasurementFile.release``, no housing-unit information); the share of blocks whose total lies in its
+   central 90 % interval, by block size (0, 1-9, 10-49, 50+ people, ``census_nmf.blocks.block_class``: one
+   release, so a rough check, not the case study's replicate study).
 
 ``--fits plain,County`` fits the same file twice, the second time with ``Decomposition("County")``: the counties'
 local sweeps between whole sweeps, on a local dask ``Client(processes=False)`` of ``--workers`` one-thread workers
@@ -113,7 +115,7 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
 
     out: dict = {}
     moves = MOVES if args.moves is None else PersonMoves(**ast.literal_eval(args.moves))
-    record = PERSON.coarsen({"votingage": None})
+    record = PERSON.coarsen({"hhgq": None, "votingage": None})  # 8 x 2 cells, voting age the faster axis
     with contextlib.ExitStack() as stack:
         decompose = None
         if level is not None:
@@ -149,18 +151,29 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
         peak_gib=peak_gib(),
     )
     start = time.perf_counter()
-    cells = tree["posterior"]["cells"].values  # chain, draw, block, (under 18, 18+)
+    cells = tree["posterior"]["cells"].values  # chain, draw, block, hhgq x (under 18, 18+)
     alpha = tree["posterior"]["alpha"].values
     del tree
     draws = cells.sum(axis=3).astype(float)
     ess, rhat = ess_rhat(draws)
-    for name, value in (("alpha", alpha), ("voting_age", cells[..., 1])):
+    # each county's population of each GQ type (and in households): only turns move it
+    county = blocks.release.ancestors[1]
+    hhgq = cells.reshape(*cells.shape[:3], 8, 2).sum(axis=4)
+    by_county = np.stack([hhgq[:, :, county == c].sum(axis=2) for c in np.unique(county)], axis=2)
+    for name, value in (("alpha", alpha), ("voting_age", cells[..., 1::2].sum(axis=3)), ("county_hhgq", by_county)):
         flat = value.reshape(*value.shape[:2], -1).astype(float)
         e, r = ess_rhat(flat)
         kept = np.isfinite(r) & (flat.std(axis=(0, 1)) > 0)  # a block that holds nobody is left out
         if kept.any():
             out.update({f"{name}_ess_bulk_min": float(e[kept].min()), f"{name}_rhat_max": float(r[kept].max())})
     varying = np.isfinite(rhat)
+    exposure = blocks.exposure
+    facility = exposure.facilities.sum(axis=1) > 0
+    kinds = {"facility_only": facility & (exposure.units == 0), "with_facility": facility & (exposure.units > 0),
+             "households_only": ~facility}  # fmt: skip
+    out["ess_bulk_min_by_kind"] = {
+        kind: float(ess[varying & held].min()) for kind, held in kinds.items() if (varying & held).any()
+    }
     estimate = draws.mean(axis=(0, 1))
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=(0, 1))
     covered = (lo <= truth) & (truth <= hi)
