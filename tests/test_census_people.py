@@ -278,6 +278,8 @@ def test_bad_input_is_refused():
         PersonMoves(partners=(0.8, 0.5))
     with pytest.raises(ValueError, match="within"):
         PersonMoves(within=-1)
+    with pytest.raises(ValueError, match="line_turns must be a probability"):
+        PersonMoves(line_turns=1.5)
     with pytest.raises(ValueError, match="moves must be a PersonMoves"):
         sample_people(release, moves={"within": 2}, progressbar=False)
     with pytest.raises(ValueError, match="GroupedRelease"):
@@ -489,38 +491,67 @@ def test_relocations_that_turn_keep_the_posterior(turn_axis):
         _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
-@pytest.mark.parametrize("move", ["relocations", "exchanges"])
-def test_turns_into_the_levels_a_leaf_allows_keep_the_posterior(move):
-    """Turns draw the new level among those the receiving leaf's bounds leave open: b1 may hold levels h and f of a
-    three-level axis, b2 only f and g, so the proposal ratio of a turn is 1/2, 1 or 2 (h to f or g, f to g, and
-    back); the draws follow the enumeration with the tract's total exact, and both leaves' totals move."""
+def _three_levels(b2_holds_g: bool = True):
+    """A tract (total exact) of b1, which may hold levels h and f of a three-level axis, and b2, which may hold f and
+    (``b2_holds_g``) g, measured by block group (total and cells, noise sd 4): the release, a truth, the enumerated
+    states and their posterior weights under fixed hyperparameters (a turn's proposal ratio is 1/2, 1 or 2: h to f
+    or g, f to g, and back)."""
     geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
     census = census_queries(geo, TableSpec(("h", "f", "g")), {"Block_Group": ["total", "detailed"]})
-    truth = np.array([4, 2, 0, 0, 3, 2])
+    truth = np.array([4, 2, 0, 0, 3, 2 * b2_holds_g])
     N = int(truth.sum())
     mech = NoisyMeasurements(census.matrix, 4.0, invariants=census.unit_invariants(["t"], [N]))
     y = mech.release(truth, random_seed=4)
-    bounds = (BoundBlock(1, "leaf", np.arange(3), np.zeros((2, 3), dtype=np.int64), np.array([[N, N, 0], [0, N, N]])),)
+    upper = np.array([[N, N, 0], [0, N, N * b2_holds_g]])
+    bounds = (BoundBlock(1, "leaf", np.arange(3), np.zeros((2, 3), dtype=np.int64), upper),)
     base = GroupedRelease.from_census(census, mech, y)
     release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
                              base.structural_zeros, bounds=bounds)  # fmt: skip
     states = np.array([[h, f, 0, 0, e, N - h - f - e] for h in range(N + 1) for f in range(N + 1 - h)
-                       for e in range(N + 1 - h - f)])  # fmt: skip
+                       for e in range(N + 1 - h - f) if b2_holds_g or e == N - h - f])  # fmt: skip
     fixed = {**FIXED, "alpha": 0.5, "mean": 5.0, "shares": [0.5, 0.2, 0.3]}
     log = _log_prior(states.reshape(-1, 2, 3), fixed) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
-    p /= p.sum()
+    return release, truth, states, p / p.sum(), fixed
+
+
+def _assert_three_levels_kept(tree, truth, states, p):
+    """The draws of a fit to :func:`_three_levels` keep its closed cells and its total, b1's total moves as much as
+    its posterior spread, and each free cell and b1's total follow the enumeration."""
+    cells = tree["posterior"]["cells"].values.reshape(2, -1, 6)
+    assert (cells[..., [2, 3]] == 0).all() and (cells.sum(axis=-1) == truth.sum()).all()
+    assert (cells[..., 5] > 0).any() == (states[:, 5] > 0).any()
+    b1 = cells[..., :3].sum(axis=-1)
+    assert b1.std() > 0.5 * _exact_moments(p, states[:, :3].sum(axis=1))[1]
+    for name, f, x in (("h", states[:, 0], cells[..., 0]), ("b1 f", states[:, 1], cells[..., 1]),
+                       ("b2 f", states[:, 4], cells[..., 4]), ("b1 total", states[:, :3].sum(axis=1), b1)):  # fmt: skip
+        _assert_exact_mean(p, f, x, name)
+
+
+@pytest.mark.parametrize("move", ["relocations", "exchanges"])
+def test_turns_into_the_levels_a_leaf_allows_keep_the_posterior(move):
+    """Turns draw the new level among those the receiving leaf's bounds leave open (:func:`_three_levels`): the
+    draws follow the enumeration with the tract's total exact, and both leaves' totals move."""
+    release, truth, states, p, fixed = _three_levels()
     rates = {"relocations": 3.0} if move == "relocations" else {"exchanges": 2.0, "jump": 0.3}
     moves = replace(NO_MOVES, within=1.0, turns=0.9, turn_axis=0, **rates)
     tree = sample_people(release, draws=4000, tune=300, random_seed=8, learn=False, hyperparameters=fixed,
                          moves=moves, initial=truth.reshape(2, 3), progressbar=False)  # fmt: skip
-    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 6)
-    assert (cells[..., [2, 3]] == 0).all() and (cells.sum(axis=-1) == N).all()
-    b1 = cells[..., :3].sum(axis=-1)
-    assert b1.std() > 0.5 * _exact_moments(p, states[:, :3].sum(axis=1))[1]
-    for name, f, x in (("h", states[:, 0], cells[..., 0]), ("b1 f", states[:, 1], cells[..., 1]),
-                       ("g", states[:, 5], cells[..., 5]), ("b1 total", states[:, :3].sum(axis=1), b1)):  # fmt: skip
-        _assert_exact_mean(p, f, x, name)
+    _assert_three_levels_kept(tree, truth, states, p)
+
+
+@pytest.mark.parametrize("b2_holds_g", [True, False], ids=["b2 holds f and g", "b2 holds f only"])
+def test_line_draws_that_turn_keep_the_posterior(b2_holds_g):
+    """Line draws alone, most of them turning (:func:`_three_levels`): no move inside a leaf, so b1's households (h)
+    change only by people of one cell passing into another level's cell of the other leaf, by their exact
+    conditional on a window, corrected for the pair's choice (the turn's 1/2 or 1 from either side). Where b2 holds
+    f only, a turn of b1's f finds no level in b2 and the draw falls back to f itself, which b2's f turning into b1
+    never does (the pair's chance differs by side). The draws follow the enumeration."""
+    release, truth, states, p, fixed = _three_levels(b2_holds_g)
+    moves = replace(NO_MOVES, lines=3.0, line_window=4, line_turns=0.7, turn_axis=0)
+    tree = sample_people(release, draws=4000, tune=300, random_seed=2, learn=False, hyperparameters=fixed,
+                         moves=moves, initial=truth.reshape(2, 3), progressbar=False)  # fmt: skip
+    _assert_three_levels_kept(tree, truth, states, p)
 
 
 @pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # b4 mixes by mates alone

@@ -99,11 +99,14 @@ class PersonMoves:
         ratio counts them both ways). E.g. from a facility's cell to the household cell of the same age and race,
         which moves inside one leaf cannot reach where a block has no housing unit: ``turn_axis=0`` (PL94's
         ``hhgq``) turns only there, and a block with housing units and no facility has one level to turn to.
-    lines, line_window : float, int
+    lines, line_window, line_turns : float, int, float
         *Line draws* per person of the starting table (plus one per leaf): people of a drawn person's cell pass
         between the leaf and another of its class by an exact draw from their conditional on a window of
         ``line_window`` + 1 values placed at random, corrected for the choice of the cell: a leaf's total moves by
-        several people at once, as the measurements allow.
+        several people at once, as the measurements allow. With probability ``line_turns`` the other leaf's cell is
+        a turn of it (as for ``turns``): a facility's people and a household sibling's of the same age and race
+        trade places by the measurements' exact conditional, the move that changes a block group's split between
+        households and a group-quarters type with its total kept.
     swaps : float
         Trades per person of the starting table: t people of cell i of a leaf and t of cell j of another
         (a sibling, a leaf nearby or any) trade cells, both leaves' totals kept; between siblings, every
@@ -163,6 +166,7 @@ class PersonMoves:
     turn_axis: int = -1
     lines: float = 0.25
     line_window: int = 8
+    line_turns: float = 0.0
     swaps: float = 0.5
     births: float = 0.25
     partners: tuple = (0.6, 0.25)
@@ -193,7 +197,7 @@ class PersonMoves:
             raise ValueError(
                 f"PersonMoves: partners must be two probabilities summing to at most 1, got {self.partners!r}"
             )
-        for name in ("jump", "turns", "mates"):
+        for name in ("jump", "turns", "line_turns", "mates"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"PersonMoves: {name} must be a probability, got {getattr(self, name)!r}")
         positive_int(self.near, "PersonMoves: near")
@@ -904,7 +908,7 @@ def sample_people(
     leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
     p_sibling, p_near = (float(p) for p in moves.partners)
 
-    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, p_turn, learn_) -> bool:
+    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, turning, learn_) -> bool:
         """people_sweeps of chain state s with move counts k and settings m over the leaves of span, in the allocation
         range of ``scratch``: whether they are done (else they stopped for room, to be resumed)."""
         return people_sweeps(
@@ -917,15 +921,15 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], p_turn, span[0], span[1], scratch["resume"], room, k["relocations"], m.turn_axis,
-            (*rare, float(m.mates), int(m.mate_near)),
+            scratch["logp"], m.turns if turning else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
+            m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if turning else 0.0,
         ) == 0  # fmt: skip
 
     def local_round(s, o):
         """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps), each in
         its own part of the pool's free range; those that stop for room resume after the pool is repacked."""
         m = local_moves
-        jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, 0.0, False)
+        jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, False, False)
                 for span, scratch in zip(spans, s["local"], strict=True)]  # fmt: skip
         while jobs:
             _share_room(s, [job[8] for job in jobs], room)
@@ -943,7 +947,7 @@ def sample_people(
             if len(spans):
                 count = 1
                 local_round(s, o)
-            while not sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, moves.turns, learn):
+            while not sweeps(s, o, done[c], count, tune, counts, moves, (0, L), s, True, learn):
                 s["store"], s["alloc"] = repacked(s["store"], s["alloc"], _spare(s["store"][1].sum(), room))
             done[c] += count
             with lock:

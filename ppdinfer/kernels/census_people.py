@@ -312,18 +312,20 @@ def _bump_move(leaf, other, g, bump_max, cells, totals, rec, cmap, resid, rates,
 
 
 @njit(cache=True, nogil=True)
-def _line_terms(a, b, k, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
+def _line_terms(a, ka, b, kb, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                 touched, sign, weight):  # fmt: skip
-    """The released values whose residuals change when people of cell k pass from leaf a to leaf b: their indices,
-    the sign of the change (+1: the residual grows by t) and their rates; returns how many."""
+    """The released values whose residuals change when people of cell ka of leaf a pass to cell kb of leaf b: their
+    indices, the sign of the change (+1: the residual grows by t) and their rates; returns how many."""
     n = 0
     for blk in range(blk_level.size):
         lv = blk_level[blk]
-        g = blk_groups[blk, k]
+        ga, gb = blk_groups[blk, ka], blk_groups[blk, kb]
         ua, ub = anc[lv, a], anc[lv, b]
-        if g < 0 or ua == ub:
+        if ga == gb and ua == ub:
             continue
-        for u, sg in ((ua, 1), (ub, -1)):
+        for u, g, sg in ((ua, ga, 1), (ub, gb, -1)):
+            if g < 0:
+                continue
             rate = rates[blk_rate[blk] + u] * scales[blk_scale[blk] + g]
             if rate > 0.0:
                 touched[n] = blk_off[blk] + u * blk_nv[blk] + g
@@ -334,51 +336,68 @@ def _line_terms(a, b, k, resid, rates, scales, blk_scale, blk_level, blk_off, bl
 
 
 @njit(cache=True, nogil=True)
-def _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t):
-    """The range [lo_t, hi_t] of t (people of cell k from leaf a to leaf b; negative: from b to a) that the bounds
-    allow, narrowed from the given one."""
+def _line_bounds(a, ka, b, kb, anc, bnd, bval, lo_t, hi_t):
+    """The range [lo_t, hi_t] of t (people of cell ka of leaf a to cell kb of leaf b; negative: from b to a) that the
+    bounds allow, narrowed from the given one."""
     level, off, nv, groups, lower, upper = bnd[0], bnd[1], bnd[2], bnd[3], bnd[4], bnd[5]
     for blk in range(level.size):
         lv = level[blk]
-        g = groups[blk, k]
+        ga, gb = groups[blk, ka], groups[blk, kb]
         ua, ub = anc[lv, a], anc[lv, b]
-        if g < 0 or ua == ub:
+        if ga == gb and ua == ub:
             continue
-        ia, ib = off[blk] + ua * nv[blk] + g, off[blk] + ub * nv[blk] + g
-        # value at a: bval[ia] - t in [lower, upper]; at b: bval[ib] + t
-        lo_t = max(lo_t, bval[ia] - upper[ia], lower[ib] - bval[ib])
-        hi_t = min(hi_t, bval[ia] - lower[ia], upper[ib] - bval[ib])
+        if ga >= 0:  # value at a: bval[ia] - t in [lower, upper]
+            ia = off[blk] + ua * nv[blk] + ga
+            lo_t, hi_t = max(lo_t, bval[ia] - upper[ia]), min(hi_t, bval[ia] - lower[ia])
+        if gb >= 0:  # at b: bval[ib] + t
+            ib = off[blk] + ub * nv[blk] + gb
+            lo_t, hi_t = max(lo_t, lower[ib] - bval[ib]), min(hi_t, upper[ib] - bval[ib])
     return lo_t, hi_t
 
 
 @njit(cache=True, nogil=True)
 def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
                blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta,
-               touched, dr, sign, weight, logp, rng):  # fmt: skip
-    """People of one cell pass between leaves a and b by a draw from their exact conditional along the line
-    (n_ak - t, n_bk + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every state of a
-    window would place it with the same chance), then a Metropolis-Hastings correction for the state-dependent
-    choice of the cell k (a person drawn in a or b, by a coin): accepted with sel(t) / sel(0), sel(t) =
-    (n_ak(t) / N_a(t) + n_bk(t) / N_b(t)) / 2. Returns 1 if people moved."""
-    side = a if _uniform(rng) < 0.5 else b
+               touched, dr, sign, weight, logp, p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
+    """People pass between cell ka of leaf a and cell kb of leaf b by a draw from their exact conditional along the
+    line (n_a,ka - t, n_b,kb + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every
+    state of a window would place it with the same chance), then a Metropolis-Hastings correction for the
+    state-dependent choice of the pair: a person drawn in a or b, by a coin, gives one cell; the other is, with
+    probability ``p_turn``, a turn of it (:func:`_turn`: e.g. a facility's people and a household sibling's of the
+    same age and race trade places as the measurements allow), else, or where the turn finds no level open, the
+    same cell. Accepted with sel(t) / sel(0), sel(t) = n_a,ka(t) / N_a(t) w_a + n_b,kb(t) / N_b(t) w_b, w the
+    chance of the pair's other cell from that side. Returns 1 if people moved."""
+    side, other = (a, b) if _uniform(rng) < 0.5 else (b, a)
     if totals[side] == 0:
         return 0
     k = _find(cells, side, _below(rng, totals[side]))
-    na, nb_, Na, Nb = _n(cells, a, k), _n(cells, b, k), totals[a], totals[b]
+    ka, kb, wa, wb = k, k, 1.0, 1.0
+    j = -1
+    if p_turn > 0.0 and _uniform(rng) < p_turn:
+        j, forward, back = _turn(k, side, other, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+    if j >= 0:
+        if side == a:
+            kb, wa, wb = j, 1.0 / forward, 1.0 / back
+        else:
+            ka, wa, wb = j, 1.0 / back, 1.0 / forward
+    elif p_turn > 0.0:  # the same cell, by the coin or a turn that found no level: the chance of that from each side
+        wa = 1.0 - p_turn + p_turn * _turn_fails(k, b, axes, strides, turn_axis, anc, bnd, logw, leaf_group)
+        wb = 1.0 - p_turn + p_turn * _turn_fails(k, a, axes, strides, turn_axis, anc, bnd, logw, leaf_group)
+    na, nb_, Na, Nb = _n(cells, a, ka), _n(cells, b, kb), totals[a], totals[b]
     offset = _below(rng, window + 1)
     lo_t, hi_t = max(-offset, -nb_), min(window - offset, na)
-    lo_t, hi_t = _line_bounds(a, b, k, anc, bnd, bval, lo_t, hi_t)
+    lo_t, hi_t = _line_bounds(a, ka, b, kb, anc, bnd, bval, lo_t, hi_t)
     if lo_t >= hi_t:
         return 0
-    n = _line_terms(a, b, k, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
-                    touched, sign, weight)  # fmt: skip
+    n = _line_terms(a, ka, b, kb, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups,
+                    anc, touched, sign, weight)  # fmt: skip
     ga, gb = leaf_group[a], leaf_group[b]
     alpha_a, alpha_b = math.exp(log_alpha[ga]), math.exp(log_alpha[gb])
     top = -np.inf
     for t in range(lo_t, hi_t + 1):
         lp = 0.0
         if t != 0:
-            lp = _cell_change(na, beta[ga, k], -t) + _cell_change(nb_, beta[gb, k], t)
+            lp = _cell_change(na, beta[ga, ka], -t) + _cell_change(nb_, beta[gb, kb], t)
             lp += _total_change(Na, -t, phi, mu[a], alpha_a) + _total_change(Nb, t, phi, mu[b], alpha_b)
             for s in range(n):
                 r = resid[touched[s]]
@@ -398,15 +417,16 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
             break
     if pick == 0:
         return 0
-    sel0 = (na / Na if Na > 0 else 0.0) + (nb_ / Nb if Nb > 0 else 0.0)
-    sel1 = ((na - pick) / (Na - pick) if Na > pick else 0.0) + ((nb_ + pick) / (Nb + pick) if Nb + pick > 0 else 0.0)
+    sel0 = (na / Na * wa if Na > 0 else 0.0) + (nb_ / Nb * wb if Nb > 0 else 0.0)
+    sel1 = (na - pick) / (Na - pick) * wa if Na > pick else 0.0
+    sel1 += (nb_ + pick) / (Nb + pick) * wb if Nb + pick > 0 else 0.0
     if not _accept(math.log(sel1) - math.log(sel0) if sel1 > 0.0 else -np.inf, rng):
         return 0
-    src, dst, m = (a, b, pick) if pick > 0 else (b, a, -pick)
-    _bound_step(src, k, dst, k, m, anc, bnd, bval, bidx, bdelta, 0)
-    _, nr = _lik_change(src, k, dst, k, m, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
+    src, ks, dst, kd, m = (a, ka, b, kb, pick) if pick > 0 else (b, kb, a, ka, -pick)
+    _bound_step(src, ks, dst, kd, m, anc, bnd, bval, bidx, bdelta, 0)
+    _, nr = _lik_change(src, ks, dst, kd, m, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
                           blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
-    _apply(src, k, dst, k, m, cells, totals, rec, cmap, resid, touched, dr, nr)
+    _apply(src, ks, dst, kd, m, cells, totals, rec, cmap, resid, touched, dr, nr)
     return 1
 
 
@@ -425,9 +445,10 @@ def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale,
     i = _find(cells, src, _below(rng, Ns))
     j, lr = i, 0.0
     if _uniform(rng) < p_turn:
-        j, lr = _turn(i, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+        j, forward, back = _turn(i, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
         if j < 0:
             return 0
+        lr = math.log(forward) - math.log(back)
     if _n(cells, dst, j) != 0:
         return 0
     n = _n(cells, src, i)
@@ -512,18 +533,30 @@ def _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng
     """A *turn* of people of cell k of leaf ``src`` on their way to leaf ``dst``: the level of axis ``turn_axis``
     (or, where it is < 0, of an axis drawn uniformly among those with two levels or more) changes to one drawn
     uniformly among those open in ``dst`` (:func:`_open`: e.g. from a facility's cell to the household cell of the
-    same age and race, for a block with housing units and no such facility). Returns the cell and the log proposal
-    ratio log(A_dst / A_src) of the reverse turn, which draws k's level among the A_src open in ``src``; (-1, 0)
-    where ``dst`` has no such level open."""
+    same age and race, for a block with housing units and no such facility). Returns the cell, the number A_dst of
+    levels it was drawn among and the number A_src among which the reverse turn draws k's level (the proposal ratio
+    is A_dst / A_src); (-1, 0, 0) where ``dst`` has no such level open."""
     axis = _random_axis(axes, rng) if turn_axis < 0 else turn_axis
     if axis < 0 or axes[axis] < 2:
-        return -1, 0.0
+        return -1, 0, 0
     forward = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, -1)
     if forward == 0:
-        return -1, 0.0
+        return -1, 0, 0
     j = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, _below(rng, forward))
     back = _open_level(src, j, axis, axes, strides, anc, bnd, logw, leaf_group, -1)  # k's level among them
-    return j, math.log(forward) - math.log(back)
+    return j, forward, back
+
+
+@njit(cache=True, nogil=True)
+def _turn_fails(k, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group):
+    """The chance that :func:`_turn` of cell k into leaf ``dst`` finds no level open (the share of the axes it may
+    draw with none)."""
+    count, failed = 0, 0
+    for axis in range(axes.size):
+        if (turn_axis < 0 or axis == turn_axis) and axes[axis] >= 2:
+            count += 1
+            failed += _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, -1) == 0
+    return 1.0 if count == 0 else failed / count
 
 
 @njit(cache=True, nogil=True)
@@ -593,7 +626,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations, turn_axis, mates,
+    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -701,9 +734,11 @@ def people_sweeps(
                             continue
                         kd, lr = k, 0.0
                         if _uniform(rng) < p_turn:  # the people change cell on the way: one axis
-                            kd, lr = _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+                            kd, forward, back = _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw,
+                                                      leaf_group, rng)  # fmt: skip
                             if kd < 0:
                                 continue
+                            lr = math.log(forward) - math.log(back)
                         nd, Nd = _n(cells, dst, kd), totals[dst]
                         gs, gd = leaf_group[src], leaf_group[dst]
                         lr += _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
@@ -721,7 +756,7 @@ def people_sweeps(
                         accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
                                                leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                               weight, logp, rng)  # fmt: skip
+                                               weight, logp, p_line_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 3:
                         # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                         other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
