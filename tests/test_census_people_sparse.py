@@ -232,3 +232,19 @@ def test_leaf_slots_hold_a_dense_table():
     one, spent = slots.slots_from_table(np.array([0, 1]), np.array([0]), np.array([1]), P, 0.0, 0)  # one slot, full
     with pytest.raises(RuntimeError, match="allocation range is spent"):
         slots.add_people(one, 0, 1, 1, P, spent)
+
+
+@pytest.mark.parametrize("P", [8, 64, 2048])
+def test_a_leaf_grows_by_less_than_half_a_reserve_in_any_one_move(P):
+    """The most one move could give a leaf: from one full slot, every other cell of the table in turn. Its slots
+    double up to a dense row of P within half of ``reserve(P)`` free positions (a move touches two leaves at most),
+    and one position fewer than they take is an error, not a refused move."""
+    table = lambda spare: slots.slots_from_table(np.array([0, 1]), np.array([0]), np.array([1]), P, 0.0, spare)  # noqa: E731
+    store, alloc = table(slots.reserve(P) // 2)
+    for k in range(1, P):
+        slots.add_people(store, 0, k, 1, P, alloc)
+    assert store[1][0] == P and [slots.count_of(store, 0, k, P) for k in range(P)] == [1] * P
+    short, spent = table(int(alloc[0]) - 2)  # one position fewer than the growth took
+    with pytest.raises(RuntimeError, match="allocation range is spent"):
+        for k in range(1, P):
+            slots.add_people(short, 0, k, 1, P, spent)

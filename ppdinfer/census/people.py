@@ -859,7 +859,7 @@ def sample_people(
     group_ptr, group_leaves = _csr(prior.leaf_group, prior.n_groups)
     seeds = root_seed(random_seed).spawn(chains)
     scratch_size = 4 * len(release.blocks) + 4
-    room = reserve(P, moves.bump_max if decompose is None else max(moves.bump_max, local_moves.bump_max))
+    room = reserve(P)
     n_sweeps = tune + draws * thin
     states, outputs = [], []
     for c in range(chains):

@@ -19,16 +19,17 @@ import numpy as np
 from numba import njit
 
 
-def reserve(P: int, bump_max: int) -> int:
-    """Positions enough for any one move's growth: at most 2 (bump_max + 2) cells inserted (a bump trade and its
-    undoing), each moving its leaf at most once, to at most P positions.
+def reserve(P: int) -> int:
+    """Positions enough for any one move's growth: at most two leaves gain cells in a move, and a leaf's slots grow
+    in one move by less than 5 P / 4 however many cells it gains (each growth doubles them, below a quarter of P,
+    then at most once to a dense row of P).
 
     Examples
     --------
-    >>> reserve(2048, 8)
-    40960
+    >>> reserve(2048)
+    5120
     """
-    return 2 * (bump_max + 2) * P
+    return 2 * (P + P // 4)
 
 
 def capacity(nonzero: np.ndarray, P: int, headroom: float) -> np.ndarray:
