@@ -57,7 +57,7 @@ from tqdm import tqdm
 
 from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
-from ..kernels.census_people import people_sweeps
+from ..kernels.census_people import composition_tables, people_sweeps
 from ..kernels.leaf_slots import repacked, reserve, slots_from_table
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
@@ -897,6 +897,9 @@ def sample_people(
         )  # fmt: skip
         s = states[-1]
         s["mu"] = np.exp(s["log_mean"])[prior.leaf_parent] * units + _facility_means(gq_csr, np.exp(s["log_gq"]), L)
+        # the sweeps' per-group tables, once per chain (not per call: a state's tracts x 2,016 cells are 52 MB each)
+        s["tables"] = (np.empty((prior.n_groups, K)), np.full((prior.n_groups, K), -np.inf),
+                       np.empty((prior.n_groups, cats.size)), np.zeros(prior.n_groups * K + 1, dtype=np.int64))  # fmt: skip
     workers = min(chains, resolve_cores(cores))
     done = [0] * chains
     stop = threading.Event()
@@ -908,9 +911,10 @@ def sample_people(
     leaf_parent, leaf_group = prior.leaf_parent.astype(np.int64), prior.leaf_group.astype(np.int64)
     p_sibling, p_near = (float(p) for p in moves.partners)
 
-    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, turning, learn_) -> bool:
+    def sweeps(s, o, start, count, n_tune, k, m, span, scratch, whole, learn_) -> bool:
         """people_sweeps of chain state s with move counts k and settings m over the leaves of span, in the allocation
-        range of ``scratch``: whether they are done (else they stopped for room, to be resumed)."""
+        range of ``scratch``, a sweep of the whole table (with turns, its tables its own) or a unit's local sweep:
+        whether they are done (else they stopped for room, to be resumed)."""
         return people_sweeps(
             start, count, n_tune, thin, (s["store"], P, scratch["alloc"]), s["totals"], s["rec"], cmap, s["resid"], rates,
             scales, blk_scale, release.power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, release.ancestors,
@@ -921,14 +925,15 @@ def sample_people(
             prior_vec, scratch["rng"], bnd, s["bval"], scratch["bidx"], scratch["bdelta"], scratch["touched"],
             scratch["dr"], o["rec"], o["phi"], o["mean"], o["alpha"], o["shares"], o["accept"], s["mu"], units,
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
-            scratch["logp"], m.turns if turning else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
-            m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if turning else 0.0,
+            scratch["logp"], m.turns if whole else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
+            m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if whole else 0.0, s["tables"], whole,
         ) == 0  # fmt: skip
 
     def local_round(s, o):
         """Every unit's local sweeps (no turns, hyperparameters held, nothing stored: tune past the sweeps), each in
         its own part of the pool's free range; those that stop for room resume after the pool is repacked."""
         m = local_moves
+        composition_tables(s["log_alpha"], s["shares"], cats, m.floor, 0, prior.n_groups, s["tables"])
         jobs = [(s, o, 0, decompose.sweeps, decompose.sweeps, local, m, span, scratch, False, False)
                 for span, scratch in zip(spans, s["local"], strict=True)]  # fmt: skip
         while jobs:

@@ -619,6 +619,27 @@ def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, fli
 
 
 @njit(cache=True, nogil=True)
+def composition_tables(log_alpha, shares, cats, floor, g_lo, g_hi, tables):
+    """Rows g_lo..g_hi - 1 of the sweeps' tables (beta, logw, cum, counts' pointers): each group's Dirichlet
+    parameters alpha x shares, the log destination weights of its allowed cells ``cats`` (share + ``floor``,
+    normalized; other cells keep the -inf they are allocated with) and their running sums."""
+    beta, logw, cum = tables[0], tables[1], tables[2]
+    K, Ka = shares.shape[1], cats.size
+    for g in range(g_lo, g_hi):
+        alpha = math.exp(log_alpha[g])
+        norm = 1.0 + Ka * floor
+        running = 0.0
+        for a in range(Ka):
+            k = cats[a]
+            w = (shares[g, k] + floor) / norm
+            logw[g, k] = math.log(w)
+            running += w
+            cum[g, a] = running
+        for k in range(K):
+            beta[g, k] = alpha * shares[g, k]
+
+
+@njit(cache=True, nogil=True)
 def people_sweeps(
     start, count, tune, thin, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
     blk_rate, blk_groups, anc, within, exchanges, swaps, births, class_lo, class_hi, sib_lo, sib_hi, near, p_sibling,
@@ -626,7 +647,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn,
+    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -645,6 +666,10 @@ def people_sweeps(
     relocations) change no value above it, so disjoint units may run in parallel threads, each with its own scratch
     arrays and random stream (:mod:`ppdinfer.census.decomposition`), and its own allocation range in ``cells``.
 
+    ``tables`` (:func:`composition_tables`, allocated once per chain) are recomputed for the span's groups at each
+    sweep where ``own_tables``; else, as in a local round whose hyperparameters are held, the caller computed them
+    once for all the units, which read them in parallel.
+
     ``cells`` is (store, P, allocation range); before each move, where the range has less than ``room`` free
     positions, the sweeps stop and save where (``resume``: sweep, leaf, kind, move, attempted, accepted) and return
     1; called again with the same arguments (the store repacked) they go on from there, so the draws do not depend
@@ -655,29 +680,15 @@ def people_sweeps(
     G = shares.shape[0]
     R = rec.shape[1]
     n_parents = log_mean.size
-    Ka = cats.size
-    beta = np.empty((G, K))
-    logw = np.full((G, K), -np.inf)
-    cum = np.empty((G, Ka))
-    gk_ptr = np.zeros(G * K + 1, dtype=np.int64)
+    beta, logw, cum, gk_ptr = tables[0], tables[1], tables[2], tables[3]
     picks = np.empty(max(bump_max, 1), dtype=np.int64)
     g_lo, g_hi = G, 0
     for leaf in range(span_lo, span_hi):
         g_lo, g_hi = min(g_lo, leaf_group[leaf]), max(g_hi, leaf_group[leaf] + 1)
     for sweep in range(resume[0] if resume[0] >= 0 else start, start + count):
         phi = math.exp(log_phi[0])
-        for g in range(g_lo, g_hi):
-            alpha = math.exp(log_alpha[g])
-            norm = 1.0 + Ka * floor
-            running = 0.0
-            for a in range(Ka):
-                k = cats[a]
-                w = (shares[g, k] + floor) / norm
-                logw[g, k] = math.log(w)
-                running += w
-                cum[g, a] = running
-            for k in range(K):
-                beta[g, k] = alpha * shares[g, k]
+        if own_tables:
+            composition_tables(log_alpha, shares, cats, floor, g_lo, g_hi, tables)
         attempted = 0
         accepted = 0
         leaf0, kind0, it0 = span_lo, 0, 0
