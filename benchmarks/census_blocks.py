@@ -73,6 +73,8 @@ def main() -> None:
     )
     parser.add_argument("--tmp", default=None)
     args = parser.parse_args()
+    if args.draws < 4:  # the summaries' ESS and R-hat need four draws per chain: refuse before the fit, not after
+        parser.error(f"--draws must be at least 4, got {args.draws}")
 
     from ppdinfer.case_studies.census_nmf.blocks import block_file
     from ppdinfer.census import PERSON, gls_estimate, synthetic_pl94_state
