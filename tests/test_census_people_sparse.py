@@ -16,8 +16,11 @@ import scipy.sparse as sp
 from ppdinfer.census import (
     PERSON,
     Decomposition,
+    Geography,
     GroupedRelease,
     PersonMoves,
+    TableSpec,
+    census_queries,
     file_exposure,
     grouped_release,
     read_nmf,
@@ -29,6 +32,7 @@ from ppdinfer.census import people as people_module
 from ppdinfer.census.baselines import largest_remainder
 from ppdinfer.kernels import leaf_slots as slots
 from ppdinfer.kernels.leaf_slots import repacked
+from ppdinfer.mechanisms import NoisyMeasurements
 
 REFERENCE = np.load(pathlib.Path(__file__).parent / "data" / "people_dense_reference.npz")
 #: The reference commit's default moves (relocations and ten hyperparameter rounds came later).
@@ -248,3 +252,55 @@ def test_a_leaf_grows_by_less_than_half_a_reserve_in_any_one_move(P):
     with pytest.raises(RuntimeError, match="allocation range is spent"):
         for k in range(1, P):
             slots.add_people(short, 0, k, 1, P, spent)
+
+
+def _pulled_runs(first: int):
+    """Four leaves of 10,000 people each (cells a, b) under an exact total of 40,000: each leaf's detailed values (sd 1)
+    read ``first`` people of cell a in the first leaf and 1,000 in each other, its totals (sd 10^6) read 0. The
+    totals' residuals start within int16's half (int16), the detailed ones not (int32). Runs with int16 residuals and
+    without."""
+    geo = Geography(["t", "b1", "b2", "b3", "b4"], [None, "t", "t", "t", "t"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"level1": ["total", "detailed"]})
+    loose = census.kind == "total"
+    y = np.where(loose, 0, census.matrix @ np.array([first, 0, 1000, 0, 1000, 0, 1000, 0]))
+    mech = NoisyMeasurements(
+        census.matrix, np.where(loose, 1e6, 1.0), invariants=census.unit_invariants(["t"], [40000])
+    )
+    release = GroupedRelease.from_census(census, mech, y)
+    return [sample_people(release, draws=5, tune=5, random_seed=1, initial=np.tile([10000, 0], (4, 1)), progressbar=False,
+                          moves=PersonMoves(lines=1.0, narrow_residuals=narrow)) for narrow in (True, False)]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")
+def test_int16_residuals_give_the_draws_of_int32_ones(cameron):
+    """Residuals held as int16 where they start well inside it: the draws of int32 ones, draw for draw, on Cameron
+    County in local rounds (every block int16) and where some blocks are int16 and others int32."""
+    release, exposure = cameron
+
+    def run(narrow, **kw):
+        return sample_people(release, draws=4, tune=2, random_seed=6, exposure=exposure, progressbar=False,
+                             record=RECORD, moves=PersonMoves(narrow_residuals=narrow), **kw)  # fmt: skip
+
+    local = Decomposition("Block_Group", moves=PersonMoves(lines=1.0, exchanges=1.0, bumps=2.0))
+    for tree, wide in ((run(True, decompose=local), run(False, decompose=local)), _pulled_runs(12000)):
+        assert "residual_refusals" not in tree.attrs
+        for key in ("cells", "alpha", "phi", "mean_size", "shares"):
+            np.testing.assert_array_equal(tree["posterior"][key].values, wide["posterior"][key].values, err_msg=key)
+    assert tree.attrs["residuals"] == "4 int16, 8 int32" and wide.attrs["residuals"] == "0 int16, 12 int32"
+    assert run(True).attrs["residuals"] == f"{sum(b.y.size for b in release.blocks)} int16, 0 int32"
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")
+def test_a_move_past_int16_is_refused_and_warned():
+    """The detailed values pull the first leaf to 37,000 people; its total's residual (0 - its people, int16) would
+    pass -32,767 first: the int16 run holds it there and warns, the int32 one goes on."""
+    with pytest.warns(RuntimeWarning, match="narrow_residuals=False"):
+        narrow, wide = _pulled_runs(37000)
+    first = lambda tree: tree["posterior"]["cells"].values[:, :, 0].sum(axis=-1)  # noqa: E731
+    assert narrow.attrs["residual_refusals"] > 0 and "residual_refusals" not in wide.attrs
+    assert first(narrow).max() <= 32767 < 36000 < first(wide).min()
+
+
+def test_narrow_residuals_must_be_a_bool():
+    with pytest.raises(ValueError, match="narrow_residuals must be True or False"):
+        PersonMoves(narrow_residuals=1)

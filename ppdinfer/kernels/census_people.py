@@ -5,9 +5,12 @@ Fenwick tree over them), so a person of a leaf is drawn uniformly (its cell with
 O(log cap) and a count read in O(log cap). A move takes t people of one cell to another cell of the same leaf, to
 the same cell of another leaf, or (leaves under no invariant) in or out of a leaf; its likelihood ratio reads, for
 each (level, query) block, the one or two released values whose sums change (``offset + ancestor row * values +
-group of the cell``) against a cached residual y - v. The cost of a move is O(blocks + log K) (a cell new to its
-leaf: + O(its slots)), of a sweep O(people + non-zero cells): empty cells are never stored or visited. A sweep that
-finds its allocation range short of one move's room stops before the move and is resumed where it stopped.
+group of the cell``) against a cached residual y - v: ``resid`` = (narrow, wide, refused), the residuals of
+blocks whose values start far inside int16 in the narrow array (half the memory of a state's 900 million values), the
+others in the wide one, a move that would take a narrow residual out of its type refused and counted. The cost of
+a move is O(blocks + log K) (a cell new to its leaf: + O(its slots)), of a sweep O(people + non-zero cells): empty
+cells are never stored or visited. A sweep that finds its allocation range short of one move's room stops before the
+move and is resumed where it stopped.
 
 The random numbers are those of :mod:`ppdinfer.kernels.census` (a xoshiro256** stream per chain).
 """
@@ -57,6 +60,44 @@ def _loss(r, power):
 
 
 @njit(cache=True, nogil=True)
+def _code(blk_off, blk_nv, b, u, g):
+    """The residual code of value g of unit u of block b: its position in the narrow array (>= 0), or -1 - its position
+    in the wide one (a wide block's offset is stored as -1 - its offset there)."""
+    off = blk_off[b]
+    if off >= 0:
+        return off + u * blk_nv[b] + g
+    return off - u * blk_nv[b] - g
+
+
+@njit(cache=True, nogil=True)
+def _value(resid, code):
+    """The residual of ``code`` in the store ``resid`` = (narrow, wide, refused)."""
+    if code >= 0:
+        return np.int64(resid[0][code])
+    return np.int64(resid[1][-1 - code])
+
+
+@njit(cache=True, nogil=True)
+def _shift(resid, code, d):
+    """Residual ``code`` plus d (a narrow one wraps if it leaves its type: only in a compound move that
+    :func:`_fits` has refused, whose undoing wraps it back)."""
+    if code >= 0:
+        resid[0][code] += d
+    else:
+        resid[1][-1 - code] += d
+
+
+@njit(cache=True, nogil=True)
+def _fits(resid, code, r):
+    """Whether residual value r may be held at ``code``; else the move is refused and counted in resid[2] (the
+    posterior's mass there is nil: a residual so far from its noise; the sampler warns if any was refused)."""
+    if code < 0 or abs(r) <= np.iinfo(resid[0].dtype).max:
+        return True
+    resid[2][0] += 1
+    return False
+
+
+@njit(cache=True, nogil=True)
 def _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                 touched, dr):  # fmt: skip
     """The log-likelihood change of moving t people from cell (lf, kf) to (lt, kt) (lf < 0: they arrive, lt < 0:
@@ -80,18 +121,18 @@ def _lik_change(lf, kf, lt, kt, t, resid, rates, scales, blk_scale, power, blk_l
         if gf >= 0:
             rate = rates[blk_rate[b] + uf] * scales[blk_scale[b] + gf]
             if rate > 0.0:
-                idx = blk_off[b] + uf * blk_nv[b] + gf
-                r = resid[idx]
-                out -= rate * (_loss(r + t, power) - _loss(r, power))
+                idx = _code(blk_off, blk_nv, b, uf, gf)
+                r = _value(resid, idx)
+                out -= rate * (_loss(r + t, power) - _loss(r, power)) if _fits(resid, idx, r + t) else np.inf
                 touched[n] = idx
                 dr[n] = t
                 n += 1
         if gt >= 0:
             rate = rates[blk_rate[b] + ut] * scales[blk_scale[b] + gt]
             if rate > 0.0:
-                idx = blk_off[b] + ut * blk_nv[b] + gt
-                r = resid[idx]
-                out -= rate * (_loss(r - t, power) - _loss(r, power))
+                idx = _code(blk_off, blk_nv, b, ut, gt)
+                r = _value(resid, idx)
+                out -= rate * (_loss(r - t, power) - _loss(r, power)) if _fits(resid, idx, r - t) else np.inf
                 touched[n] = idx
                 dr[n] = -t
                 n += 1
@@ -109,7 +150,7 @@ def _apply(lf, kf, lt, kt, t, cells, totals, rec, cmap, resid, touched, dr, n):
         totals[lt] += t
         rec[lt, cmap[kt]] += t
     for s in range(n):
-        resid[touched[s]] += dr[s]
+        _shift(resid, touched[s], dr[s])
 
 
 @njit(cache=True, nogil=True)
@@ -328,7 +369,7 @@ def _line_terms(a, ka, b, kb, resid, rates, scales, blk_scale, blk_level, blk_of
                 continue
             rate = rates[blk_rate[blk] + u] * scales[blk_scale[blk] + g]
             if rate > 0.0:
-                touched[n] = blk_off[blk] + u * blk_nv[blk] + g
+                touched[n] = _code(blk_off, blk_nv, blk, u, g)
                 sign[n] = sg
                 weight[n] = rate
                 n += 1
@@ -400,8 +441,11 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
             lp = _cell_change(na, beta[ga, ka], -t) + _cell_change(nb_, beta[gb, kb], t)
             lp += _total_change(Na, -t, phi, mu[a], alpha_a) + _total_change(Nb, t, phi, mu[b], alpha_b)
             for s in range(n):
-                r = resid[touched[s]]
-                lp -= weight[s] * (_loss(r + sign[s] * t, power) - _loss(r, power))
+                r = _value(resid, touched[s])
+                if _fits(resid, touched[s], r + sign[s] * t):
+                    lp -= weight[s] * (_loss(r + sign[s] * t, power) - _loss(r, power))
+                else:
+                    lp = -np.inf
         logp[t - lo_t] = lp
         top = max(top, lp)
     total = 0.0
@@ -793,11 +837,11 @@ def people_sweeps(
                         lik, n = _lik_change(leaf, i, leaf, j, t, resid, rates, scales, blk_scale, power, blk_level, blk_off,
                                              blk_nv, blk_rate, blk_groups, anc, touched, dr)  # fmt: skip
                         for s in range(n):  # the first half applied to the residuals, so the second reads them
-                            resid[touched[s]] += dr[s]
+                            _shift(resid, touched[s], dr[s])
                         lik2, n2 = _lik_change(other, j, other, i, t, resid, rates, scales, blk_scale, power, blk_level,
                                                blk_off, blk_nv, blk_rate, blk_groups, anc, touched[n:], dr[n:])  # fmt: skip
                         for s in range(n):
-                            resid[touched[s]] -= dr[s]
+                            _shift(resid, touched[s], -dr[s])
                         if _accept(lr + lik + lik2, rng):
                             accepted += 1
                             _apply(leaf, i, leaf, j, t, cells, totals, rec, cmap, resid, touched, dr, n)
