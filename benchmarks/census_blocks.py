@@ -151,6 +151,8 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
         us_per_person_per_sweep_per_chain=per_sweep / people * 1e6,
         sampling_s=tree.attrs["sampling_seconds"],
         peak_gib=peak_gib(),
+        residuals=tree.attrs["residuals"],
+        residual_refusals=tree.attrs.get("residual_refusals", 0),
     )
     start = time.perf_counter()
     cells = tree["posterior"]["cells"].values  # chain, draw, block, hhgq x (under 18, 18+)
