@@ -55,8 +55,8 @@ class Decomposition:
         Local sweeps of every unit before each whole-table sweep.
     moves : PersonMoves, optional
         The local moves' rates: its ``exchanges`` (never turning), ``lines``, ``bumps`` and ``relocations``; its other
-        moves change cells' sums over the unit (a swap for a moment) and are left to the whole-table sweep. Default
-        ``PersonMoves(lines=1.0)``.
+        moves change cells' sums over the unit (a swap for a moment) and are left to the whole-table sweep, and its
+        ``narrow_residuals`` is not read (the units share the fit's residuals). Default ``PersonMoves(lines=1.0)``.
     executor : concurrent.futures.Executor, optional
         Runs the units' local sweeps; its tasks must share this process's memory (a ``ThreadPoolExecutor``,
         ``distributed.Client(processes=False, memory_limit=0).get_executor(pure=False)``: no memory limit, since
