@@ -89,8 +89,8 @@ def _shift(resid, code, d):
 
 @njit(cache=True, nogil=True)
 def _fits(resid, code, r):
-    """Whether residual value r may be held at ``code``; else the move is refused and counted in resid[2] (the
-    posterior's mass there is nil: a residual so far from its noise; the sampler warns if any was refused)."""
+    """Whether residual value r may be held at ``code``; else the move is refused and counted in resid[2] (such a
+    state lies 32,767 persons from a measurement; the sampler warns if any move was refused)."""
     if code < 0 or abs(r) <= np.iinfo(resid[0].dtype).max:
         return True
     resid[2][0] += 1
