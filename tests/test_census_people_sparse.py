@@ -282,12 +282,15 @@ def test_int16_residuals_give_the_draws_of_int32_ones(cameron):
                              record=RECORD, moves=PersonMoves(narrow_residuals=narrow), **kw)  # fmt: skip
 
     local = Decomposition("Block_Group", moves=PersonMoves(lines=1.0, exchanges=1.0, bumps=2.0))
-    for tree, wide in ((run(True, decompose=local), run(False, decompose=local)), _pulled_runs(12000)):
+    n_values = sum(b.y.size for b in release.blocks)
+    for (tree, wide), types in (
+        ((run(True, decompose=local), run(False, decompose=local)), (f"{n_values} int16, 0 int32", f"0 int16, {n_values} int32")),
+        (_pulled_runs(12000), ("4 int16, 8 int32", "0 int16, 12 int32")),
+    ):  # fmt: skip
         assert "residual_refusals" not in tree.attrs
+        assert (tree.attrs["residuals"], wide.attrs["residuals"]) == types
         for key in ("cells", "alpha", "phi", "mean_size", "shares"):
             np.testing.assert_array_equal(tree["posterior"][key].values, wide["posterior"][key].values, err_msg=key)
-    assert tree.attrs["residuals"] == "4 int16, 8 int32" and wide.attrs["residuals"] == "0 int16, 12 int32"
-    assert run(True).attrs["residuals"] == f"{sum(b.y.size for b in release.blocks)} int16, 0 int32"
 
 
 @pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")

@@ -313,16 +313,15 @@ def _residuals(release: GroupedRelease, cells: sp.csr_array, narrow: bool):
     blocks = release.blocks
     sizes = np.array([b.y.size for b in blocks], dtype=np.int64)
     totals = np.asarray(cells.sum(axis=1)).ravel().astype(float)
-    reaches = [  # |y - v| <= |y| + v, v at most the people of the value's unit
-        int(np.abs(b.y).max(initial=0)) + int(np.bincount(release.ancestors[b.level], weights=totals).max(initial=0))
-        for b in blocks
-    ]
-    in_narrow = np.array([narrow and r <= NARROW_REACH for r in reaches], dtype=bool)
+    y_max = [int(np.abs(b.y).max(initial=0)) for b in blocks]
+    unit_max = [int(np.bincount(release.ancestors[b.level], weights=totals).max(initial=0)) for b in blocks]
+    # |y - v| <= |y| + v, v at most the people of the value's unit
+    in_narrow = np.array([narrow and y + v <= NARROW_REACH for y, v in zip(y_max, unit_max, strict=True)], dtype=bool)
     ends = [np.cumsum(np.where(in_narrow == side, sizes, 0)) for side in (True, False)]
     offsets = np.where(in_narrow, ends[0] - sizes, -1 - (ends[1] - sizes)).astype(np.int64)
     rate_sizes = np.array([b.rate.size for b in blocks], dtype=np.int64)
     rate_offsets = np.concatenate([[0], np.cumsum(rate_sizes)[:-1]]).astype(np.int64)
-    reach = max(reaches, default=0) + int(cells.sum())
+    reach = max(y_max, default=0) + int(cells.sum())
     stores = (np.empty(int(ends[0][-1]) if blocks else 0, dtype=np.int16),
               np.empty(int(ends[1][-1]) if blocks else 0, dtype=np.int32 if reach < 2**30 else np.int64))  # fmt: skip
     for b, off in zip(blocks, offsets, strict=True):
@@ -999,7 +998,7 @@ def sample_people(
     if refused:
         attrs["residual_refusals"] = refused
         warnings.warn(
-            f"{refused} moves were refused because they would take an int16 residual y - v past its range: the draws "
+            f"{refused} proposals were refused because they would take an int16 residual y - v past its range: the draws "
             "are not exactly the posterior's (such a state is far from the measurements); rerun with "
             "PersonMoves(narrow_residuals=False)",
             RuntimeWarning,
