@@ -554,41 +554,86 @@ def test_line_draws_that_turn_keep_the_posterior(b2_holds_g):
     _assert_three_levels_kept(tree, truth, states, p)
 
 
-@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # b4 mixes by mates alone
-@pytest.mark.parametrize("move", ["exchanges", "lines", "relocations"])
-def test_mates_pass_a_facility_s_people_to_a_distant_facility_and_keep_the_posterior(move):
-    """Four blocks in two block groups, cells h (household) and f (facility): b1 may hold both, b2 and b3 only h,
-    b4 only f, so f is a rare group and b1 and b4 are mates. Partners are siblings or next leaves only (near 1),
-    no turns: f's people pass between b1 and b4 by mates alone. The draws follow the enumeration (the tract's
-    total exact) and b4's total moves as much as its posterior spread."""
+def _facility_and_households(two_ages: bool = False):
+    """Four blocks in two block groups, hhgq levels h (household) and f (facility), and (``two_ages``) two ages: b1
+    may hold both levels, b2 and b3 only h, b4 only f, so f is a rare group and b1 and b4 are mates; the tract's total
+    exact. The release, a truth, the enumerated states, their posterior weights under fixed hyperparameters and the
+    cells' shape per leaf."""
+    ages = ("young", "old") if two_ages else ("all",)
+    K = 2 * len(ages)
     geo = Geography(["t", "g1", "g2", "b1", "b2", "b3", "b4"], [None, "t", "t", "g1", "g1", "g2", "g2"],
                     ["Tract", "Block_Group", "Block"])  # fmt: skip
-    census = census_queries(geo, TableSpec(("h", "f")), {"Block_Group": ["total"], "Block": ["total", "detailed"]})
-    truth = np.array([3, 2, 2, 0, 1, 0, 0, 2])
+    labels = tuple(f"{level}:{age}" for level in ("h", "f") for age in ages)
+    census = census_queries(geo, TableSpec(labels), {"Block_Group": ["total"], "Block": ["total", "detailed"]})
+    truth = (np.array([1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]) if two_ages
+             else np.array([3, 2, 2, 0, 1, 0, 0, 2]))  # fmt: skip
     N = int(truth.sum())
     mech = NoisyMeasurements(census.matrix, 2.0, invariants=census.unit_invariants(["t"], [N]))
     y = mech.release(truth, random_seed=5)
     upper = np.array([[N, N], [N, 0], [N, 0], [0, N]])
-    bounds = (BoundBlock(2, "leaf", np.arange(2), np.zeros((4, 2), dtype=np.int64), upper),)
+    groups = np.repeat(np.arange(2), len(ages))  # each cell's hhgq level
+    bounds = (BoundBlock(2, "leaf", groups, np.zeros((4, 2), dtype=np.int64), upper),)
     base = GroupedRelease.from_census(census, mech, y)
     release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
-                             base.structural_zeros, bounds=bounds)  # fmt: skip
-    states = np.array([[a, b, c, 0, d, 0, 0, N - a - b - c - d] for a in range(N + 1) for b in range(N + 1 - a)
-                       for c in range(N + 1 - a - b) for d in range(N + 1 - a - b - c)])  # fmt: skip
-    fixed = {**FIXED, "alpha": 1.0, "mean": 3.0}
-    log = _log_prior(states.reshape(-1, 4, 2), fixed) + mech.logpdf(y, states)
+                             base.structural_zeros, shape=(2, len(ages)), bounds=bounds)  # fmt: skip
+    free = np.flatnonzero(upper[:, groups].ravel() > 0)
+    states = []
+    for bars in itertools.combinations(range(N + free.size - 1), free.size - 1):  # stars and bars: sum N
+        parts = np.diff(np.concatenate([[-1], bars, [N + free.size - 1]])) - 1
+        state = np.zeros(4 * K, dtype=np.int64)
+        state[free] = parts
+        states.append(state)
+    states = np.array(states)
+    shares = [0.3, 0.2, 0.3, 0.2] if two_ages else FIXED["shares"]
+    fixed = {**FIXED, "alpha": 1.0, "mean": 3.0, "shares": shares}
+    log = _log_prior(states.reshape(-1, 4, K), fixed) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
-    p /= p.sum()
+    return release, truth, states, p / p.sum(), fixed, (4, K)
+
+
+@pytest.mark.filterwarnings("ignore::ppdinfer.inference.diagnostics.ConvergenceWarning")  # b4 mixes by mates alone
+@pytest.mark.parametrize("move", ["exchanges", "lines", "relocations"])
+def test_mates_pass_a_facility_s_people_to_a_distant_facility_and_keep_the_posterior(move):
+    """The four blocks of :func:`_facility_and_households`: partners are siblings or next leaves only (near 1), no
+    turns, so f's people pass between b1 and b4 by mates alone. The draws follow the enumeration and b4's total moves
+    as much as its posterior spread."""
+    release, truth, states, p, fixed, shape = _facility_and_households()
+    N = int(truth.sum())
     rates = {"exchanges": {"exchanges": 2.0, "jump": 0.3}, "lines": {"lines": 2.0, "line_window": 4},
              "relocations": {"relocations": 2.0, "exchanges": 0.5}}[move]  # fmt: skip
     moves = replace(NO_MOVES, within=1.0, turns=0.0, partners=(0.5, 0.5), near=1, mates=0.5, **rates)
     tree = sample_people(release, draws=4000, tune=300, random_seed=3, learn=False, hyperparameters=fixed,
-                         moves=moves, initial=truth.reshape(4, 2), progressbar=False)  # fmt: skip
+                         moves=moves, initial=truth.reshape(shape), progressbar=False)  # fmt: skip
     cells = tree["posterior"]["cells"].values.reshape(2, 4000, 8)
     assert (cells[..., [3, 5, 6]] == 0).all() and (cells.sum(axis=-1) == N).all()
     assert cells[..., 7].std() > 0.5 * _exact_moments(p, states[:, 7])[1]
     for c, name in ((0, "b1 h"), (1, "b1 f"), (2, "b2 h"), (4, "b3 h"), (7, "b4 f")):
         _assert_exact_mean(p, states[:, c], cells[..., c], name)
+
+
+@pytest.mark.parametrize("turn_axis", [0, -1], ids=["on hhgq", "on any axis"])
+def test_rare_lines_turn_a_facility_s_people_into_a_sibling_s_households_and_keep_the_posterior(turn_axis):
+    """The four blocks of :func:`_facility_and_households` (b1 may hold h and f, b2 and b3 only h, b4 only f): rare
+    lines alone change f, always turning, with a sibling (b1's f with b2's h, b4's with b3's) or a mate (b1's f with
+    b4's, which has no other level: the turn falls back to f; b4's f with b1's h); line draws between neighbours pass
+    h across the block groups, never turning. The draws follow the enumeration, and b4's total moves as much as its
+    posterior spread. With a second axis (age, two levels), a turn on any axis may find none open: the pair's chance
+    from each side differs."""
+    release, truth, states, p, fixed, shape = _facility_and_households(two_ages=turn_axis < 0)
+    moves = replace(NO_MOVES, lines=1.0, partners=(0.0, 1.0), near=1, mates=0.5, rare_lines=3.0, turn_axis=turn_axis,
+                    line_window=4)  # fmt: skip
+    tree = sample_people(release, draws=4000, tune=300, random_seed=3, learn=False, hyperparameters=fixed,
+                         moves=moves, initial=truth.reshape(shape), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, -1)
+    assert (cells.sum(axis=-1) == truth.sum()).all()
+    per = cells.shape[-1] // 4
+    b4 = cells[..., 3 * per :].sum(axis=-1)
+    assert b4.std() > 0.5 * _exact_moments(p, states[:, 3 * per :].sum(axis=1))[1]
+    for c in range(cells.shape[-1]):
+        if states[:, c].any():
+            _assert_exact_mean(p, states[:, c], cells[..., c], f"cell {c}")
+        else:
+            assert (cells[..., c] == 0).all()
 
 
 def test_short_chains_warn_that_they_have_not_converged():

@@ -111,6 +111,13 @@ class PersonMoves:
         a turn of it (as for ``turns``): a facility's people and a household sibling's of the same age and race
         trade places by the measurements' exact conditional, the move that changes a block group's split between
         households and a group-quarters type with its total kept.
+    rare_lines : float
+        Line draws that always turn, with a mate (probability ``mates``) or else a sibling, per person of the
+        starting table (plus one) of each leaf that may hold a *rare* group (below: a block with a group-quarters
+        facility), besides ``lines``: a block group's split between households and a facility's type, and the
+        facilities' shares of their type, the slowest quantities of a county's block-level fit, get them where
+        they change and nowhere else. Where the other leaf has no level to turn to (a facility-only mate), the
+        draw passes the people to the same cell.
     swaps : float
         Trades per person of the starting table: t people of cell i of a leaf and t of cell j of another
         (a sibling, a leaf nearby or any) trade cells, both leaves' totals kept; between siblings, every
@@ -177,6 +184,7 @@ class PersonMoves:
     lines: float = 0.25
     line_window: int = 8
     line_turns: float = 0.0
+    rare_lines: float = 0.0
     swaps: float = 0.5
     births: float = 0.25
     partners: tuple = (0.6, 0.25)
@@ -195,8 +203,8 @@ class PersonMoves:
     narrow_residuals: bool = True
 
     def __post_init__(self):
-        for name in ("within", "within_per_cell", "exchanges", "lines", "swaps", "bumps", "spreads", "flips", "births",
-                     "relocations"):  # fmt: skip
+        for name in ("within", "within_per_cell", "exchanges", "lines", "rare_lines", "swaps", "bumps", "spreads",
+                     "flips", "births", "relocations"):  # fmt: skip
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
                 raise ValueError(f"PersonMoves: {name} must be a finite number >= 0, got {value!r}")
@@ -228,17 +236,19 @@ class PersonMoves:
 
 
 #: The relative cost of each move, for the sweeps' chunk size (a line draw reads a window of values).
-_WORK = {"within": 1, "exchanges": 1, "lines": 4, "swaps": 2, "births": 1, "relocations": 1}
+_WORK = {"within": 1, "exchanges": 1, "lines": 4, "rare_lines": 4, "swaps": 2, "births": 1, "relocations": 1}
 
 
-def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray, free, closed) -> dict:
-    """The moves per leaf and sweep of each kind (a dict of int64 arrays), by the starting table's people."""
+def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray, free, closed, rare) -> dict:
+    """The moves per leaf and sweep of each kind (a dict of int64 arrays), by the starting table's people (``rare``:
+    whether each leaf may hold a rare group)."""
     people, nonzero = cells0.sum(axis=1), np.diff(cells0.indptr)
     per = lambda rate, extra=0: np.ceil(rate * people).astype(np.int64) + extra  # noqa: E731
     counts = {
         "within": np.ceil(moves.within * people + moves.within_per_cell * nonzero).astype(np.int64),
         "exchanges": np.where(in_class, per(moves.exchanges, moves.exchanges > 0), 0),
         "lines": np.where(in_class, per(moves.lines, moves.lines > 0), 0),
+        "rare_lines": np.where(in_class & rare, per(moves.rare_lines, moves.rare_lines > 0), 0),
         "swaps": per(moves.swaps) if len(people) > 1 else np.zeros(len(people), dtype=np.int64),
         "births": np.where(free, per(moves.births, moves.births > 0), 0),
         "relocations": np.where(in_class, per(moves.relocations, moves.relocations > 0), 0),
@@ -250,7 +260,7 @@ def _move_counts(moves: PersonMoves, cells0: sp.csr_array, in_class: np.ndarray,
     return counts
 
 
-def _local_moves(decompose, release, cells0, in_class, free, closed):
+def _local_moves(decompose, release, cells0, in_class, free, closed, rare):
     """A decomposition's unit spans, local PersonMoves and move counts (those that keep cells' sums over a unit)."""
     if decompose is None:
         return np.zeros((0, 2), dtype=np.int64), PersonMoves(), None
@@ -259,9 +269,9 @@ def _local_moves(decompose, release, cells0, in_class, free, closed):
     moves = PersonMoves(lines=1.0) if decompose.moves is None else decompose.moves
     if not isinstance(moves, PersonMoves):
         raise ValueError(f"Decomposition: moves must be a PersonMoves, got {type(moves).__name__}")
-    counts = _move_counts(moves, cells0, in_class, free, closed)
-    for name in ("within", "births", "spreads", "flips", "swaps"):  # they change cells' sums over the unit (a swap
-        # transiently: its first half is applied to every level before the second takes it back)
+    counts = _move_counts(moves, cells0, in_class, free, closed, rare)
+    for name in ("within", "births", "spreads", "flips", "swaps", "rare_lines"):  # they change cells' sums over the
+        # unit (a swap transiently: its first half is applied to every level before the second takes it back)
         counts[name][:] = 0
     return spans, moves, counts
 
@@ -871,8 +881,9 @@ def sample_people(
     buffer = (moves.bump_max + 2) * 2 * len(release.bounds) + 4
     lo, hi, free, sib_lo, sib_hi = _classes(release)
     rare = _rare_groups(release)
-    counts = _move_counts(moves, cells0, hi - lo >= 2, free, closed)
-    spans, local_moves, local = _local_moves(decompose, release, cells0, hi - lo >= 2, free, closed)
+    rare_leaves = np.diff(rare[0]) > 0
+    counts = _move_counts(moves, cells0, hi - lo >= 2, free, closed, rare_leaves)
+    spans, local_moves, local = _local_moves(decompose, release, cells0, hi - lo >= 2, free, closed, rare_leaves)
     T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
     for m in (moves, local_moves):
@@ -952,6 +963,7 @@ def sample_people(
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
             scratch["logp"], m.turns if whole else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
             m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if whole else 0.0, s["tables"], whole,
+            k["rare_lines"],
         ) == 0  # fmt: skip
 
     def local_round(s, o):

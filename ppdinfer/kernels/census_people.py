@@ -638,11 +638,11 @@ def _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng):
 
 
 @njit(cache=True, nogil=True)
-def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations, in_class,
-                several):  # fmt: skip
-    """The moves of one kind (0..8: within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations)
-    of a leaf in a sweep (exchanges, lines and relocations only with another leaf of its class, bumps only with
-    another leaf in the span)."""
+def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations, rare_lines,
+                in_class, several):  # fmt: skip
+    """The moves of one kind (0..9: within, exchanges, lines, swaps, bumps, spreads, flips, births, relocations, rare
+    lines) of a leaf in a sweep (exchanges, lines, relocations and rare lines only with another leaf of its class,
+    bumps only with another leaf in the span)."""
     if kind == 0:
         return within[leaf]
     if kind == 1:
@@ -659,7 +659,9 @@ def _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, fli
         return flips[leaf]
     if kind == 7:
         return births[leaf]
-    return relocations[leaf] if in_class else 0
+    if kind == 8:
+        return relocations[leaf] if in_class else 0
+    return rare_lines[leaf] if in_class else 0
 
 
 @njit(cache=True, nogil=True)
@@ -691,7 +693,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables,
+    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables, rare_lines,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -701,12 +703,13 @@ def people_sweeps(
     with another leaf (both totals kept), ``bumps`` bump trades and ``spreads`` spreads (:func:`_bump_move`),
     ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
     ``births[l]`` in or out (leaves under no invariant), ``relocations[l]`` moves of a whole cell's people to the
-    same cell, empty, of such a leaf (:func:`_relocation`). Then ``hyper_rounds`` updates of phi, the mean
-    sizes, each group's alpha and its shares (pairs of shares with their sum kept), step sizes adapted while
-    tuning.
+    same cell, empty, of such a leaf (:func:`_relocation`), ``rare_lines[l]`` line draws that always turn, with a
+    mate or a sibling (where a leaf may hold a rare group: a facility's block, its households and its mates). Then
+    ``hyper_rounds`` updates of phi, the mean sizes, each group's alpha and its shares (pairs of shares with their sum
+    kept), step sizes adapted while tuning.
 
     Only the leaves span_lo..span_hi - 1 move, each with partners in that span alone (0, L: all of them): a unit's
-    moves that keep every cell's sum over the unit (exchanges that do not turn, line draws, swaps, bump trades,
+    moves that keep every cell's sum over the unit (exchanges and line draws that do not turn, swaps, bump trades,
     relocations) change no value above it, so disjoint units may run in parallel threads, each with its own scratch
     arrays and random stream (:mod:`ppdinfer.census.decomposition`), and its own allocation range in ``cells``.
 
@@ -745,9 +748,9 @@ def people_sweeps(
             a_sib, b_sib = max(sib_lo[leaf], span_lo), min(sib_hi[leaf], span_hi)
             lo, hi = max(class_lo[leaf], span_lo), min(class_hi[leaf], span_hi)
             alpha = math.exp(log_alpha[g])
-            for kind in range(kind0, 9):
+            for kind in range(kind0, 10):
                 n_moves = _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births,
-                                      relocations, hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
+                                      relocations, rare_lines, hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
                 it = it0
                 it0 = 0
                 while it < n_moves:
@@ -892,6 +895,17 @@ def people_sweeps(
                                                 blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                                                 beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched,
                                                 dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
+                    elif kind == 9:
+                        # a line draw that always turns, with a mate or else a sibling: a facility's people and a
+                        # household sibling's trade places, or a distant facility's (the pair drawn by the release alone)
+                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, 1.0, 0.0, mates, rng)
+                        if other < 0:
+                            continue
+                        attempted += 1
+                        accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
+                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
+                                               leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
+                                               weight, logp, 1.0, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
                         t = _jump(rng, p_jump, max_jump)
