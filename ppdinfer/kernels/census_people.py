@@ -806,15 +806,18 @@ def people_sweeps(
                         accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, rec, cmap, resid, rates, scales,
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
                                               bidx, bdelta, touched, dr, rng)  # fmt: skip
-                    elif kind == 2:
-                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, p_sibling, p_near, mates, rng)
+                    elif kind == 2 or kind == 9:
+                        # a line draw; a rare line (9) always turns, with a mate or else a sibling: a facility's people
+                        # and a household sibling's trade places, or a distant facility's
+                        ps, pn, pt = (1.0, 0.0, 1.0) if kind == 9 else (p_sibling, p_near, p_line_turn)
+                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, ps, pn, mates, rng)
                         if other < 0:
                             continue
                         attempted += 1
                         accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
                                                leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                               weight, logp, p_line_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
+                                               weight, logp, pt, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 3:
                         # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                         other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
@@ -895,17 +898,6 @@ def people_sweeps(
                                                 blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
                                                 beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched,
                                                 dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
-                    elif kind == 9:
-                        # a line draw that always turns, with a mate or else a sibling: a facility's people and a
-                        # household sibling's trade places, or a distant facility's (the pair drawn by the release alone)
-                        other = _partner(leaf, lo, hi, a_sib, b_sib, near, 1.0, 0.0, mates, rng)
-                        if other < 0:
-                            continue
-                        attempted += 1
-                        accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
-                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                               leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                               weight, logp, 1.0, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
                         t = _jump(rng, p_jump, max_jump)
