@@ -280,6 +280,10 @@ def test_bad_input_is_refused():
         PersonMoves(within=-1)
     with pytest.raises(ValueError, match="line_turns must be a probability"):
         PersonMoves(line_turns=1.5)
+    with pytest.raises(ValueError, match="second_axis must be an axis"):
+        PersonMoves(second_axis=-2)
+    with pytest.raises(ValueError, match="second_axis 3 is not an axis of the release's 1-axis table"):
+        sample_people(release, moves=PersonMoves(second_axis=3), progressbar=False)
     with pytest.raises(ValueError, match="moves must be a PersonMoves"):
         sample_people(release, moves={"within": 2}, progressbar=False)
     with pytest.raises(ValueError, match="GroupedRelease"):
@@ -491,26 +495,42 @@ def test_relocations_that_turn_keep_the_posterior(turn_axis):
         _assert_exact_mean(p, states[:, c], cells[..., c], c)
 
 
-def _three_levels(b2_holds_g: bool = True):
+def _states_summing_to(N: int, free: np.ndarray, size: int) -> np.ndarray:
+    """Every state of ``size`` cells, zero outside ``free``, that sums to N (stars and bars)."""
+    states = []
+    for bars in itertools.combinations(range(N + free.size - 1), free.size - 1):
+        parts = np.diff(np.concatenate([[-1], bars, [N + free.size - 1]])) - 1
+        state = np.zeros(size, dtype=np.int64)
+        state[free] = parts
+        states.append(state)
+    return np.array(states)
+
+
+def _three_levels(b2_holds_g: bool = True, two_ages: bool = False):
     """A tract (total exact) of b1, which may hold levels h and f of a three-level axis, and b2, which may hold f and
-    (``b2_holds_g``) g, measured by block group (total and cells, noise sd 4): the release, a truth, the enumerated
-    states and their posterior weights under fixed hyperparameters (a turn's proposal ratio is 1/2, 1 or 2: h to f
-    or g, f to g, and back)."""
+    (``b2_holds_g``) g, and (``two_ages``) a second axis of two ages, measured by block group (total and cells, noise
+    sd 4): the release, a truth, the enumerated states, their posterior weights under fixed hyperparameters and the
+    cells' shape per leaf (a turn's proposal ratio is 1/2, 1 or 2: h to f or g, f to g, and back)."""
+    ages = ("young", "old") if two_ages else ("all",)
+    K = 3 * len(ages)
     geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])
-    census = census_queries(geo, TableSpec(("h", "f", "g")), {"Block_Group": ["total", "detailed"]})
-    truth = np.array([4, 2, 0, 0, 3, 2 * b2_holds_g])
+    labels = tuple(f"{level}:{age}" for level in ("h", "f", "g") for age in ages)
+    census = census_queries(geo, TableSpec(labels), {"Block_Group": ["total", "detailed"]})
+    truth = (np.array([2, 1, 1, 2, 0, 0, 0, 0, 2, 1, b2_holds_g, b2_holds_g]) if two_ages
+             else np.array([4, 2, 0, 0, 3, 2 * b2_holds_g]))  # fmt: skip
     N = int(truth.sum())
     mech = NoisyMeasurements(census.matrix, 4.0, invariants=census.unit_invariants(["t"], [N]))
     y = mech.release(truth, random_seed=4)
     upper = np.array([[N, N, 0], [0, N, N * b2_holds_g]])
-    bounds = (BoundBlock(1, "leaf", np.arange(3), np.zeros((2, 3), dtype=np.int64), upper),)
+    groups = np.repeat(np.arange(3), len(ages))  # each cell's level
+    bounds = (BoundBlock(1, "leaf", groups, np.zeros((2, 3), dtype=np.int64), upper),)
     base = GroupedRelease.from_census(census, mech, y)
     release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
-                             base.structural_zeros, bounds=bounds)  # fmt: skip
-    states = np.array([[h, f, 0, 0, e, N - h - f - e] for h in range(N + 1) for f in range(N + 1 - h)
-                       for e in range(N + 1 - h - f) if b2_holds_g or e == N - h - f])  # fmt: skip
-    fixed = {**FIXED, "alpha": 0.5, "mean": 5.0, "shares": [0.5, 0.2, 0.3]}
-    log = _log_prior(states.reshape(-1, 2, 3), fixed) + mech.logpdf(y, states)
+                             base.structural_zeros, shape=(3, 2) if two_ages else None, bounds=bounds)  # fmt: skip
+    states = _states_summing_to(N, np.flatnonzero(upper[:, groups].ravel() > 0), 2 * K)
+    shares = [0.3, 0.2, 0.1, 0.1, 0.15, 0.15] if two_ages else [0.5, 0.2, 0.3]
+    fixed = {**FIXED, "alpha": 0.5, "mean": 5.0, "shares": shares}
+    log = _log_prior(states.reshape(-1, 2, K), fixed) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
     return release, truth, states, p / p.sum(), fixed
 
@@ -554,6 +574,33 @@ def test_line_draws_that_turn_keep_the_posterior(b2_holds_g):
     _assert_three_levels_kept(tree, truth, states, p)
 
 
+@pytest.mark.parametrize("turn_axis, second_axis, b2_holds_g", [(0, 1, True), (-1, -1, False)],
+                         ids=["level, then age; b2 holds f and g", "any two axes; b2 holds f only"])  # fmt: skip
+def test_line_draws_that_turn_two_axes_keep_the_posterior(turn_axis, second_axis, b2_holds_g):
+    """Line draws alone, most of them turning, half of the turns on a second axis too (:func:`_three_levels` with
+    two ages). Where b2 holds f and g, b1's young households become b2's old f or g people (two cells to draw
+    among), b1's young f people only b2's old g (one), b2's old g b1's young h or f (two): the proposal ratio is
+    1/2, 1 or 2, and with turns on the level axis, the young's total changes by two-axis turns alone. Where b2 holds
+    f only, a turn of b1's f on any two axes finds none open, on one axis half the time (age alone is open): the
+    draw falls back to f by a chance that mixes the two, and b2's f never does. The draws follow the enumeration and
+    the young's total moves as much as its posterior spread."""
+    release, truth, states, p, fixed = _three_levels(b2_holds_g, two_ages=True)
+    moves = replace(NO_MOVES, lines=3.0, line_window=4, line_turns=0.8, turn_axis=turn_axis, second_turns=0.5,
+                    second_axis=second_axis)  # fmt: skip
+    tree = sample_people(release, draws=16000, tune=300, random_seed=5, learn=False, hyperparameters=fixed,
+                         moves=moves, initial=truth.reshape(2, 6), progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 16000, 12)
+    assert (cells.sum(axis=-1) == truth.sum()).all()
+    young = cells[..., 0::2].sum(axis=-1)
+    assert young.std() > 0.5 * _exact_moments(p, states[:, 0::2].sum(axis=1))[1]
+    for c in range(12):
+        if states[:, c].any():
+            _assert_exact_mean(p, states[:, c], cells[..., c], f"cell {c}")
+        else:
+            assert (cells[..., c] == 0).all()
+    _assert_exact_mean(p, states[:, 0::2].sum(axis=1), young, "young")
+
+
 def _facility_and_households(two_ages: bool = False):
     """Four blocks in two block groups, hhgq levels h (household) and f (facility), and (``two_ages``) two ages: b1
     may hold both levels, b2 and b3 only h, b4 only f, so f is a rare group and b1 and b4 are mates; the tract's total
@@ -576,14 +623,7 @@ def _facility_and_households(two_ages: bool = False):
     base = GroupedRelease.from_census(census, mech, y)
     release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
                              base.structural_zeros, shape=(2, len(ages)), bounds=bounds)  # fmt: skip
-    free = np.flatnonzero(upper[:, groups].ravel() > 0)
-    states = []
-    for bars in itertools.combinations(range(N + free.size - 1), free.size - 1):  # stars and bars: sum N
-        parts = np.diff(np.concatenate([[-1], bars, [N + free.size - 1]])) - 1
-        state = np.zeros(4 * K, dtype=np.int64)
-        state[free] = parts
-        states.append(state)
-    states = np.array(states)
+    states = _states_summing_to(N, np.flatnonzero(upper[:, groups].ravel() > 0), 4 * K)
     shares = [0.3, 0.2, 0.3, 0.2] if two_ages else FIXED["shares"]
     fixed = {**FIXED, "alpha": 1.0, "mean": 3.0, "shares": shares}
     log = _log_prior(states.reshape(-1, 4, K), fixed) + mech.logpdf(y, states)

@@ -118,6 +118,13 @@ class PersonMoves:
         facilities' shares of their type, the slowest quantities of a county's block-level fit, get them where
         they change and nowhere else. Where the other leaf has no level to turn to (a facility-only mate), the
         draw passes the people to the same cell.
+    second_turns, second_axis : float, int
+        The probability that a line draw's turn (``line_turns``, rare lines) changes a second axis too,
+        ``second_axis`` (or, where it is -1 or the turn's own, one drawn uniformly among the others), to a cell drawn
+        uniformly among those so changed that the other leaf may hold (the proposal ratio counts them both ways):
+        e.g. a facility's adults and a household sibling's children of the same race trade places, the block group's
+        total, its household adults and its other facilities kept (the direction a facility-only block's adults mix
+        along, the slowest of a county's blocks).
     swaps : float
         Trades per person of the starting table: t people of cell i of a leaf and t of cell j of another
         (a sibling, a leaf nearby or any) trade cells, both leaves' totals kept; between siblings, every
@@ -185,6 +192,8 @@ class PersonMoves:
     line_window: int = 8
     line_turns: float = 0.0
     rare_lines: float = 0.0
+    second_turns: float = 0.0
+    second_axis: int = -1
     swaps: float = 0.5
     births: float = 0.25
     partners: tuple = (0.6, 0.25)
@@ -216,7 +225,7 @@ class PersonMoves:
             raise ValueError(
                 f"PersonMoves: partners must be two probabilities summing to at most 1, got {self.partners!r}"
             )
-        for name in ("jump", "turns", "line_turns", "mates"):
+        for name in ("jump", "turns", "line_turns", "second_turns", "mates"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"PersonMoves: {name} must be a probability, got {getattr(self, name)!r}")
         positive_int(self.near, "PersonMoves: near")
@@ -224,10 +233,10 @@ class PersonMoves:
         positive_int(self.line_window, "PersonMoves: line_window")
         positive_int(self.max_jump, "PersonMoves: max_jump")
         positive_int(self.bump_max, "PersonMoves: bump_max")
-        if isinstance(self.turn_axis, bool) or not isinstance(self.turn_axis, int | np.integer) or self.turn_axis < -1:
-            raise ValueError(
-                f"PersonMoves: turn_axis must be an axis (an int >= 0) or -1 (any), got {self.turn_axis!r}"
-            )
+        for name in ("turn_axis", "second_axis"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < -1:
+                raise ValueError(f"PersonMoves: {name} must be an axis (an int >= 0) or -1 (any), got {value!r}")
         positive_int(self.hyper_rounds, "PersonMoves: hyper_rounds")
         if not isinstance(self.narrow_residuals, bool | np.bool_):
             raise ValueError(f"PersonMoves: narrow_residuals must be True or False, got {self.narrow_residuals!r}")
@@ -887,8 +896,11 @@ def sample_people(
     T = gq_size0.size
     axes = np.asarray(release.shape, dtype=np.int64)
     for m in (moves, local_moves):
-        if m.turn_axis >= len(axes):
-            raise ValueError(f"moves: turn_axis {m.turn_axis} is not an axis of the release's {len(axes)}-axis table")
+        for name in ("turn_axis", "second_axis"):
+            if getattr(m, name) >= len(axes):
+                raise ValueError(
+                    f"moves: {name} {getattr(m, name)} is not an axis of the release's {len(axes)}-axis table"
+                )
     strides = np.concatenate([np.cumprod(axes[::-1])[::-1][1:], [1]]).astype(np.int64)
     P = 1 << max(int(K - 1).bit_length(), 0)
     parent_ptr, parent_leaves = _csr(prior.leaf_parent, prior.n_parents)
@@ -963,7 +975,7 @@ def sample_people(
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
             scratch["logp"], m.turns if whole else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
             m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if whole else 0.0, s["tables"], whole,
-            k["rare_lines"],
+            k["rare_lines"], (float(m.second_turns), int(m.second_axis)),
         ) == 0  # fmt: skip
 
     def local_round(s, o):

@@ -26,6 +26,9 @@ from .census import _below, _nb_change, _normal, _uniform
 from .leaf_slots import add_people, count_of, find_person, group_counts
 from .special import log_gamma_step
 
+#: A turn on one axis only (the ``second`` of :func:`_turn`: exchanges' and relocations' turns).
+ONE_AXIS = (0.0, -1)
+
 
 @njit(cache=True, nogil=True)
 def _n(cells, leaf, k):
@@ -399,13 +402,14 @@ def _line_bounds(a, ka, b, kb, anc, bnd, bval, lo_t, hi_t):
 @njit(cache=True, nogil=True)
 def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
                blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta,
-               touched, dr, sign, weight, logp, p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
+               touched, dr, sign, weight, logp, p_turn, turn_axis, second, axes, strides, logw, rng):  # fmt: skip
     """People pass between cell ka of leaf a and cell kb of leaf b by a draw from their exact conditional along the
     line (n_a,ka - t, n_b,kb + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every
     state of a window would place it with the same chance), then a Metropolis-Hastings correction for the
     state-dependent choice of the pair: a person drawn in a or b, by a coin, gives one cell; the other is, with
-    probability ``p_turn``, a turn of it (:func:`_turn`: e.g. a facility's people and a household sibling's of the
-    same age and race trade places as the measurements allow), else, or where the turn finds no level open, the
+    probability ``p_turn``, a turn of it (:func:`_turn`, on a second axis too by ``second``: e.g. a facility's people
+    and a household sibling's of the same age and race trade places as the measurements allow), else, or where the
+    turn finds no level open, the
     same cell. Accepted with sel(t) / sel(0), sel(t) = n_a,ka(t) / N_a(t) w_a + n_b,kb(t) / N_b(t) w_b, w the
     chance of the pair's other cell from that side. Returns 1 if people moved."""
     side, other = (a, b) if _uniform(rng) < 0.5 else (b, a)
@@ -415,15 +419,15 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
     ka, kb, wa, wb = k, k, 1.0, 1.0
     j = -1
     if p_turn > 0.0 and _uniform(rng) < p_turn:
-        j, forward, back = _turn(k, side, other, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+        j, forward, back = _turn(k, side, other, axes, strides, turn_axis, second, anc, bnd, logw, leaf_group, rng)
     if j >= 0:
         if side == a:
             kb, wa, wb = j, 1.0 / forward, 1.0 / back
         else:
             ka, wa, wb = j, 1.0 / back, 1.0 / forward
     elif p_turn > 0.0:  # the same cell, by the coin or a turn that found no level: the chance of that from each side
-        wa = 1.0 - p_turn + p_turn * _turn_fails(k, b, axes, strides, turn_axis, anc, bnd, logw, leaf_group)
-        wb = 1.0 - p_turn + p_turn * _turn_fails(k, a, axes, strides, turn_axis, anc, bnd, logw, leaf_group)
+        wa = 1.0 - p_turn + p_turn * _turn_fails(k, b, axes, strides, turn_axis, second, anc, bnd, logw, leaf_group)
+        wb = 1.0 - p_turn + p_turn * _turn_fails(k, a, axes, strides, turn_axis, second, anc, bnd, logw, leaf_group)
     na, nb_, Na, Nb = _n(cells, a, ka), _n(cells, b, kb), totals[a], totals[b]
     offset = _below(rng, window + 1)
     lo_t, hi_t = max(-offset, -nb_), min(window - offset, na)
@@ -489,7 +493,7 @@ def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale,
     i = _find(cells, src, _below(rng, Ns))
     j, lr = i, 0.0
     if _uniform(rng) < p_turn:
-        j, forward, back = _turn(i, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng)
+        j, forward, back = _turn(i, src, dst, axes, strides, turn_axis, ONE_AXIS, anc, bnd, logw, leaf_group, rng)
         if j < 0:
             return 0
         lr = math.log(forward) - math.log(back)
@@ -517,17 +521,17 @@ def _other_level(k, axis, axes, strides, rng):
 
 
 @njit(cache=True, nogil=True)
-def _random_axis(axes, rng):
-    """An axis drawn uniformly among those with two or more levels (-1 where there is none)."""
+def _random_axis(axes, rng, skip=-1):
+    """An axis other than ``skip`` drawn uniformly among those with two or more levels (-1 where there is none)."""
     count = 0
     for a in range(axes.size):
-        if axes[a] > 1:
+        if axes[a] > 1 and a != skip:
             count += 1
     if count == 0:
         return -1
     pick = _below(rng, count)
     for a in range(axes.size):
-        if axes[a] > 1:
+        if axes[a] > 1 and a != skip:
             if pick == 0:
                 return a
             pick -= 1
@@ -557,14 +561,19 @@ def _open(leaf, k, anc, bnd, logw, leaf_group):
 
 
 @njit(cache=True, nogil=True)
-def _open_level(leaf, k, axis, axes, strides, anc, bnd, logw, leaf_group, pick):
-    """The cells k with axis ``axis`` at another level open in ``leaf``: their count (``pick`` < 0), else the
-    ``pick``-th of them."""
+def _open_level(leaf, k, axis, axis2, axes, strides, anc, bnd, logw, leaf_group, pick):
+    """The cells k with axis ``axis`` (and, where ``axis2`` >= 0, axis ``axis2`` too) at another level open in
+    ``leaf``: their count (``pick`` < 0), else the ``pick``-th of them."""
     level = (k // strides[axis]) % axes[axis]
+    level2, levels2 = (k // strides[axis2]) % axes[axis2] if axis2 >= 0 else -1, axes[axis2] if axis2 >= 0 else 1
     count = 0
     for v in range(axes[axis]):
-        if v != level:
-            j = k + (v - level) * strides[axis]
+        if v == level:
+            continue
+        for w in range(levels2):
+            if w == level2:
+                continue
+            j = k + (v - level) * strides[axis] + ((w - level2) * strides[axis2] if axis2 >= 0 else 0)
             if _open(leaf, j, anc, bnd, logw, leaf_group):
                 if count == pick:
                     return j
@@ -573,33 +582,58 @@ def _open_level(leaf, k, axis, axes, strides, anc, bnd, logw, leaf_group, pick):
 
 
 @njit(cache=True, nogil=True)
-def _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group, rng):
+def _second_axis(axes, axis, second_axis, rng):
+    """A two-axis turn's second axis: ``second_axis`` where it is >= 0 and not ``axis``, else one drawn uniformly
+    among the others with two levels or more (-1 where it has fewer, or there is none)."""
+    if second_axis >= 0 and second_axis != axis:
+        return second_axis if axes[second_axis] >= 2 else -1
+    return _random_axis(axes, rng, axis)
+
+
+@njit(cache=True, nogil=True)
+def _turn(k, src, dst, axes, strides, turn_axis, second, anc, bnd, logw, leaf_group, rng):
     """A *turn* of people of cell k of leaf ``src`` on their way to leaf ``dst``: the level of axis ``turn_axis``
-    (or, where it is < 0, of an axis drawn uniformly among those with two levels or more) changes to one drawn
-    uniformly among those open in ``dst`` (:func:`_open`: e.g. from a facility's cell to the household cell of the
-    same age and race, for a block with housing units and no such facility). Returns the cell, the number A_dst of
-    levels it was drawn among and the number A_src among which the reverse turn draws k's level (the proposal ratio
-    is A_dst / A_src); (-1, 0, 0) where ``dst`` has no such level open."""
+    (or, where it is < 0, of an axis drawn uniformly among those with two levels or more) changes; with probability
+    ``second[0]`` the level of a second axis too (:func:`_second_axis` of ``second[1]``: e.g. a facility's adults
+    become a household's children). The new cell is drawn uniformly among those so changed that are open in ``dst``
+    (:func:`_open`: e.g. from a facility's cell to the household cell of the same age and race, for a block with
+    housing units and no such facility). Returns the cell, the number A_dst of cells it was drawn among and the
+    number A_src among which the reverse turn draws k (the proposal ratio is A_dst / A_src); (-1, 0, 0) where
+    ``dst`` has none open."""
     axis = _random_axis(axes, rng) if turn_axis < 0 else turn_axis
     if axis < 0 or axes[axis] < 2:
         return -1, 0, 0
-    forward = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, -1)
+    axis2 = -1
+    if second[0] > 0.0 and _uniform(rng) < second[0]:
+        axis2 = _second_axis(axes, axis, second[1], rng)
+        if axis2 < 0:
+            return -1, 0, 0
+    forward = _open_level(dst, k, axis, axis2, axes, strides, anc, bnd, logw, leaf_group, -1)
     if forward == 0:
         return -1, 0, 0
-    j = _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, _below(rng, forward))
-    back = _open_level(src, j, axis, axes, strides, anc, bnd, logw, leaf_group, -1)  # k's level among them
+    j = _open_level(dst, k, axis, axis2, axes, strides, anc, bnd, logw, leaf_group, _below(rng, forward))
+    back = _open_level(src, j, axis, axis2, axes, strides, anc, bnd, logw, leaf_group, -1)  # k among them
     return j, forward, back
 
 
 @njit(cache=True, nogil=True)
-def _turn_fails(k, dst, axes, strides, turn_axis, anc, bnd, logw, leaf_group):
-    """The chance that :func:`_turn` of cell k into leaf ``dst`` finds no level open (the share of the axes it may
-    draw with none)."""
-    count, failed = 0, 0
+def _turn_fails(k, dst, axes, strides, turn_axis, second, anc, bnd, logw, leaf_group):
+    """The chance that :func:`_turn` of cell k into leaf ``dst`` finds no cell open (over the axes, and second axes,
+    it may draw)."""
+    p_second, second_axis = second
+    count, failed = 0, 0.0
     for axis in range(axes.size):
         if (turn_axis < 0 or axis == turn_axis) and axes[axis] >= 2:
             count += 1
-            failed += _open_level(dst, k, axis, axes, strides, anc, bnd, logw, leaf_group, -1) == 0
+            fails = 1.0 if _open_level(dst, k, axis, -1, axes, strides, anc, bnd, logw, leaf_group, -1) == 0 else 0.0
+            if p_second > 0.0:
+                fixed, drawn, fails2 = second_axis >= 0 and second_axis != axis, 0, 0
+                for b in range(axes.size):
+                    if b != axis and axes[b] >= 2 and (not fixed or b == second_axis):
+                        drawn += 1
+                        fails2 += _open_level(dst, k, axis, b, axes, strides, anc, bnd, logw, leaf_group, -1) == 0
+                fails = (1.0 - p_second) * fails + p_second * (fails2 / drawn if drawn > 0 else 1.0)
+            failed += fails
     return 1.0 if count == 0 else failed / count
 
 
@@ -693,7 +727,7 @@ def people_sweeps(
     group_leaves, all_leaves, log_phi, log_mean, log_alpha, shares, learn, hyper_rounds, steps, prior, rng,
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
-    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables, rare_lines,
+    span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables, rare_lines, second_turn,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -704,7 +738,8 @@ def people_sweeps(
     ``flips`` moves of one person or of a whole cell (into an empty one) to a neighbouring cell (:func:`_neighbour`),
     ``births[l]`` in or out (leaves under no invariant), ``relocations[l]`` moves of a whole cell's people to the
     same cell, empty, of such a leaf (:func:`_relocation`), ``rare_lines[l]`` line draws that always turn, with a
-    mate or a sibling (where a leaf may hold a rare group: a facility's block, its households and its mates). Then
+    mate or a sibling (where a leaf may hold a rare group: a facility's block, its households and its mates); a line
+    draw's turn changes a second axis too with probability ``second_turn[0]`` (:func:`_turn`). Then
     ``hyper_rounds`` updates of phi, the mean sizes, each group's alpha and its shares (pairs of shares with their sum
     kept), step sizes adapted while tuning.
 
@@ -792,8 +827,8 @@ def people_sweeps(
                             continue
                         kd, lr = k, 0.0
                         if _uniform(rng) < p_turn:  # the people change cell on the way: one axis
-                            kd, forward, back = _turn(k, src, dst, axes, strides, turn_axis, anc, bnd, logw,
-                                                      leaf_group, rng)  # fmt: skip
+                            kd, forward, back = _turn(k, src, dst, axes, strides, turn_axis, ONE_AXIS, anc, bnd,
+                                                      logw, leaf_group, rng)  # fmt: skip
                             if kd < 0:
                                 continue
                             lr = math.log(forward) - math.log(back)
@@ -817,7 +852,7 @@ def people_sweeps(
                         accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
                                                leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                               weight, logp, pt, turn_axis, axes, strides, logw, rng)  # fmt: skip
+                                               weight, logp, pt, turn_axis, second_turn, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 3:
                         # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                         other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
