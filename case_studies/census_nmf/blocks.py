@@ -63,14 +63,16 @@ __all__ = [
 #: The block-size classes by true total: 0, 1-9, 10-49 and 50+ persons (lower bounds in :data:`CLASS_EDGES`).
 BLOCK_CLASSES = ("0", "1-9", "10-49", "50+")
 CLASS_EDGES = (0, 1, 10, 50)
-#: The block sampler's moves: one line draw and three relocations per person, turns on the hhgq axis only, half the
-#: line draws turning, ten rare lines per person of a block that may hold a facility (benchmarks/census_blocks.py,
-#: Cameron County, 600 sweeps: smallest / median bulk ESS of the block totals 11 / 185 with line draws alone, 134 /
-#: 507 with the relocations; Adams County, 400 sweeps: 15 blocks of R-hat above 1.1, largest 3.4, with turns on any
-#: axis, 8 and 1.6 with turns on hhgq; 300 sweeps, two seeds: the facility-only blocks' three smallest ESS 4-8
-#: without line draws that turn, 6-19 with them; 150 + 150 sweeps, two seeds: the median ESS of the 36 facility
-#: block groups' GQ populations 45 and 45 without rare lines, 89 and 69 with them).
-MOVES = PersonMoves(lines=1.0, relocations=3.0, turn_axis=0, line_turns=0.5, rare_lines=10.0)
+#: The block sampler's moves: one line draw and three relocations per person, turns on the hhgq axis only, half the line
+#: draws turning (half of those turns on voting age too), ten rare lines per person of a block that may hold a facility
+#: (benchmarks/census_blocks.py, Cameron County, 600 sweeps: smallest / median bulk ESS of the block totals 11 / 185
+#: with line draws alone, 134 / 507 with the relocations; Adams County, 400 sweeps: 15 blocks of R-hat above 1.1,
+#: largest 3.4, with turns on any axis, 8 and 1.6 with turns on hhgq; 300 sweeps, two seeds: the facility-only blocks'
+#: three smallest ESS 4-8 without line draws that turn, 6-19 with them; 150 + 150 sweeps, two seeds: the median ESS of
+#: the 36 facility block groups' GQ populations 45 and 45 without rare lines, 89 and 69 with them; with half of the line
+#: draws' turns on voting age too, the facility-only blocks' three smallest ESS, mean, 48 and 57 against 14 and 24).
+MOVES = PersonMoves(lines=1.0, relocations=3.0, turn_axis=0, line_turns=0.5, rare_lines=10.0, second_turns=0.5,
+                    second_axis=1)  # fmt: skip
 #: The 28 cells' voting-age mask (label 'votingage=18+, ...').
 ADULT = np.array([label.startswith("votingage=18+") for label in TABLE.table.labels])
 
