@@ -409,9 +409,8 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
     state-dependent choice of the pair: a person drawn in a or b, by a coin, gives one cell; the other is, with
     probability ``p_turn``, a turn of it (:func:`_turn`, on a second axis too by ``second``: e.g. a facility's people
     and a household sibling's of the same age and race trade places as the measurements allow), else, or where the
-    turn finds no level open, the
-    same cell. Accepted with sel(t) / sel(0), sel(t) = n_a,ka(t) / N_a(t) w_a + n_b,kb(t) / N_b(t) w_b, w the
-    chance of the pair's other cell from that side. Returns 1 if people moved."""
+    turn finds no level open, the same cell. Accepted with sel(t) / sel(0), sel(t) = n_a,ka(t) / N_a(t) w_a +
+    n_b,kb(t) / N_b(t) w_b, w the chance of the pair's other cell from that side. Returns 1 if people moved."""
     side, other = (a, b) if _uniform(rng) < 0.5 else (b, a)
     if totals[side] == 0:
         return 0
