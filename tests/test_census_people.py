@@ -509,8 +509,8 @@ def _states_summing_to(N: int, free: np.ndarray, size: int) -> np.ndarray:
 def _three_levels(b2_holds_g: bool = True, two_ages: bool = False):
     """A tract (total exact) of b1, which may hold levels h and f of a three-level axis, and b2, which may hold f and
     (``b2_holds_g``) g, and (``two_ages``) a second axis of two ages, measured by block group (total and cells, noise
-    sd 4): the release, a truth, the enumerated states, their posterior weights under fixed hyperparameters and the
-    cells' shape per leaf (a turn's proposal ratio is 1/2, 1 or 2: h to f or g, f to g, and back)."""
+    sd 4): the release, a truth, the enumerated states and their posterior weights under fixed hyperparameters (a
+    turn's proposal ratio is 1/2, 1 or 2: h to f or g, f to g, and back)."""
     ages = ("young", "old") if two_ages else ("all",)
     K = 3 * len(ages)
     geo = Geography(["t", "b1", "b2"], [None, "t", "t"], ["Tract", "Block_Group"])

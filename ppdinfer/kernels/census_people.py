@@ -564,7 +564,9 @@ def _open_level(leaf, k, axis, axis2, axes, strides, anc, bnd, logw, leaf_group,
     """The cells k with axis ``axis`` (and, where ``axis2`` >= 0, axis ``axis2`` too) at another level open in
     ``leaf``: their count (``pick`` < 0), else the ``pick``-th of them."""
     level = (k // strides[axis]) % axes[axis]
-    level2, levels2 = (k // strides[axis2]) % axes[axis2] if axis2 >= 0 else -1, axes[axis2] if axis2 >= 0 else 1
+    level2, levels2, stride2 = -1, 1, 0  # no second axis: one pass of w, adding nothing
+    if axis2 >= 0:
+        level2, levels2, stride2 = (k // strides[axis2]) % axes[axis2], axes[axis2], strides[axis2]
     count = 0
     for v in range(axes[axis]):
         if v == level:
@@ -572,7 +574,7 @@ def _open_level(leaf, k, axis, axis2, axes, strides, anc, bnd, logw, leaf_group,
         for w in range(levels2):
             if w == level2:
                 continue
-            j = k + (v - level) * strides[axis] + ((w - level2) * strides[axis2] if axis2 >= 0 else 0)
+            j = k + (v - level) * strides[axis] + (w - level2) * stride2
             if _open(leaf, j, anc, bnd, logw, leaf_group):
                 if count == pick:
                     return j
