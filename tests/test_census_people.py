@@ -51,14 +51,18 @@ def _small(noise: str, total: bool):
     return census, mech, mech.release(TRUTH, random_seed=11)
 
 
-def _log_prior(states: np.ndarray, fixed=FIXED, m=None) -> np.ndarray:
-    """The fixed hyperparameters' log prior of (S, leaves, 2 cells) states, up to a constant (m: the leaves' mean
-    sizes, default the fixed mean)."""
+def _log_prior(states: np.ndarray, fixed=FIXED, m=None, open_cells=None) -> np.ndarray:
+    """The fixed hyperparameters' log prior of (S, leaves, cells) states, up to a constant (m: the leaves' mean
+    sizes, default the fixed mean; open_cells: (leaves, cells) bools, the cells each leaf may hold, its composition
+    the Dirichlet-multinomial over them, of total alpha x their share; default all)."""
     alpha, phi = fixed["alpha"], fixed["phi"]
     m = np.asarray(fixed["mean"] if m is None else m, dtype=float)
-    beta = alpha * np.asarray(fixed["shares"])
+    shares = np.asarray(fixed["shares"], dtype=float)
+    beta = alpha * shares
+    total = alpha if open_cells is None else alpha * (np.asarray(open_cells, dtype=float) * shares).sum(axis=1)
     N = states.sum(axis=2)
-    out = gammaln(N + phi) + N * np.log(m / (phi + m)) - gammaln(N + alpha)
+    held = np.where(N > 0, gammaln(N + total) - gammaln(np.maximum(total, 1e-300)), 0.0)  # 0 for an empty leaf
+    out = gammaln(N + phi) + N * np.log(m / (phi + m)) - held
     out = out + (gammaln(states + beta) - gammaln(states + 1)).sum(axis=2)
     return out.sum(axis=1)
 
@@ -95,6 +99,16 @@ def test_the_enumeration_is_the_library_s_prior():
     ours = _log_prior(states.reshape(-1, 2, 2))
     library = [hierarchical_log_prior(s.reshape(2, 2), prior, **FIXED) for s in states]
     np.testing.assert_allclose(np.subtract(library, ours), library[0] - ours[0], atol=1e-9)
+    # where bounds close a leaf's cells, its composition is the Dirichlet-multinomial over those it may hold
+    states = np.array([[0, 0, 0, 0], [6, 0, 2, 5], [0, 0, 1, 9], [3, 0, 0, 0]])
+    held = np.array([[True, False], [True, True]])
+    ours = _log_prior(states.reshape(-1, 2, 2), open_cells=held)
+    library = [hierarchical_log_prior(s.reshape(2, 2), prior, **FIXED, open_cells=held) for s in states]
+    np.testing.assert_allclose(np.subtract(library, ours), library[0] - ours[0], atol=1e-9)
+    plain = [hierarchical_log_prior(s.reshape(2, 2), prior, **FIXED) for s in states]
+    assert np.ptp(np.subtract(library, plain)) > 0.5  # the closed cell changes the prior of b1's total
+    with pytest.raises(ValueError, match="open_cells closes"):
+        hierarchical_log_prior(np.array([[1, 1], [0, 0]]), prior, **FIXED, open_cells=held)
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
@@ -530,7 +544,7 @@ def _three_levels(b2_holds_g: bool = True, two_ages: bool = False):
     states = _states_summing_to(N, np.flatnonzero(upper[:, groups].ravel() > 0), 2 * K)
     shares = [0.3, 0.2, 0.1, 0.1, 0.15, 0.15] if two_ages else [0.5, 0.2, 0.3]
     fixed = {**FIXED, "alpha": 0.5, "mean": 5.0, "shares": shares}
-    log = _log_prior(states.reshape(-1, 2, K), fixed) + mech.logpdf(y, states)
+    log = _log_prior(states.reshape(-1, 2, K), fixed, open_cells=upper[:, groups] > 0) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
     return release, truth, states, p / p.sum(), fixed
 
@@ -626,7 +640,7 @@ def _facility_and_households(two_ages: bool = False):
     states = _states_summing_to(N, np.flatnonzero(upper[:, groups].ravel() > 0), 4 * K)
     shares = [0.3, 0.2, 0.3, 0.2] if two_ages else FIXED["shares"]
     fixed = {**FIXED, "alpha": 1.0, "mean": 3.0, "shares": shares}
-    log = _log_prior(states.reshape(-1, 4, K), fixed) + mech.logpdf(y, states)
+    log = _log_prior(states.reshape(-1, 4, K), fixed, open_cells=upper[:, groups] > 0) + mech.logpdf(y, states)
     p = np.exp(log - log.max())
     return release, truth, states, p / p.sum(), fixed, (4, K)
 
@@ -859,3 +873,45 @@ def test_two_counties_down_to_blocks_move_at_once_with_the_same_draws(tmp_path):
     alone = run(None)
     with ThreadPoolExecutor(2) as pool:
         np.testing.assert_array_equal(run(pool), alone)
+
+
+def test_learned_shares_follow_the_cells_each_leaf_may_hold():
+    """Hyperparameters learned where bounds close cells: b1 may hold h and f, b2 only h, b3 only f, each leaf's
+    composition the Dirichlet-multinomial over the cells it may hold (b2's of total alpha q_h, b3's alpha q_f). No move
+    between leaves, so b2 and b3 keep their cells and b1 its total; h's share moves against f's by the class move
+    alone (one cell per class). The draws of log alpha, q_h and b1's h follow the exact joint posterior (b1's six
+    splits x a grid of log alpha and q_h)."""
+    geo = Geography(["t", "b1", "b2", "b3"], [None, "t", "t", "t"], ["Tract", "Block_Group"])
+    census = census_queries(geo, TableSpec(("h", "f")), {"Block_Group": ["total", "detailed"]})
+    truth = np.array([3, 2, 4, 0, 0, 5])
+    mech = NoisyMeasurements(census.matrix, 1.5)
+    y = mech.release(truth, random_seed=1)
+    upper = np.array([[9, 9], [9, 0], [0, 9]])
+    bounds = (BoundBlock(1, "leaf", np.array([0, 1]), np.zeros((3, 2), dtype=np.int64), upper),)
+    base = GroupedRelease.from_census(census, mech, y)
+    release = GroupedRelease(base.geography, base.table, base.blocks, base.power, base.unit_totals,
+                             base.structural_zeros, bounds=bounds)  # fmt: skip
+    hyper = {"alpha_prior": (0.5, 1.0), "share_prior": 1.0, "phi": 5.0, "mean": 4.0}
+    moves = replace(NO_MOVES, within=2.0)
+    tree = sample_people(release, draws=6000, tune=500, random_seed=3, hyperparameters=hyper, moves=moves,
+                         initial=truth.reshape(3, 2), progressbar=False)  # fmt: skip
+    post = tree["posterior"]
+    cells = post["cells"].values.reshape(2, -1, 6)
+    assert (cells[..., 2:] == truth[2:]).all() and (cells[..., :2].sum(axis=-1) == 5).all()
+    log_alpha, q_h = np.log(post["alpha"].values[..., 0]), post["shares"].values[..., 0, 0]
+    # the exact posterior: b1 = (j, 5 - j), log alpha and q_h on a grid (the prior flat in q_h, normal in log alpha)
+    a_grid, q_grid = np.linspace(-5.0, 5.0, 801)[:, None, None], np.linspace(5e-4, 1 - 5e-4, 1000)[None, :, None]
+    j = np.arange(6)[None, None, :]
+    alpha, qf = np.exp(a_grid), 1.0 - q_grid
+    states = np.stack([np.concatenate([[k, 5 - k], truth[2:]]) for k in range(6)])
+    log = -0.5 * ((a_grid - 0.5) / 1.0) ** 2 + mech.logpdf(y, states)[None, None, :]
+    log = log + gammaln(alpha) - gammaln(5 + alpha) + gammaln(j + alpha * q_grid) - gammaln(alpha * q_grid)
+    log = log + gammaln(5 - j + alpha * qf) - gammaln(alpha * qf) - gammaln(j + 1) - gammaln(6 - j)
+    # b2 and b3 add nothing: one cell open, their compositions are certain (Dirichlet-multinomials over all the cells
+    # would make b2's 4 people in h and b3's 5 in f evidence for q_h and q_f)
+    p = np.exp(log - log.max())
+    p /= p.sum()
+    flat = p.ravel()
+    grid = np.broadcast_arrays(a_grid, q_grid, j)
+    for name, f, x in (("log alpha", grid[0], log_alpha), ("q_h", grid[1], q_h), ("b1's h", grid[2], cells[..., 0])):
+        _assert_exact_mean(flat, f.ravel().astype(float), x, name)

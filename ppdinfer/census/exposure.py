@@ -12,7 +12,8 @@ type's lower bound to its number of facilities). With a :class:`LeafExposure`,
 
 u_l its housing units, f_{l,t} its facilities of GQ type t, m_p the persons per housing unit of its parent (the
 block group), c_t the persons per facility of type t (one per type over the fit), each learned under a log-normal
-prior; the composition given N_l is the Dirichlet-multinomial of :mod:`~ppdinfer.census.sampler`. What it does:
+prior; the composition given N_l is the Dirichlet-multinomial of :mod:`~ppdinfer.census.sampler` over the
+cells the block may hold (its bounds': :mod:`~ppdinfer.census.people`). What it does:
 
 - a block with no housing unit and no facility holds nobody (mu = 0; the file's hhgq upper bounds say the same),
   and costs the sampler nothing;

@@ -37,9 +37,17 @@ for blocks) a leaf's prior mean size is m_p units + sum_t c_t facilities rather 
 meets the leaves' bounds (people moved to siblings with room), and every fit warns
 (:class:`~ppdinfer.inference.diagnostics.ConvergenceWarning`) where its leaf totals have not converged.
 
+Where the release's leaf-level bounds close cells of a leaf (a block without a facility of some type: that type's
+cells), the leaf's composition is the Dirichlet-multinomial over the cells it may hold, of total alpha_g times their
+share. Truncating the Dirichlet-multinomial over all K cells instead would tilt every such leaf's total by
+P(all in its open cells | N), and the shares of cells a group's leaves never hold, moved by their prior alone,
+would drag alpha down (on Cameron County, which has no facility, alpha x the households' share went from 24 to 0.8
+in 400 sweeps).
+
 The hyperparameters follow each sweep: phi and the mean sizes as in :mod:`~ppdinfer.census.sampler`; each
-group's alpha alone (shares kept) and its shares in pairs (q_k and a random partner q_j, their sum kept, a
-random walk on log(q_k / q_j)), which read the non-zero cells only. Chains run in parallel threads.
+group's alpha alone (shares kept) and its shares in pairs of one *class* (the cells no leaf-level bound tells
+apart, e.g. one hhgq level: q_k and a random partner q_j, their sum kept, a random walk on log(q_k / q_j)), which
+read the non-zero cells only, then each class's shares scaled against another's. Chains run in parallel threads.
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ from tqdm import tqdm
 
 from ..inference.diagnostics import check_convergence
 from ..inference.parallel import resolve_cores
-from ..kernels.census_people import composition_tables, people_sweeps
+from ..kernels.census_people import composition_tables, open_shares, people_sweeps
 from ..kernels.leaf_slots import repacked, reserve, slots_from_table
 from ..rng import SeedLike, root_seed
 from ..validation import non_negative_int, nonnegative_counts, positive_int
@@ -418,6 +426,37 @@ def _rare_groups(release: GroupedRelease) -> tuple:
     leaf_ptr = np.searchsorted(rare_leaves[order], np.arange(L + 1)).astype(np.int64)
     rare_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     return leaf_ptr, group_of[order], rare_ptr, rare_leaves
+
+
+def _cell_classes(release: GroupedRelease, closed: np.ndarray) -> tuple:
+    """The composition's classes: the allowed cells (not structural zeros) that no leaf-level bound tells apart (for
+    PL94's hhgq bounds, the 8 hhgq levels), and per leaf the classes it may hold (every group of the class's cells
+    with an upper bound above 0; none in a ``closed`` leaf). Returns the allowed cells ordered by class (cats), the
+    classes' pointers into them, each cat's class, each leaf's kind (its set of open classes) and the kinds' open
+    classes (kinds x classes, 0 or 1); without a leaf-level bound, one class that every leaf may hold."""
+    cats = np.flatnonzero(~release.structural_zeros).astype(np.int64)
+    bounds = _leaf_bounds(release)
+    L = release.geography.n_leaves
+    if not bounds:
+        return (
+            cats,
+            np.array([0, cats.size], np.int64),
+            np.zeros(cats.size, np.int64),
+            np.zeros(L, np.int64),
+            np.ones((1, 1)),
+        )
+    keys, cat_class = np.unique(np.stack([g[cats] for g, _, _ in bounds], axis=1), axis=0, return_inverse=True)
+    cat_class = cat_class.ravel()
+    order = np.argsort(cat_class, kind="stable")
+    cats, cat_class = cats[order], cat_class[order].astype(np.int64)
+    class_ptr = np.searchsorted(cat_class, np.arange(keys.shape[0] + 1)).astype(np.int64)
+    held = np.ones((L, keys.shape[0]), dtype=bool)
+    for (_, _, upper), column in zip(bounds, keys.T, strict=True):
+        grouped = column >= 0
+        held[:, grouped] &= upper[:, column[grouped]] > 0
+    held[closed] = False
+    kinds, leaf_kind = np.unique(held, axis=0, return_inverse=True)
+    return cats, class_ptr, cat_class, leaf_kind.ravel().astype(np.int64), kinds.astype(float)
 
 
 def closed_leaves(release: GroupedRelease) -> np.ndarray:
@@ -882,7 +921,7 @@ def sample_people(
     allowed = ~release.structural_zeros
     shares0[:, ~allowed] = 0.0
     shares0 /= shares0.sum(axis=1, keepdims=True)
-    cats = np.flatnonzero(allowed).astype(np.int64)
+    cats, class_ptr, cat_class, leaf_kind, kind_open = _cell_classes(release, closed)
     resid0, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups = _residuals(
         release, cells0, moves.narrow_residuals
     )
@@ -927,7 +966,7 @@ def sample_people(
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
                 shares=shares0.copy(), log_gq=np.log(gq_size0) + jitter * stream.normal(size=T),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
-                                      np.full(prior.n_groups, 0.3), np.full(T, 0.1)]),
+                                      np.full(prior.n_groups, 0.3), np.full(T, 0.1), np.full(prior.n_groups, 0.3)]),
                 bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip
@@ -945,6 +984,8 @@ def sample_people(
         )  # fmt: skip
         s = states[-1]
         s["mu"] = np.exp(s["log_mean"])[prior.leaf_parent] * units + _facility_means(gq_csr, np.exp(s["log_gq"]), L)
+        s["composition"] = (leaf_kind, kind_open, np.empty((prior.n_groups, kind_open.shape[0])), class_ptr, cat_class)
+        open_shares(s["shares"], cats, s["composition"], 0, prior.n_groups)
         # the sweeps' per-group tables, once per chain (not per call: a state's tracts x 2,016 cells are 52 MB each)
         s["tables"] = (np.empty((prior.n_groups, K)), np.full((prior.n_groups, K), -np.inf),
                        np.empty((prior.n_groups, cats.size)), np.zeros(prior.n_groups * K + 1, dtype=np.int64))  # fmt: skip
@@ -975,7 +1016,7 @@ def sample_people(
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
             scratch["logp"], m.turns if whole else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
             m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if whole else 0.0, s["tables"], whole,
-            k["rare_lines"], (float(m.second_turns), int(m.second_axis)),
+            k["rare_lines"], (float(m.second_turns), int(m.second_axis)), s["composition"],
         ) == 0  # fmt: skip
 
     def local_round(s, o):

@@ -190,11 +190,14 @@ class CellPrior:
         return int(self.group_ids.size)
 
 
-def hierarchical_log_prior(cells, prior: CellPrior, alpha, phi: float, mean, shares) -> float:
+def hierarchical_log_prior(cells, prior: CellPrior, alpha, phi: float, mean, shares, open_cells=None) -> float:
     """The log prior pmf of a (leaves, K) table given the hyperparameters (the module docstring's formula).
 
     ``alpha``: a scalar or one per share group; ``mean``: a scalar or one mean size per parent;
-    ``shares``: K values or one row per share group.
+    ``shares``: K values or one row per share group; ``open_cells``: optionally (leaves, K) bools, the cells each leaf
+    may hold (its composition the Dirichlet-multinomial over them, of total alpha x their share, as
+    :func:`~ppdinfer.census.people.sample_people` has it where bounds close cells of a leaf; ``cells`` must be 0
+    elsewhere).
 
     Examples
     --------
@@ -214,11 +217,17 @@ def hierarchical_log_prior(cells, prior: CellPrior, alpha, phi: float, mean, sha
     out = 0.0
     for leaf, row in enumerate(cells):
         m, q, N = mean[prior.leaf_parent[leaf]], shares[prior.leaf_group[leaf]], int(row.sum())
-        alpha = float(alphas[prior.leaf_group[leaf]])
+        scale = float(alphas[prior.leaf_group[leaf]])
+        alpha = scale  # an empty leaf's terms are 0 whatever its total (one that may hold no cell has total 0)
+        if open_cells is not None and N:
+            held = np.asarray(open_cells[leaf], dtype=bool)
+            if row[~held].any():
+                raise ValueError(f"cells: leaf {leaf} has people in a cell that open_cells closes")
+            alpha = scale * float(q[held].sum())
         # by log-gamma steps, so that the large log-gammas of a huge count never cancel in float64
         out += log_gamma_step(N + alpha, phi - alpha) + log_gamma_step(phi, alpha - phi)
         out -= phi * math.log1p(m / phi) + N * math.log1p(phi / m)
-        out += sum(log_gamma_step(n + 1.0, alpha * qk - 1.0) - lgamma(alpha * qk) for n, qk in zip(row, q))
+        out += sum(log_gamma_step(n + 1.0, scale * qk - 1.0) - lgamma(scale * qk) for n, qk in zip(row, q) if n)
     return float(out)
 
 

@@ -51,10 +51,19 @@ def _cell_change(n, beta, t):
 @njit(cache=True, nogil=True)
 def _total_change(N, t, phi, m, alpha):
     """Change of lgamma(N + phi) + N log(m / (phi + m)) - lgamma(N + alpha) (a leaf's total terms), N -> N + t
-    (-inf where the mean m is 0: the leaf holds nobody)."""
-    if m <= 0.0:
+    (-inf where the mean m or the Dirichlet total alpha is 0: the leaf holds nobody)."""
+    if m <= 0.0 or alpha <= 0.0:
         return -np.inf
     return log_gamma_step(N + phi, t) - t * math.log1p(phi / m) - log_gamma_step(N + alpha, t)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_alpha(leaf, log_alpha, leaf_group, composition):
+    """The Dirichlet total of the cells ``leaf`` may hold: alpha_g times their share (exactly alpha_g where it may hold
+    every class of cells). ``composition``: (leaf kind, kinds' open classes, open share per group and kind, classes'
+    pointers into cats, each cat's class)."""
+    g = leaf_group[leaf]
+    return math.exp(log_alpha[g]) * composition[2][g, composition[0][leaf]]
 
 
 @njit(cache=True, nogil=True)
@@ -401,8 +410,8 @@ def _line_bounds(a, ka, b, kb, anc, bnd, bval, lo_t, hi_t):
 
 @njit(cache=True, nogil=True)
 def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
-               blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta,
-               touched, dr, sign, weight, logp, p_turn, turn_axis, second, axes, strides, logw, rng):  # fmt: skip
+               blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx,
+               bdelta, touched, dr, sign, weight, logp, p_turn, turn_axis, second, axes, strides, logw, rng):  # fmt: skip
     """People pass between cell ka of leaf a and cell kb of leaf b by a draw from their exact conditional along the
     line (n_a,ka - t, n_b,kb + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every
     state of a window would place it with the same chance), then a Metropolis-Hastings correction for the
@@ -436,7 +445,8 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
     n = _line_terms(a, ka, b, kb, resid, rates, scales, blk_scale, blk_level, blk_off, blk_nv, blk_rate, blk_groups,
                     anc, touched, sign, weight)  # fmt: skip
     ga, gb = leaf_group[a], leaf_group[b]
-    alpha_a, alpha_b = math.exp(log_alpha[ga]), math.exp(log_alpha[gb])
+    alpha_a = _leaf_alpha(a, log_alpha, leaf_group, composition)
+    alpha_b = _leaf_alpha(b, log_alpha, leaf_group, composition)
     top = -np.inf
     for t in range(lo_t, hi_t + 1):
         lp = 0.0
@@ -479,8 +489,8 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
 
 @njit(cache=True, nogil=True)
 def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
-                blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr,
-                p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
+                blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx, bdelta,
+                touched, dr, p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
     """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell j, empty,
     of the other, so both totals move by n at once (a household-like cluster changing block): j = i, or with
     probability ``p_turn`` a turn of i (:func:`_turn`, whose proposal ratio it adds). The reverse is the same move
@@ -499,8 +509,8 @@ def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale,
     if _n(cells, dst, j) != 0:
         return 0
     n = _n(cells, src, i)
-    lr += _total_change(Ns, -n, phi, mu[src], math.exp(log_alpha[leaf_group[src]]))
-    lr += _total_change(Nd, n, phi, mu[dst], math.exp(log_alpha[leaf_group[dst]]))
+    lr += _total_change(Ns, -n, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition))
+    lr += _total_change(Nd, n, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition))
     if lr == -np.inf:
         return 0
     lr += _cell_change(n, beta[leaf_group[src], i], -n) + _cell_change(0, beta[leaf_group[dst], j], n)
@@ -729,6 +739,7 @@ def people_sweeps(
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
     span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables, rare_lines, second_turn,
+    composition,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -783,7 +794,7 @@ def people_sweeps(
             m = mu[leaf]
             a_sib, b_sib = max(sib_lo[leaf], span_lo), min(sib_hi[leaf], span_hi)
             lo, hi = max(class_lo[leaf], span_lo), min(class_hi[leaf], span_hi)
-            alpha = math.exp(log_alpha[g])
+            alpha = _leaf_alpha(leaf, log_alpha, leaf_group, composition)
             for kind in range(kind0, 10):
                 n_moves = _kind_count(kind, leaf, within, exchanges, lines, swaps, bumps, spreads, flips, births,
                                       relocations, rare_lines, hi - lo >= 2, span_hi - span_lo > 1)  # fmt: skip
@@ -836,8 +847,8 @@ def people_sweeps(
                         nd, Nd = _n(cells, dst, kd), totals[dst]
                         gs, gd = leaf_group[src], leaf_group[dst]
                         lr += _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
-                        lr += _total_change(Ns, -t, phi, mu[src], math.exp(log_alpha[gs]))
-                        lr += _total_change(Nd, t, phi, mu[dst], math.exp(log_alpha[gd]))
+                        lr += _total_change(Ns, -t, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition))
+                        lr += _total_change(Nd, t, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition))
                         lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
                         accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, rec, cmap, resid, rates, scales,
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
@@ -852,8 +863,9 @@ def people_sweeps(
                         attempted += 1
                         accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                               leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched, dr, sign,
-                                               weight, logp, pt, turn_axis, second_turn, axes, strides, logw, rng)  # fmt: skip
+                                               leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx, bdelta, touched,
+                                               dr, sign, weight, logp, pt, turn_axis, second_turn, axes, strides, logw,
+                                               rng)  # fmt: skip
                     elif kind == 3:
                         # t people of cell i of this leaf and t of cell j of another trade cells: both totals kept
                         other = _partner_leaf(leaf, span_lo, span_hi, a_sib, b_sib, near, p_sibling, p_near, rng)
@@ -932,8 +944,8 @@ def people_sweeps(
                         attempted += 1
                         accepted += _relocation(leaf, other, cells, totals, rec, cmap, resid, rates, scales,
                                                 blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
-                                                beta, leaf_group, mu, log_alpha, phi, bnd, bval, bidx, bdelta, touched,
-                                                dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
+                                                beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx,
+                                                bdelta, touched, dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
                         t = _jump(rng, p_jump, max_jump)
@@ -962,7 +974,8 @@ def people_sweeps(
             adapt = sweep < tune
             for _round in range(hyper_rounds):
                 _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves,
-                             log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng)  # fmt: skip
+                             log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, composition,
+                             rng)  # fmt: skip
                 _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units,
                             gq_ptr, gq_leaves, gq_count, log_gq, steps, prior, adapt, rng)  # fmt: skip
         done = sweep - tune
@@ -1003,8 +1016,11 @@ def _adapted(steps, s, ok, rate, target):
 
 @njit(cache=True, nogil=True)
 def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves, log_phi,
-                 log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, rng):  # fmt: skip
-    """One update of each group's alpha (shares kept) and its shares (in pairs)."""
+                 log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, composition, rng):  # fmt: skip
+    """One update of each group's alpha (shares kept) and its shares: in pairs of one class of cells (the cells no
+    leaf-level bound tells apart), then a class's shares scaled against another's (:func:`_class_move`, its step
+    the last G of ``steps``)."""
+    leaf_kind, open_share, class_ptr, cat_class = composition[0], composition[2], composition[3], composition[4]
     n_parents, G, Ka = log_mean.size, log_alpha.size, cats.size
     for g in range(G):
         alpha = math.exp(log_alpha[g])
@@ -1012,8 +1028,13 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
         new_alpha = math.exp(new)
         lr = 0.5 * ((log_alpha[g] - prior[0]) / prior[1]) ** 2 - 0.5 * ((new - prior[0]) / prior[1]) ** 2
         for s in range(group_ptr[g], group_ptr[g + 1]):
-            N = totals[group_leaves[s]]
-            lr += log_gamma_step(alpha, new_alpha - alpha) - log_gamma_step(N + alpha, new_alpha - alpha)
+            leaf = group_leaves[s]
+            N = totals[leaf]
+            if N == 0:
+                continue
+            share = open_share[g, leaf_kind[leaf]]  # the leaf's Dirichlet total is alpha x share
+            a_old, a_new = alpha * share, new_alpha * share
+            lr += log_gamma_step(a_old, a_new - a_old) - log_gamma_step(N + a_old, a_new - a_old)
         for a in range(Ka):
             k = cats[a]
             lr += _counts_change(gk_ptr, gk_n, g * K + k, alpha * shares[g, k], new_alpha * shares[g, k])
@@ -1025,7 +1046,10 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
             _adapted(steps, 1 + n_parents + g, ok, 0.05, 0.3)
         slot = 1 + n_parents + G + g
         for a in range(Ka):
-            b = _below(rng, Ka - 1)
+            lo, hi = class_ptr[cat_class[a]], class_ptr[cat_class[a] + 1]
+            if hi - lo < 2:
+                continue
+            b = lo + _below(rng, hi - lo - 1)
             if b >= a:
                 b += 1
             k, j = cats[a], cats[b]
@@ -1046,6 +1070,89 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
                     shares[g, k], shares[g, j] = new_k, new_j
             if adapt:
                 _adapted(steps, slot, ok, 0.01, 0.3)
+        C = class_ptr.size - 1
+        if C >= 2:
+            for c in range(C):
+                _class_move(g, c, totals, group_ptr, group_leaves, alpha, shares, cats, gk_ptr, gk_n, K, steps,
+                            steps.size - G + g, prior[6], adapt, composition, rng)  # fmt: skip
+            open_shares(shares, cats, composition, g, g + 1)
+
+
+@njit(cache=True, nogil=True)
+def _class_move(g, c, totals, group_ptr, group_leaves, alpha, shares, cats, gk_ptr, gk_n, K, steps, slot, a0, adapt,
+                composition, rng):  # fmt: skip
+    """Group g's shares of class c and of another class d, drawn uniformly, scaled by r_c and r_d (their sum kept,
+    a random walk on log(Q_c / Q_d) of the classes' shares Q, proportions within each class kept). The Dirichlet(a0)
+    density with the move's Jacobian gives r_c^(a0 n_c) r_d^(a0 n_d) (n: the classes' cells); the counts' terms
+    change for the cells of both, and the Dirichlet-multinomial's normaliser Gamma(A_l) / Gamma(N_l + A_l) for each
+    leaf l with people that may hold one of the two classes and not the other (A_l = alpha_g x its open share)."""
+    leaf_kind, kind_open, open_share, class_ptr = composition[0], composition[1], composition[2], composition[3]
+    C = class_ptr.size - 1
+    d = _below(rng, C - 1)
+    if d >= c:
+        d += 1
+    qc, qd = 0.0, 0.0
+    for a in range(class_ptr[c], class_ptr[c + 1]):
+        qc += shares[g, cats[a]]
+    for a in range(class_ptr[d], class_ptr[d + 1]):
+        qd += shares[g, cats[a]]
+    if qc <= 0.0 or qd <= 0.0:
+        return
+    s = qc + qd
+    z = math.log(qc) - math.log(qd) + steps[slot] * _normal(rng)
+    u = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+    new_c, new_d = s * u, s * (1.0 - u)
+    ok = False
+    if new_c > 0.0 and new_d > 0.0:
+        rc, rd = new_c / qc, new_d / qd
+        n_c, n_d = class_ptr[c + 1] - class_ptr[c], class_ptr[d + 1] - class_ptr[d]
+        lr = a0 * (n_c * math.log(rc) + n_d * math.log(rd))
+        for a in range(class_ptr[c], class_ptr[c + 1]):
+            q = shares[g, cats[a]]
+            lr += _counts_change(gk_ptr, gk_n, g * K + cats[a], alpha * q, alpha * q * rc)
+        for a in range(class_ptr[d], class_ptr[d + 1]):
+            q = shares[g, cats[a]]
+            lr += _counts_change(gk_ptr, gk_n, g * K + cats[a], alpha * q, alpha * q * rd)
+        for s_ in range(group_ptr[g], group_ptr[g + 1]):
+            leaf = group_leaves[s_]
+            N = totals[leaf]
+            kind = leaf_kind[leaf]
+            change = kind_open[kind, c] * (new_c - qc) + kind_open[kind, d] * (new_d - qd)
+            if N == 0 or change == 0.0:
+                continue
+            a_old = alpha * open_share[g, kind]
+            lr += log_gamma_step(a_old, alpha * change) - log_gamma_step(N + a_old, alpha * change)
+        ok = _accept(lr, rng)
+        if ok:
+            for a in range(class_ptr[c], class_ptr[c + 1]):
+                shares[g, cats[a]] *= rc
+            for a in range(class_ptr[d], class_ptr[d + 1]):
+                shares[g, cats[a]] *= rd
+            open_shares(shares, cats, composition, g, g + 1)
+    if adapt:
+        _adapted(steps, slot, ok, 0.01, 0.3)
+
+
+@njit(cache=True, nogil=True)
+def open_shares(shares, cats, composition, g_lo, g_hi):
+    """Rows g_lo..g_hi - 1 of ``composition``'s open shares: per group and leaf kind, the shares of the classes of cells
+    that kind may hold (exactly 1 for a kind that may hold every class)."""
+    kind_open, open_share, class_ptr = composition[1], composition[2], composition[3]
+    C = class_ptr.size - 1
+    sums = np.zeros(C)
+    for g in range(g_lo, g_hi):
+        for c in range(C):
+            sums[c] = 0.0
+            for a in range(class_ptr[c], class_ptr[c + 1]):
+                sums[c] += shares[g, cats[a]]
+        for kind in range(kind_open.shape[0]):
+            every, total = True, 0.0
+            for c in range(C):
+                if kind_open[kind, c] > 0.0:
+                    total += sums[c]
+                else:
+                    every = False
+            open_share[g, kind] = 1.0 if every else total
 
 
 @njit(cache=True, nogil=True)
