@@ -966,7 +966,7 @@ def sample_people(
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
                 shares=shares0.copy(), log_gq=np.log(gq_size0) + jitter * stream.normal(size=T),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
-                                      np.full(prior.n_groups, 0.3), np.full(T, 0.1), np.full(prior.n_groups, 0.3)]),
+                                      np.full(prior.n_groups, 0.3), np.full(prior.n_groups, 0.3), np.full(T, 0.1)]),
                 bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip

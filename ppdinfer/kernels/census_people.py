@@ -1018,8 +1018,8 @@ def _adapted(steps, s, ok, rate, target):
 def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves, log_phi,
                  log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, composition, rng):  # fmt: skip
     """One update of each group's alpha (shares kept) and its shares: in pairs of one class of cells (the cells no
-    leaf-level bound tells apart), then a class's shares scaled against another's (:func:`_class_move`, its step
-    the last G of ``steps``)."""
+    leaf-level bound tells apart), then a class's shares scaled against another's (:func:`_class_move`). ``steps``:
+    phi, the mean sizes, each group's alpha, its shares' and its class moves', then the facility sizes'."""
     leaf_kind, open_share, class_ptr, cat_class = composition[0], composition[2], composition[3], composition[4]
     n_parents, G, Ka = log_mean.size, log_alpha.size, cats.size
     for g in range(G):
@@ -1074,7 +1074,7 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
         if C >= 2:
             for c in range(C):
                 _class_move(g, c, totals, group_ptr, group_leaves, alpha, shares, cats, gk_ptr, gk_n, K, steps,
-                            steps.size - G + g, prior[6], adapt, composition, rng)  # fmt: skip
+                            1 + n_parents + 2 * G + g, prior[6], adapt, composition, rng)  # fmt: skip
             open_shares(shares, cats, composition, g, g + 1)
 
 
