@@ -915,3 +915,100 @@ def test_learned_shares_follow_the_cells_each_leaf_may_hold():
     grid = np.broadcast_arrays(a_grid, q_grid, j)
     for name, f, x in (("log alpha", grid[0], log_alpha), ("q_h", grid[1], q_h), ("b1's h", grid[2], cells[..., 0])):
         _assert_exact_mean(flat, f.ravel().astype(float), x, name)
+
+
+def _empty_blocks(vacant: float):
+    """A block group (total exact, 3) of b1 (one housing unit, truth empty), b2 (two units) and b3 (none), cells a
+    and b, blocks measured (total and cells, noise sd 2): the release, the exposure, the enumerated states and their
+    posterior weights under fixed hyperparameters with the zero-inflation ``vacant``."""
+    truth = np.array([0, 0, 2, 1, 0, 0])
+    geo = Geography(["g", "b1", "b2", "b3"], [None, "g", "g", "g"], ["Block_Group", "Block"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["total", "detailed"]})
+    mech = NoisyMeasurements(census.matrix, 2.0, invariants=census.unit_invariants(["g"], [3]))
+    y = mech.release(truth, random_seed=2)
+    exposure = LeafExposure(np.array([1.0, 2.0, 0.0]), np.zeros((3, 0)))
+    fixed = {**FIXED, "mean": 2.0, "vacant": vacant}
+    states = np.zeros((20, 6), dtype=np.int64)
+    states[:, :4] = _states_summing_to(3, np.arange(4), 4)
+    both = states.reshape(-1, 3, 2)[:, :2]
+    m = np.array([2.0, 4.0])
+    log = _log_prior(both, fixed, m=m) + mech.logpdf(y, states)
+    if vacant:  # N > 0: log(1 - v) + log NB(N); N = 0: log(v + (1 - v) NB(0)), the NB(0) that _log_prior left out
+        nb0 = FIXED["phi"] * np.log(FIXED["phi"] / (FIXED["phi"] + m))
+        N = both.sum(axis=2)
+        log = log + np.where(N > 0, np.log1p(-vacant), np.logaddexp(np.log(vacant), np.log1p(-vacant) + nb0) - nb0).sum(
+            1
+        )
+    p = np.exp(log - log.max())
+    return GroupedRelease.from_census(census, mech, y), exposure, states, p / p.sum(), fixed
+
+
+def test_zero_inflated_block_totals_match_enumeration():
+    """With the zero-inflation v (``vacant``, fixed), a housed block is empty with probability v + (1 - v) NB(0): the
+    draws of the blocks of :func:`_empty_blocks` (v = 0.4) follow the enumeration, b1's chance of being empty among
+    them, which without the zero-inflation is far lower."""
+    release, exposure, states, p, fixed = _empty_blocks(0.4)
+    tree = sample_people(release, draws=4000, tune=300, random_seed=6, learn=False, hyperparameters=fixed,
+                         exposure=exposure, progressbar=False)  # fmt: skip
+    cells = tree["posterior"]["cells"].values.reshape(2, 4000, 6)
+    assert (cells[..., 4:] == 0).all() and (cells.sum(axis=-1) == 3).all()
+    empty = (cells[..., :2].sum(axis=-1) == 0).astype(float)
+    f = (states[:, :2].sum(axis=1) == 0).astype(float)
+    mcse = _assert_exact_mean(p, f, empty, "b1 empty")
+    for c in range(4):
+        _assert_exact_mean(p, states[:, c].astype(float), cells[..., c], f"cell {c}")
+    _, _, _, plain, _ = _empty_blocks(0.0)
+    assert float(p @ f) - float(plain @ f) > 10 * mcse  # the zero-inflation matters here
+
+
+def test_learned_vacancy_matches_quadrature():
+    """The cells held at the truth (noise sd 0.01), phi, the persons per housing unit m and the zero-inflation v
+    learned (normal priors on log phi, log m and logit v): their posterior, with a zero-inflated negative binomial
+    for each housed block's total, is the quadrature's on a grid of the three."""
+    from scipy.special import expit, logit
+    from scipy.stats import nbinom, norm
+
+    units = np.array([4.0, 0.0, 3.0, 10.0, 1.0, 2.0, 6.0, 1.0, 2.0, 3.0])
+    totals = np.array([11, 0, 0, 27, 0, 5, 14, 0, 0, 8])
+    names = [f"b{i}" for i in range(units.size)]
+    geo = Geography(["g", *names], [None] + ["g"] * units.size, ["Block_Group", "Block"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["detailed"]})
+    truth = np.column_stack([totals - totals // 3, totals // 3]).ravel()
+    mech = NoisyMeasurements(census.matrix, 0.01)
+    y = mech.release(truth, random_seed=1)
+    settings = {"phi_prior": (math.log(10.0), 1.0), "mean_prior": (math.log(2.5), 1.0), "vacant": 0.2,
+                "vacant_prior": (logit(0.1), 1.0)}  # fmt: skip
+    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=4000, tune=1000, random_seed=4,
+                         hyperparameters=settings, exposure=LeafExposure(units, np.zeros((units.size, 0))),
+                         initial=truth.reshape(-1, 2), progressbar=False)  # fmt: skip
+    assert (tree["posterior"]["cells"].values.reshape(-1, truth.size) == truth).all()
+    grid = np.linspace(-4.0, 4.0, 81)
+    lp, lm, lv = np.meshgrid(grid + math.log(10.0), grid / 2 + math.log(2.5), grid + logit(0.1), indexing="ij")
+    log = norm.logpdf(lp, math.log(10.0), 1.0) + norm.logpdf(lm, math.log(2.5), 1.0) + norm.logpdf(lv, logit(0.1), 1.0)
+    phi, v = np.exp(lp), expit(lv)
+    for n, u in zip(totals, units, strict=True):
+        if u:
+            nb = nbinom.logpmf(n, phi, phi / (phi + np.exp(lm) * u))
+            log = log + (np.logaddexp(np.log(v), np.log1p(-v) + nb) if n == 0 else np.log1p(-v) + nb)
+    w = np.exp(log - log.max())
+    w /= w.sum()
+    post = tree["posterior"]
+    drawn = {"phi": np.log(post["phi"].values), "m": np.log(post["mean_size"].values[..., 0]),
+             "v": logit(post["vacant"].values)}  # fmt: skip
+    for name, grid_value in (("phi", lp), ("m", lm), ("v", lv)):
+        _assert_exact_mean(w.ravel(), grid_value.ravel(), drawn[name], name)
+        sd = _exact_moments(w.ravel(), grid_value.ravel())[1]
+        assert abs(drawn[name].std() - sd) < 0.15 * sd, (name, drawn[name].std(), sd)
+
+
+def test_a_bad_zero_inflation_is_refused():
+    release, exposure, _, _, fixed = _empty_blocks(0.4)
+    for bad in (1.0, -0.1, "0.2"):
+        with pytest.raises(ValueError, match="vacant must be a number in"):
+            sample_people(release, draws=5, tune=0, exposure=exposure, hyperparameters={**fixed, "vacant": bad},
+                          progressbar=False)  # fmt: skip
+    with pytest.raises(ValueError, match="need an exposure"):
+        sample_people(release, draws=5, tune=0, hyperparameters={"vacant": 0.2}, progressbar=False)
+    with pytest.raises(ValueError, match="vacant_prior"):
+        sample_people(release, draws=5, tune=0, exposure=exposure, hyperparameters={"vacant": 0.2,
+                      "vacant_prior": (0.0, -1.0)}, progressbar=False)  # fmt: skip

@@ -752,24 +752,34 @@ def _checked_initial(release: GroupedRelease, initial) -> np.ndarray:
     return cells
 
 
+#: The hyperparameters' keys that only an exposure reads.
+EXPOSURE_KEYS = ("gq_size", "gq_prior", "vacant", "vacant_prior")
+#: The default (mu, sd) of the zero-inflation's logit's normal prior: v about 5 % (0.3 % to 50 % within 2 sds).
+VACANT_PRIOR = (math.log(0.05 / 0.95), 1.5)
+
+
 def _split_gq(hyperparameters):
-    """The hyperparameters without the exposure's keys ('gq_size', 'gq_prior'), and those keys."""
+    """The hyperparameters without the exposure's keys (:data:`EXPOSURE_KEYS`), and those keys."""
     if not isinstance(hyperparameters, dict):
         return hyperparameters, {}
-    gq = {k: hyperparameters[k] for k in ("gq_size", "gq_prior") if k in hyperparameters}
+    gq = {k: hyperparameters[k] for k in EXPOSURE_KEYS if k in hyperparameters}
     return {k: v for k, v in hyperparameters.items() if k not in gq}, gq
 
 
 def _exposure_model(exposure, gq_given: dict, given, learn: bool, prior: CellPrior, cells0, mean0, prior_vec):
     """The leaves' housing units, the GQ types' starting sizes and their leaves (CSR: ptr, leaves, counts), the
-    parents' starting means per unit and the prior settings with the GQ sizes' appended (all neutral without an
-    exposure: one unit per leaf, no facility)."""
+    parents' starting means per unit, the prior settings with the GQ sizes' and the zero-inflation's appended, and the
+    zero-inflation v (``vacant``: 0, none, unless given; all neutral without an exposure: one unit per leaf, no
+    facility)."""
     L = cells0.shape[0]
     if exposure is None:
         if gq_given:
             raise ValueError(f"hyperparameters: {sorted(gq_given)} need an exposure (exposure=LeafExposure(...))")
         empty = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))
-        return np.ones(L), np.zeros(0), empty, mean0, np.concatenate([prior_vec, [0.0, 1.0]])
+        return np.ones(L), np.zeros(0), empty, mean0, np.concatenate([prior_vec, [0.0, 1.0, *VACANT_PRIOR]]), 0.0
+    vacant = gq_given.get("vacant", 0.0)
+    if not isinstance(vacant, (int, float)) or not 0.0 <= vacant < 1.0:
+        raise ValueError(f"hyperparameters: vacant must be a number in [0, 1), got {vacant!r}")
     fac, totals = exposure.facilities, cells0.sum(axis=1).astype(float)
     T = fac.shape[1]
     ptr = np.concatenate([[0], np.cumsum((fac > 0).sum(axis=0))]).astype(np.int64)
@@ -784,7 +794,8 @@ def _exposure_model(exposure, gq_given: dict, given, learn: bool, prior: CellPri
     else:  # the people of the leaves holding a type's facilities, per facility
         size = np.array([max(totals[fac[:, t] > 0].sum() / max(fac[:, t].sum(), 1.0), 1.0) for t in range(T)])
     gq_prior = _normal_setting(gq_given.get("gq_prior", (math.log(50.0), 2.0)), "gq_prior")
-    prior_vec = np.concatenate([prior_vec, gq_prior])
+    vacant_prior = _normal_setting(gq_given.get("vacant_prior", VACANT_PRIOR), "vacant_prior")
+    prior_vec = np.concatenate([prior_vec, gq_prior, vacant_prior])
     household = np.maximum(totals - fac @ size, 0.0)
     per_parent = np.bincount(prior.leaf_parent, household, prior.n_parents)
     units_per_parent = np.bincount(prior.leaf_parent, exposure.units, prior.n_parents)
@@ -792,7 +803,7 @@ def _exposure_model(exposure, gq_given: dict, given, learn: bool, prior: CellPri
         mean0 = np.maximum(per_parent, 0.5) / np.maximum(units_per_parent, 1.0)
     if "mean_prior" not in (given or {}):
         prior_vec[4:6] = math.log(max(household.sum(), 1.0) / max(exposure.units.sum(), 1.0)), 1.5
-    return exposure.units, size, (ptr, leaves, counts), mean0, prior_vec
+    return exposure.units, size, (ptr, leaves, counts), mean0, prior_vec, float(vacant)
 
 
 def _facility_means(gq_csr, sizes: np.ndarray, L: int) -> np.ndarray:
@@ -843,8 +854,11 @@ def sample_people(
     draws, tune, thin, chains, cores, random_seed, learn, hyperparameters, share_level
         As in :func:`~ppdinfer.census.sampler.sample_cells` (the same prior and hyperparameters; default shares give
         structural zeros none). With an ``exposure``, ``mean`` is the persons per housing unit of each parent and
-        two more keys are read: ``gq_size`` (persons per facility, one per GQ type) and ``gq_prior`` ((mu, sd) of
-        its log's normal prior, default (log 50, 2)).
+        four more keys are read: ``gq_size`` (persons per facility, one per GQ type) and ``gq_prior`` ((mu, sd) of
+        its log's normal prior, default (log 50, 2)); ``vacant`` (default 0: none), the zero-inflation v of the
+        leaves' totals, each leaf with a positive mean empty with probability v + (1 - v) NB(0) (every housing
+        unit vacant), else negative binomial (learned from that start unless ``learn=False``), and ``vacant_prior``
+        ((mu, sd) of its logit's normal prior, default :data:`VACANT_PRIOR`).
     moves : PersonMoves, optional
         The moves per sweep.
     record : Coarsening, optional
@@ -915,7 +929,7 @@ def sample_people(
     prior = CellPrior(release, share_level)
     given, gq_given = _split_gq(hyperparameters)
     alpha0, phi0, mean0, shares0, prior_vec, filled = _hyperparameters(given, prior, learn, cells0.astype(float))
-    units, gq_size0, gq_csr, mean0, prior_vec = _exposure_model(
+    units, gq_size0, gq_csr, mean0, prior_vec, vacant0 = _exposure_model(
         exposure, gq_given, given, learn, prior, cells0, mean0, prior_vec
     )
     allowed = ~release.structural_zeros
@@ -966,7 +980,7 @@ def sample_people(
                 log_alpha=np.log(alpha0) + jitter * stream.normal(size=prior.n_groups),
                 shares=shares0.copy(), log_gq=np.log(gq_size0) + jitter * stream.normal(size=T),
                 steps=np.concatenate([[0.1], np.full(prior.n_parents, 0.1), np.full(prior.n_groups, 0.1),
-                                      np.full(prior.n_groups, 0.3), np.full(prior.n_groups, 0.3), np.full(T, 0.1)]),
+                                      np.full(prior.n_groups, 0.3), np.full(prior.n_groups, 0.3), [0.3], np.full(T, 0.1)]),
                 bval=bval0.copy(), **_scratch(rng_state, buffer, scratch_size, moves.line_window),
             )
         )  # fmt: skip
@@ -979,11 +993,12 @@ def sample_people(
             dict(
                 rec=np.zeros((draws, L, R), dtype=np.int32), phi=np.zeros(draws), mean=np.zeros((draws, prior.n_parents)),
                 alpha=np.zeros((draws, prior.n_groups)), shares=np.zeros((draws, prior.n_groups, R)),
-                accept=np.zeros(draws), gq=np.zeros((draws, T)),
+                accept=np.zeros(draws), gq=np.zeros((draws, T)), vacant=np.zeros(draws),
             )
         )  # fmt: skip
         s = states[-1]
         s["mu"] = np.exp(s["log_mean"])[prior.leaf_parent] * units + _facility_means(gq_csr, np.exp(s["log_gq"]), L)
+        s["vacancy"] = np.array([vacant0])
         s["composition"] = (leaf_kind, kind_open, np.empty((prior.n_groups, kind_open.shape[0])), class_ptr, cat_class)
         open_shares(s["shares"], cats, s["composition"], 0, prior.n_groups)
         # the sweeps' per-group tables, once per chain (not per call: a state's tracts x 2,016 cells are 52 MB each)
@@ -1016,7 +1031,7 @@ def sample_people(
             *gq_csr, s["log_gq"], o["gq"], k["lines"], m.line_window, scratch["sign"], scratch["weight"],
             scratch["logp"], m.turns if whole else 0.0, span[0], span[1], scratch["resume"], room, k["relocations"],
             m.turn_axis, (*rare, float(m.mates), int(m.mate_near)), m.line_turns if whole else 0.0, s["tables"], whole,
-            k["rare_lines"], (float(m.second_turns), int(m.second_axis)), s["composition"],
+            k["rare_lines"], (float(m.second_turns), int(m.second_axis)), s["composition"], (s["vacancy"], o["vacant"]),
         ) == 0  # fmt: skip
 
     def local_round(s, o):
@@ -1085,6 +1100,9 @@ def sample_people(
             .assign(gq_size=(("chain", "draw", "gq_type"), gq_size))
             .assign_coords(gq_type=list(exposure.types))
         )
+        if vacant0 > 0.0:
+            vacant = np.stack([o["vacant"][:kept] for o in outputs])
+            tree["posterior"] = tree["posterior"].to_dataset().assign(vacant=(("chain", "draw"), vacant))
     return tree
 
 

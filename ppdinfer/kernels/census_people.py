@@ -49,12 +49,40 @@ def _cell_change(n, beta, t):
 
 
 @njit(cache=True, nogil=True)
-def _total_change(N, t, phi, m, alpha):
+def _total_change(N, t, phi, m, alpha, vacant):
     """Change of lgamma(N + phi) + N log(m / (phi + m)) - lgamma(N + alpha) (a leaf's total terms), N -> N + t
-    (-inf where the mean m or the Dirichlet total alpha is 0: the leaf holds nobody)."""
+    (-inf where the mean m or the Dirichlet total alpha is 0: the leaf holds nobody), and where the leaf stops or
+    starts being empty, the zero-inflation's term (:func:`_filled_odds`)."""
     if m <= 0.0 or alpha <= 0.0:
         return -np.inf
-    return log_gamma_step(N + phi, t) - t * math.log1p(phi / m) - log_gamma_step(N + alpha, t)
+    out = log_gamma_step(N + phi, t) - t * math.log1p(phi / m) - log_gamma_step(N + alpha, t)
+    if vacant > 0.0 and t != 0 and (N == 0 or N + t == 0):
+        z = _filled_odds(m, phi, vacant)
+        out += z if N == 0 else -z
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _empty_log(m, phi, vacant):
+    """log P(N = 0) of the zero-inflated negative binomial: log(v + (1 - v) NB(0; mean m, size phi))."""
+    filled = math.log1p(-vacant) - phi * math.log1p(m / phi)
+    top = max(math.log(vacant), filled)
+    return top + math.log(math.exp(math.log(vacant) - top) + math.exp(filled - top))
+
+
+@njit(cache=True, nogil=True)
+def _filled_odds(m, phi, vacant):
+    """log((1 - v) NB(0) / (v + (1 - v) NB(0))): what a leaf's log prior gains, beyond the negative binomial's
+    change, when it stops being empty (v the chance that a leaf with a positive mean is empty whatever its mean)."""
+    return math.log1p(-vacant) - phi * math.log1p(m / phi) - _empty_log(m, phi, vacant)
+
+
+@njit(cache=True, nogil=True)
+def _zinb_change(n, phi, m, new_phi, new_m, vacant):
+    """The change of the zero-inflated negative binomial log pmf of n when (m, phi) becomes (new_m, new_phi)."""
+    if vacant > 0.0 and n == 0:
+        return _empty_log(new_m, new_phi, vacant) - _empty_log(m, phi, vacant)
+    return _nb_change(n, phi, m, new_phi, new_m)
 
 
 @njit(cache=True, nogil=True)
@@ -410,7 +438,7 @@ def _line_bounds(a, ka, b, kb, anc, bnd, bval, lo_t, hi_t):
 
 @njit(cache=True, nogil=True)
 def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off,
-               blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx,
+               blk_nv, blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, vacant, bnd, bval, bidx,
                bdelta, touched, dr, sign, weight, logp, p_turn, turn_axis, second, axes, strides, logw, rng):  # fmt: skip
     """People pass between cell ka of leaf a and cell kb of leaf b by a draw from their exact conditional along the
     line (n_a,ka - t, n_b,kb + t) on a window of ``window`` + 1 values of t placed at random around t = 0 (every
@@ -452,7 +480,7 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
         lp = 0.0
         if t != 0:
             lp = _cell_change(na, beta[ga, ka], -t) + _cell_change(nb_, beta[gb, kb], t)
-            lp += _total_change(Na, -t, phi, mu[a], alpha_a) + _total_change(Nb, t, phi, mu[b], alpha_b)
+            lp += _total_change(Na, -t, phi, mu[a], alpha_a, vacant) + _total_change(Nb, t, phi, mu[b], alpha_b, vacant)
             for s in range(n):
                 r = _value(resid, touched[s])
                 if _fits(resid, touched[s], r + sign[s] * t):
@@ -489,8 +517,8 @@ def _line_move(a, b, window, cells, totals, rec, cmap, resid, rates, scales, blk
 
 @njit(cache=True, nogil=True)
 def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale, power, blk_level, blk_off, blk_nv,
-                blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx, bdelta,
-                touched, dr, p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
+                blk_rate, blk_groups, anc, beta, leaf_group, mu, log_alpha, composition, phi, vacant, bnd, bval, bidx,
+                bdelta, touched, dr, p_turn, turn_axis, axes, strides, logw, rng):  # fmt: skip
     """A *relocation*: all n people of a drawn person's cell i of one leaf (a or b, by a coin) pass to cell j, empty,
     of the other, so both totals move by n at once (a household-like cluster changing block): j = i, or with
     probability ``p_turn`` a turn of i (:func:`_turn`, whose proposal ratio it adds). The reverse is the same move
@@ -509,8 +537,8 @@ def _relocation(a, b, cells, totals, rec, cmap, resid, rates, scales, blk_scale,
     if _n(cells, dst, j) != 0:
         return 0
     n = _n(cells, src, i)
-    lr += _total_change(Ns, -n, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition))
-    lr += _total_change(Nd, n, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition))
+    lr += _total_change(Ns, -n, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition), vacant)
+    lr += _total_change(Nd, n, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition), vacant)
     if lr == -np.inf:
         return 0
     lr += _cell_change(n, beta[leaf_group[src], i], -n) + _cell_change(0, beta[leaf_group[dst], j], n)
@@ -739,7 +767,7 @@ def people_sweeps(
     bnd, bval, bidx, bdelta, touched, dr, out_rec, out_phi, out_mean, out_alpha, out_shares, out_accept,
     mu, units, gq_ptr, gq_leaves, gq_count, log_gq, out_gq, lines, line_window, sign, weight, logp, p_turn, span_lo,
     span_hi, resume, room, relocations, turn_axis, mates, p_line_turn, tables, own_tables, rare_lines, second_turn,
-    composition,
+    composition, occupancy,
 ):  # fmt: skip
     """Sweeps start..start + count - 1 of one chain (tune of them tuning); every thin-th after tuning is stored.
 
@@ -781,6 +809,7 @@ def people_sweeps(
         g_lo, g_hi = min(g_lo, leaf_group[leaf]), max(g_hi, leaf_group[leaf] + 1)
     for sweep in range(resume[0] if resume[0] >= 0 else start, start + count):
         phi = math.exp(log_phi[0])
+        vacant = occupancy[0][0]
         if own_tables:
             composition_tables(log_alpha, shares, cats, floor, g_lo, g_hi, tables)
         attempted = 0
@@ -847,8 +876,10 @@ def people_sweeps(
                         nd, Nd = _n(cells, dst, kd), totals[dst]
                         gs, gd = leaf_group[src], leaf_group[dst]
                         lr += _cell_change(ns, beta[gs, k], -t) + _cell_change(nd, beta[gd, kd], t)
-                        lr += _total_change(Ns, -t, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition))
-                        lr += _total_change(Nd, t, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition))
+                        lr += _total_change(Ns, -t, phi, mu[src], _leaf_alpha(src, log_alpha, leaf_group, composition),
+                                            vacant)  # fmt: skip
+                        lr += _total_change(Nd, t, phi, mu[dst], _leaf_alpha(dst, log_alpha, leaf_group, composition),
+                                            vacant)  # fmt: skip
                         lr += math.log(nd + t) - math.log(Nd + t) - math.log(ns) + math.log(Ns)
                         accepted += _try_move(lr, src, k, dst, kd, t, cells, totals, rec, cmap, resid, rates, scales,
                                               blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd, bval,
@@ -863,7 +894,7 @@ def people_sweeps(
                         attempted += 1
                         accepted += _line_move(leaf, other, line_window, cells, totals, rec, cmap, resid, rates, scales,
                                                blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, beta,
-                                               leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx, bdelta, touched,
+                                               leaf_group, mu, log_alpha, composition, phi, vacant, bnd, bval, bidx, bdelta, touched,
                                                dr, sign, weight, logp, pt, turn_axis, second_turn, axes, strides, logw,
                                                rng)  # fmt: skip
                     elif kind == 3:
@@ -944,7 +975,7 @@ def people_sweeps(
                         attempted += 1
                         accepted += _relocation(leaf, other, cells, totals, rec, cmap, resid, rates, scales,
                                                 blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc,
-                                                beta, leaf_group, mu, log_alpha, composition, phi, bnd, bval, bidx,
+                                                beta, leaf_group, mu, log_alpha, composition, phi, vacant, bnd, bval, bidx,
                                                 bdelta, touched, dr, p_turn, turn_axis, axes, strides, logw, rng)  # fmt: skip
                     elif kind == 7:
                         N = totals[leaf]
@@ -953,7 +984,7 @@ def people_sweeps(
                         if _uniform(rng) < 0.5:
                             j = _destination(cum[g], cats, rng)
                             nj = _n(cells, leaf, j)
-                            lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha)
+                            lr = _cell_change(nj, beta[g, j], t) + _total_change(N, t, phi, m, alpha, vacant)
                             lr += math.log(nj + t) - math.log(N + t) - logw[g, j]
                             accepted += _try_move(lr, -1, 0, leaf, j, t, cells, totals, rec, cmap, resid, rates, scales,
                                                   blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
@@ -963,7 +994,7 @@ def people_sweeps(
                             ni = _n(cells, leaf, i)
                             if ni < t:
                                 continue
-                            lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha)
+                            lr = _cell_change(ni, beta[g, i], -t) + _total_change(N, -t, phi, m, alpha, vacant)
                             lr += logw[g, i] - math.log(ni) + math.log(N)
                             accepted += _try_move(lr, leaf, i, -1, 0, t, cells, totals, rec, cmap, resid, rates, scales,
                                                   blk_scale, power, blk_level, blk_off, blk_nv, blk_rate, blk_groups, anc, bnd,
@@ -977,7 +1008,7 @@ def people_sweeps(
                              log_phi, log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, composition,
                              rng)  # fmt: skip
                 _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units,
-                            gq_ptr, gq_leaves, gq_count, log_gq, steps, prior, adapt, rng)  # fmt: skip
+                            gq_ptr, gq_leaves, gq_count, log_gq, steps, prior, adapt, occupancy[0], rng)  # fmt: skip
         done = sweep - tune
         if done >= 0 and (done + 1) % thin == 0:
             row = done // thin
@@ -989,6 +1020,7 @@ def people_sweeps(
                 out_mean[row, p] = log_mean[p]
             for q in range(log_gq.size):
                 out_gq[row, q] = log_gq[q]
+            occupancy[1][row] = occupancy[0][0]
             for g in range(G):
                 out_alpha[row, g] = log_alpha[g]
                 for c in range(R):
@@ -1156,23 +1188,26 @@ def open_shares(shares, cats, composition, g_lo, g_hi):
 
 
 @njit(cache=True, nogil=True)
-def _mean_change(totals, leaves, mu, phi, new_phi, part, d):
-    """The change of sum over ``leaves`` of the negative binomial log pmf of N_l (mean mu_l, size phi) when phi
-    becomes ``new_phi`` and mu_l becomes mu_l + d part_l (leaves of mean 0 hold nobody and are skipped)."""
+def _mean_change(totals, leaves, mu, phi, new_phi, part, d, vacant):
+    """The change of sum over ``leaves`` of the (zero-inflated by ``vacant``) negative binomial log pmf of N_l (mean
+    mu_l, size phi) when phi becomes ``new_phi`` and mu_l becomes mu_l + d part_l (leaves of mean 0 hold nobody and
+    are skipped)."""
     total = 0.0
     for s in range(leaves.size):
         leaf = leaves[s]
         m = mu[leaf]
         if m > 0.0:
-            total += _nb_change(totals[leaf], phi, m, new_phi, m + d * part[leaf])
+            total += _zinb_change(totals[leaf], phi, m, new_phi, m + d * part[leaf], vacant)
     return total
 
 
 @njit(cache=True, nogil=True)
 def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_phi, log_mean, mu, units, gq_ptr,
-                gq_leaves, gq_count, log_gq, steps, prior, adapt, rng):  # fmt: skip
+                gq_leaves, gq_count, log_gq, steps, prior, adapt, vacancy, rng):  # fmt: skip
     """One update of phi, of each parent's mean per unit m_p and of each group-quarters type's mean per facility
-    c_t, the leaves' means mu_l = m_p units_l + sum_t c_t facilities_lt (computed afresh, then kept in step)."""
+    c_t, the leaves' means mu_l = m_p units_l + sum_t c_t facilities_lt (computed afresh, then kept in step), and
+    where ``vacancy[0]`` (the zero-inflation v) is above 0, of v (a random walk on its logit, normal prior
+    ``prior[9:11]``, its step before the facility sizes')."""
     n_parents = log_mean.size
     for leaf in range(mu.size):
         mu[leaf] = math.exp(log_mean[leaf_parent[leaf]]) * units[leaf]
@@ -1181,7 +1216,8 @@ def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_
             mu[gq_leaves[s]] += math.exp(log_gq[q]) * gq_count[s]
     phi = math.exp(log_phi[0])
     new = log_phi[0] + steps[0] * _normal(rng)
-    lr = _mean_change(totals, all_leaves, mu, phi, math.exp(new), units, 0.0)
+    vacant = vacancy[0]
+    lr = _mean_change(totals, all_leaves, mu, phi, math.exp(new), units, 0.0, vacant)
     lr += 0.5 * ((log_phi[0] - prior[2]) / prior[3]) ** 2 - 0.5 * ((new - prior[2]) / prior[3]) ** 2
     ok = _accept(lr, rng)
     if ok:
@@ -1193,7 +1229,7 @@ def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_
         leaves = parent_leaves[parent_ptr[p] : parent_ptr[p + 1]]
         new = log_mean[p] + steps[1 + p] * _normal(rng)
         d = math.exp(new) - math.exp(log_mean[p])
-        lr = _mean_change(totals, leaves, mu, phi, phi, units, d)
+        lr = _mean_change(totals, leaves, mu, phi, phi, units, d, vacant)
         lr += 0.5 * ((log_mean[p] - prior[4]) / prior[5]) ** 2 - 0.5 * ((new - prior[4]) / prior[5]) ** 2
         ok = _accept(lr, rng)
         if ok:
@@ -1211,7 +1247,7 @@ def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_
         d = math.exp(new) - math.exp(log_gq[q])
         lr = 0.5 * ((log_gq[q] - prior[7]) / prior[8]) ** 2 - 0.5 * ((new - prior[7]) / prior[8]) ** 2
         for s in range(leaves.size):
-            lr += _nb_change(totals[leaves[s]], phi, mu[leaves[s]], phi, mu[leaves[s]] + d * count[s])
+            lr += _zinb_change(totals[leaves[s]], phi, mu[leaves[s]], phi, mu[leaves[s]] + d * count[s], vacant)
         ok = _accept(lr, rng)
         if ok:
             log_gq[q] = new
@@ -1219,3 +1255,34 @@ def _mean_round(totals, leaf_parent, parent_ptr, parent_leaves, all_leaves, log_
                 mu[leaves[s]] += d * count[s]
         if adapt:
             _adapted(steps, base + q, ok, 0.05, 0.3)
+    if vacant > 0.0:
+        _vacancy_update(totals, all_leaves, mu, phi, vacancy, steps, base - 1, prior, adapt, rng)
+
+
+@njit(cache=True, nogil=True)
+def _vacancy_update(totals, leaves, mu, phi, vacancy, steps, slot, prior, adapt, rng):
+    """One random-walk update of the logit of the zero-inflation v = ``vacancy[0]``: every leaf with a positive mean
+    reads log(v + (1 - v) NB(0)) where empty, log(1 - v) + log NB(N) where not."""
+    v = vacancy[0]
+    x = math.log(v) - math.log1p(-v)
+    new = x + steps[slot] * _normal(rng)
+    w = 1.0 / (1.0 + math.exp(-new))
+    if not 0.0 < w < 1.0:
+        return
+    lr = 0.5 * ((x - prior[9]) / prior[10]) ** 2 - 0.5 * ((new - prior[9]) / prior[10]) ** 2
+    filled = 0
+    for s in range(leaves.size):
+        leaf = leaves[s]
+        m = mu[leaf]
+        if m <= 0.0:
+            continue
+        if totals[leaf] == 0:
+            lr += _empty_log(m, phi, w) - _empty_log(m, phi, v)
+        else:
+            filled += 1
+    lr += filled * (math.log1p(-w) - math.log1p(-v))
+    ok = _accept(lr, rng)
+    if ok:
+        vacancy[0] = w
+    if adapt:
+        _adapted(steps, slot, ok, 0.05, 0.3)
