@@ -63,6 +63,7 @@ from ...validation import positive_int
 __all__ = [
     "PRIORS",
     "SMALL_DESIGN",
+    "VACANT_PRIOR",
     "BlockDesign",
     "BlockSBC",
     "PredictiveCheck",
@@ -82,8 +83,12 @@ PRIORS = {
     "mean_prior": (math.log(2.5), 0.5),
     "gq_prior": (math.log(20.0), 0.5),
 }
-#: The names ranked by :func:`block_prior_sbc` (``block_total``: each block's total, summed from the cells).
+#: The names ranked by :func:`block_prior_sbc` (``block_total``: each block's total, summed from the cells), and
+#: ``vacant`` too where the priors have a ``vacant_prior``.
 RANKED = ("block_total", "phi", "mean_size", "gq_size", "alpha", "shares")
+#: The zero-inflation's prior that :func:`block_prior_sbc` may add to :data:`PRIORS`: (mu, sd) of logit v, v the
+#: chance that a housed block is empty whatever its mean (about 10 %: 1 % to 55 % within 2 sds).
+VACANT_PRIOR = (math.log(0.1 / 0.9), 1.2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,7 +146,9 @@ class BlockDesign:
     def simulate(self, rng, priors: dict = PRIORS, exposure: LeafExposure | None = None) -> tuple[dict, GroupedRelease]:
         """One draw of the block prior and its release: ({name: truth} of :data:`RANKED` and ``cells``, release).
 
-        ``priors`` as :data:`PRIORS`; ``exposure`` (default the design's) gives the blocks' means.
+        ``priors`` as :data:`PRIORS`, and a ``vacant_prior`` ((mu, sd) of logit v) for the zero-inflated totals
+        (each block of positive mean empty with probability v, else negative binomial); ``exposure`` (default the
+        design's) gives the blocks' means.
         """
         exposure = self.exposure if exposure is None else exposure
         prior, K = self._prior, self.table.n_cells
@@ -157,12 +164,17 @@ class BlockDesign:
         shares = rng.dirichlet(np.full(K, float(priors["share_prior"])), size=prior.n_groups)
         mu = mean[prior.leaf_parent] * exposure.units + exposure.facilities @ gq
         totals = np.where(mu > 0, rng.poisson(rng.gamma(phi, np.where(mu > 0, mu, 1.0) / phi)), 0)
+        vacant = {}
+        if "vacant_prior" in priors:
+            mu_v, sd_v = priors["vacant_prior"]
+            vacant = {"vacant": float(1.0 / (1.0 + math.exp(-rng.normal(mu_v, sd_v))))}
+            totals = np.where(rng.random(totals.size) < vacant["vacant"], 0, totals)
         cells = np.zeros((mu.size, K), dtype=np.int64)
         for leaf in np.flatnonzero(totals):
             g = prior.leaf_group[leaf]
             cells[leaf] = rng.multinomial(totals[leaf], rng.dirichlet(alpha[g] * shares[g]))
         truth = {"block_total": totals, "phi": phi, "mean_size": mean, "gq_size": gq, "alpha": alpha}
-        return {**truth, "shares": shares, "cells": cells}, self.release(cells, rng)
+        return {**truth, "shares": shares, **vacant, "cells": cells}, self.release(cells, rng)
 
 
 def _small_design() -> BlockDesign:
@@ -218,17 +230,21 @@ class _Fits:
         self.min_ess, self.max_rhat = [], []
 
     def __call__(self, release: GroupedRelease, random_seed) -> xr.DataTree:
+        hyperparameters = dict(self.priors)
+        if "vacant_prior" in hyperparameters:  # on, from the prior's median
+            hyperparameters["vacant"] = 1.0 / (1.0 + math.exp(-hyperparameters["vacant_prior"][0]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)  # measured below, over every ranked quantity
             tree = sample_people(
-                release, exposure=self.design.exposure, hyperparameters=dict(self.priors), learn=True,
+                release, exposure=self.design.exposure, hyperparameters=hyperparameters, learn=True,
                 random_seed=random_seed, progressbar=False, **self.settings,
             )  # fmt: skip
         post = tree["posterior"].to_dataset()
         post = post.assign(block_total=post["cells"].sum("cell"))
         tree["posterior"] = post
         chains, draws = post.sizes["chain"], post.sizes["draw"]
-        positive = [np.log(post[name].values.reshape(chains, draws, -1)) for name in RANKED[1:5]]
+        names = [*RANKED[1:5], *(["vacant"] if "vacant" in post else [])]
+        positive = [np.log(post[name].values.reshape(chains, draws, -1)) for name in names]
         shares = post["shares"].values.reshape(chains, draws, -1)
         ess, rhat = ess_rhat(np.concatenate([post["block_total"].values, *positive, shares], axis=2))
         self.min_ess.append(float(ess.min()))
@@ -237,9 +253,12 @@ class _Fits:
 
 
 def _checked_priors(priors, name: str) -> dict:
-    """``priors`` as a dict of the keys of :data:`PRIORS`, each (mu, sd > 0) or, for share_prior, a0 > 0."""
-    if not isinstance(priors, dict) or set(priors) != set(PRIORS):
-        raise ValueError(f"{name} must be a dict of exactly {sorted(PRIORS)} (as PRIORS), got {priors!r}")
+    """``priors`` as a dict of the keys of :data:`PRIORS` (and optionally ``vacant_prior``), each (mu, sd > 0) or, for
+    share_prior, a0 > 0."""
+    if not isinstance(priors, dict) or set(priors) - {"vacant_prior"} != set(PRIORS):
+        raise ValueError(
+            f"{name} must be a dict of exactly {sorted(PRIORS)} (as PRIORS), and optionally vacant_prior, got {priors!r}"
+        )
     for key, value in priors.items():
         if key == "share_prior":
             ok = isinstance(value, int | float) and 0 < value < math.inf
@@ -282,7 +301,8 @@ def block_prior_sbc(
     chain_draws, tune, thin, chains, cores
         ``sample_people``'s ``draws``, ``tune``, ``thin``, ``chains`` and ``cores`` for each fit.
     priors : dict
-        The hyperparameters' priors (the keys of :data:`PRIORS`), those of the simulations and of the fits.
+        The hyperparameters' priors (the keys of :data:`PRIORS`, and ``vacant_prior`` for zero-inflated block
+        totals, e.g. :data:`VACANT_PRIOR`), those of the simulations and of the fits.
     truth_priors, truth_exposure : dict or LeafExposure, optional
         The simulations' priors and exposure, by default ``priors`` and the design's: anything else is a model the
         fits do not assume, whose ranks must come out uneven (the check's power).
@@ -307,6 +327,9 @@ def block_prior_sbc(
         raise ValueError(f"design must be a BlockDesign, got {type(design).__name__}")
     priors = _checked_priors(priors, "priors")
     truth_priors = priors if truth_priors is None else _checked_priors(truth_priors, "truth_priors")
+    if "vacant_prior" in priors and "vacant_prior" not in truth_priors:
+        raise ValueError("truth_priors: the fits learn the zero-inflation (priors' vacant_prior), give its prior too")
+    ranked = RANKED + (("vacant",) if "vacant_prior" in priors else ())
     exposure = design.exposure if truth_exposure is None else truth_exposure
     if not isinstance(exposure, LeafExposure) or exposure.facilities.shape != design.exposure.facilities.shape:
         raise ValueError(
@@ -317,7 +340,7 @@ def block_prior_sbc(
         raise ValueError(f"draws must be at most chains x chain_draws = {chains * chain_draws}, got {draws}")
     fits = _Fits(design, priors, {**settings, "cores": cores})
     result = sbc_simulator(
-        lambda rng: design.simulate(rng, truth_priors, exposure), fits, RANKED, simulations=simulations,
+        lambda rng: design.simulate(rng, truth_priors, exposure), fits, ranked, simulations=simulations,
         draws=draws, alpha=alpha, random_seed=random_seed,
     )  # fmt: skip
     return BlockSBC(result, np.array(fits.min_ess), np.array(fits.max_rhat))
