@@ -372,6 +372,17 @@ def test_people_sampler_with_an_exposure_matches_enumeration():
     assert abs(x.mean() - float(q @ f)) > 10 * mcse
 
 
+def _held_blocks(totals):
+    """A block group of blocks with these totals (cells a and b, two thirds and one third), measured with noise sd
+    0.01, so that a fit holds its cells at the truth: the release and the truth."""
+    names = [f"b{i}" for i in range(len(totals))]
+    geo = Geography(["g", *names], [None] + ["g"] * len(totals), ["Block_Group", "Block"])
+    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["detailed"]})
+    truth = np.column_stack([totals - totals // 3, totals // 3]).ravel()
+    mech = NoisyMeasurements(census.matrix, 0.01)
+    return GroupedRelease.from_census(census, mech, mech.release(truth, random_seed=1)), truth
+
+
 def test_learned_unit_and_facility_means_match_quadrature():
     """The cells held at the truth (measurements of noise sd 0.01), phi, the persons per housing unit m and the
     persons per facility c learned: their posterior (normal priors on the logs, the negative binomial of each
@@ -381,18 +392,13 @@ def test_learned_unit_and_facility_means_match_quadrature():
     units = np.array([4.0, 0.0, 3.0, 10.0, 1.0, 2.0, 6.0])
     facilities = np.array([[0.0], [0.0], [0.0], [0.0], [0.0], [1.0], [1.0]])
     totals = np.array([11, 0, 6, 27, 2, 46, 61])
-    names = [f"b{i}" for i in range(units.size)]
-    geo = Geography(["g", *names], [None] + ["g"] * units.size, ["Block_Group", "Block"])
-    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["detailed"]})
-    truth = np.column_stack([totals - totals // 3, totals // 3]).ravel()
-    mech = NoisyMeasurements(census.matrix, 0.01)
-    y = mech.release(truth, random_seed=1)
+    release, truth = _held_blocks(totals)
     settings = {
         "phi_prior": (math.log(10.0), 1.0),
         "mean_prior": (math.log(2.5), 1.0),
         "gq_prior": (math.log(30.0), 1.0),
     }
-    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=4000, tune=1000, random_seed=4,
+    tree = sample_people(release, draws=4000, tune=1000, random_seed=4,
                          hyperparameters=settings, exposure=LeafExposure(units, facilities, ("nursing",)),
                          initial=truth.reshape(-1, 2), progressbar=False)  # fmt: skip
     assert (tree["posterior"]["cells"].values.reshape(-1, truth.size) == truth).all()
@@ -970,15 +976,10 @@ def test_learned_vacancy_matches_quadrature():
 
     units = np.array([4.0, 0.0, 3.0, 10.0, 1.0, 2.0, 6.0, 1.0, 2.0, 3.0])
     totals = np.array([11, 0, 0, 27, 0, 5, 14, 0, 0, 8])
-    names = [f"b{i}" for i in range(units.size)]
-    geo = Geography(["g", *names], [None] + ["g"] * units.size, ["Block_Group", "Block"])
-    census = census_queries(geo, TableSpec(("a", "b")), {"Block": ["detailed"]})
-    truth = np.column_stack([totals - totals // 3, totals // 3]).ravel()
-    mech = NoisyMeasurements(census.matrix, 0.01)
-    y = mech.release(truth, random_seed=1)
+    release, truth = _held_blocks(totals)
     settings = {"phi_prior": (math.log(10.0), 1.0), "mean_prior": (math.log(2.5), 1.0), "vacant": 0.2,
                 "vacant_prior": (logit(0.1), 1.0)}  # fmt: skip
-    tree = sample_people(GroupedRelease.from_census(census, mech, y), draws=4000, tune=1000, random_seed=4,
+    tree = sample_people(release, draws=4000, tune=1000, random_seed=4,
                          hyperparameters=settings, exposure=LeafExposure(units, np.zeros((units.size, 0))),
                          initial=truth.reshape(-1, 2), progressbar=False)  # fmt: skip
     assert (tree["posterior"]["cells"].values.reshape(-1, truth.size) == truth).all()

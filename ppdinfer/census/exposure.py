@@ -21,7 +21,11 @@ cells the block may hold (its bounds': :mod:`~ppdinfer.census.people`). What it 
   7, one of 300 about 700), with the spread phi learned over all blocks, so a tiny block's posterior stays near
   a handful of people whatever its noisy total says, and an empty-but-housed block (every unit vacant) is
   allowed but a priori unlikely;
-- a facility adds its type's mean size, learned from the facilities' blocks and their measurements.
+- a facility adds its type's mean size, learned from the facilities' blocks and their measurements;
+- with the zero-inflation v (``hyperparameters={"vacant": ...}``, off by default), a block of positive mean is
+  empty with probability v + (1 - v) NB(0) and otherwise negative binomial: housed blocks whose units are all
+  vacant (seasonal homes, a demolished row) are then as likely as v says, learned over the fit, rather than
+  NB(0) = (phi / (phi + mu))^phi, which for a block of two units is a few per cent.
 
 How to check it: the posterior predictive of the block measurements (each released value simulated from the drawn
 cells plus fresh noise and compared with the file:
