@@ -10,11 +10,12 @@ unit file's ``total_con``) and facilities (the person file's ``hhgq_total_lb_con
 file's block order and checked against the file's constraints. Then, with ``PersonMoves(**--moves)`` (a Python dict
 literal; default the block case study's ``census_nmf.blocks.MOVES``, one line draw and three relocations per person:
 Cameron County, 600 sweeps, smallest / median bulk ESS of the block totals 5 / 205 with the default 0.25 line draws,
-11 / 185 with one, 94 / 398 with one relocation per person besides, 134 / 507 with three):
+11 / 185 with one, 94 / 398 with one relocation per person besides, 134 / 507 with three) and the
+hyperparameters ``--hyperparameters`` (a dict literal; default the case study's ``census_nmf.blocks.HYPERPARAMETERS``):
 
 1. ``sample_people`` (2 chains in 2 threads, recording voting age per block) with ``--tune`` tuning sweeps and
    ``--draws`` draws: seconds per sweep (the sampler's own clock over all sweeps, set-up excluded), moves per
-   sweep, microseconds per person per sweep per chain;
+   sweep, microseconds per person per sweep per chain; phi's and (where on) the zero-inflation v's mean, ESS, R-hat;
 2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
    blocks with R-hat <= 1.01, the smallest ESS by kind of block (facility-only, housing units and a facility,
    households only); the smallest ESS and largest R-hat of the composition's concentration alpha, of the blocks'
@@ -67,6 +68,11 @@ def main() -> None:
         "in parallel (Decomposition), each fitted to the same file"
     )  # fmt: skip
     parser.add_argument("--local-sweeps", type=int, default=1)
+    parser.add_argument(
+        "--hyperparameters",
+        default=None,
+        help="sample_people's hyperparameters, a dict literal (default: the case study's)",
+    )
     parser.add_argument("--local-moves", default="{'lines': 1.0}", help="the units' local PersonMoves, a dict")
     parser.add_argument(
         "--workers", type=int, default=2, help="workers of a local dask Client(processes=False); 0: none"
@@ -111,12 +117,13 @@ def progress(out: dict) -> None:
 
 def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> dict:
     """One fit to the file (decomposed by ``level``'s units on a local dask cluster where given) and its figures."""
-    from ppdinfer.case_studies.census_nmf.blocks import MOVES, block_class
+    from ppdinfer.case_studies.census_nmf.blocks import HYPERPARAMETERS, MOVES, block_class
     from ppdinfer.census import PERSON, Decomposition, PersonMoves, sample_people
     from ppdinfer.inference.diagnostics import ess_rhat
 
     out: dict = {}
     moves = MOVES if args.moves is None else PersonMoves(**ast.literal_eval(args.moves))
+    hyperparameters = HYPERPARAMETERS if args.hyperparameters is None else ast.literal_eval(args.hyperparameters)
     record = PERSON.coarsen({"hhgq": None, "votingage": None})  # 8 x 2 cells, voting age the faster axis
     with contextlib.ExitStack() as stack:
         decompose = None
@@ -138,12 +145,14 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
         start = time.perf_counter()
         tree = sample_people(blocks.release, draws=args.draws, tune=args.tune, record=record, random_seed=3,
                              exposure=blocks.exposure, moves=moves, progressbar=False, chains=args.chains,
+                             hyperparameters=dict(hyperparameters),
                              decompose=decompose)  # fmt: skip
         fit_s = time.perf_counter() - start
     sweeps = args.draws + args.tune
     per_sweep = tree.attrs["sampling_seconds"] / sweeps
     out.update(
         moves=repr(moves),
+        hyperparameters=repr(hyperparameters),
         fit_s=fit_s,
         seconds_per_sweep=per_sweep,
         moves_per_sweep=tree.attrs["moves_per_sweep"],
@@ -157,6 +166,7 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     start = time.perf_counter()
     cells = tree["posterior"]["cells"].values  # chain, draw, block, hhgq x (under 18, 18+)
     alpha = tree["posterior"]["alpha"].values
+    scalars = {name: tree["posterior"][name].values for name in ("phi", "vacant") if name in tree["posterior"]}
     del tree
     draws = cells.sum(axis=3).astype(float)
     ess, rhat = ess_rhat(draws)
@@ -164,6 +174,9 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     county = blocks.release.ancestors[1]
     hhgq = cells.reshape(*cells.shape[:3], 8, 2).sum(axis=4)
     by_county = np.stack([hhgq[:, :, county == c].sum(axis=2) for c in np.unique(county)], axis=2)
+    for name, value in scalars.items():
+        e, r = ess_rhat(value[..., None].astype(float))
+        out.update({f"{name}_mean": float(value.mean()), f"{name}_ess_bulk": float(e[0]), f"{name}_rhat": float(r[0])})
     for name, value in (("alpha", alpha), ("voting_age", cells[..., 1::2].sum(axis=3)), ("county_hhgq", by_county)):
         flat = value.reshape(*value.shape[:2], -1).astype(float)
         e, r = ess_rhat(flat)

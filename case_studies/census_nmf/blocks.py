@@ -49,6 +49,7 @@ from .synthetic import TABLE
 
 __all__ = [
     "BLOCK_CLASSES",
+    "HYPERPARAMETERS",
     "MOVES",
     "BlockFile",
     "block_class",
@@ -73,6 +74,12 @@ CLASS_EDGES = (0, 1, 10, 50)
 #: draws' turns on voting age too, the facility-only blocks' three smallest ESS, mean, 48 and 57 against 14 and 24).
 MOVES = PersonMoves(lines=1.0, relocations=3.0, turn_axis=0, line_turns=0.5, rare_lines=10.0, second_turns=0.5,
                     second_axis=1)  # fmt: skip
+#: The block fit's hyperparameters besides the library's defaults (all learned): the shares' Dirichlet prior a0 = 0.02
+#: rather than 1 over the 2,016 cells, most of which hold nobody in a county (with a0 = 1 the empty cells' mass drove
+#: alpha down: Cameron's household concentration fell from 32 to 1.7 in 400 sweeps and was still falling; with 0.02 it
+#: stayed at 16-30). The zero-inflation (``vacant``) is left off: with it, a block's chains can stick at 0 people
+#: (docs/census_nmf_file.md).
+HYPERPARAMETERS = {"share_prior": 0.02}
 #: The 28 cells' voting-age mask (label 'votingage=18+, ...').
 ADULT = np.array([label.startswith("votingage=18+") for label in TABLE.table.labels])
 
@@ -180,8 +187,8 @@ def block_file(state: SyntheticPL94State, folder, release_seed, *, table=TABLE, 
 
 
 def fit_blocks(blocks: BlockFile, *, draws: int, tune: int, random_seed, cores: int | None = None):
-    """The block posterior: :func:`ppdinfer.census.sample_people` with the blocks' exposure and :data:`MOVES`, its
-    draws recorded over :data:`.synthetic.TABLE` (2 chains); returns the DataTree.
+    """The block posterior: :func:`ppdinfer.census.sample_people` with the blocks' exposure, :data:`MOVES` and
+    :data:`HYPERPARAMETERS`, its draws recorded over :data:`.synthetic.TABLE` (2 chains); returns the DataTree.
 
     Examples
     --------
@@ -197,7 +204,7 @@ def fit_blocks(blocks: BlockFile, *, draws: int, tune: int, random_seed, cores: 
         warnings.simplefilter("ignore")  # the convergence warning: the diagnostics are reported, not hidden
         return sample_people(
             blocks.release, draws=draws, tune=tune, record=TABLE, exposure=blocks.exposure, moves=MOVES,
-            random_seed=random_seed, cores=cores, progressbar=False,
+            hyperparameters=dict(HYPERPARAMETERS), random_seed=random_seed, cores=cores, progressbar=False,
         )  # fmt: skip
 
 
