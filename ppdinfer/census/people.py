@@ -858,7 +858,7 @@ def sample_people(
         its log's normal prior, default (log 50, 2)); ``vacant`` (default 0: none), the zero-inflation v of the
         leaves' totals, each leaf with a positive mean empty with probability v + (1 - v) NB(0) (every housing
         unit vacant), else negative binomial (learned from that start unless ``learn=False``), and ``vacant_prior``
-        ((mu, sd) of its logit's normal prior, default :data:`VACANT_PRIOR`).
+        ((mu, sd) of its logit's normal prior, default (logit 0.05, 1.5)).
     moves : PersonMoves, optional
         The moves per sweep.
     record : Coarsening, optional
