@@ -65,9 +65,7 @@ def _total_change(N, t, phi, m, alpha, vacant):
 @njit(cache=True, nogil=True)
 def _empty_log(m, phi, vacant):
     """log P(N = 0) of the zero-inflated negative binomial: log(v + (1 - v) NB(0; mean m, size phi))."""
-    filled = math.log1p(-vacant) - phi * math.log1p(m / phi)
-    top = max(math.log(vacant), filled)
-    return top + math.log(math.exp(math.log(vacant) - top) + math.exp(filled - top))
+    return np.logaddexp(math.log(vacant), math.log1p(-vacant) - phi * math.log1p(m / phi))
 
 
 @njit(cache=True, nogil=True)
@@ -1047,6 +1045,24 @@ def _adapted(steps, s, ok, rate, target):
 
 
 @njit(cache=True, nogil=True)
+def _logit_split(qa, qb, step, rng):
+    """qa + qb split anew by a random walk of ``step`` on log(qa / qb): the new pair (a part may round to 0)."""
+    s = qa + qb
+    z = math.log(qa) - math.log(qb) + step * _normal(rng)
+    u = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
+    return s * u, s * (1.0 - u)
+
+
+@njit(cache=True, nogil=True)
+def _class_share(shares, g, cats, class_ptr, c):
+    """Group g's share of class c (the sum of its cells' shares)."""
+    total = 0.0
+    for a in range(class_ptr[c], class_ptr[c + 1]):
+        total += shares[g, cats[a]]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, group_leaves, all_leaves, log_phi,
                  log_mean, log_alpha, shares, cats, gk_ptr, gk_n, K, steps, prior, adapt, composition, rng):  # fmt: skip
     """One update of each group's alpha (shares kept) and its shares: in pairs of one class of cells (the cells no
@@ -1086,10 +1102,7 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
                 b += 1
             k, j = cats[a], cats[b]
             qk, qj = shares[g, k], shares[g, j]
-            s = qk + qj
-            z = math.log(qk) - math.log(qj) + steps[slot] * _normal(rng)
-            u = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
-            new_k, new_j = s * u, s * (1.0 - u)
+            new_k, new_j = _logit_split(qk, qj, steps[slot], rng)
             if new_k <= 0.0 or new_j <= 0.0:
                 ok = False
             else:
@@ -1104,10 +1117,10 @@ def _hyper_round(totals, leaf_parent, parent_ptr, parent_leaves, group_ptr, grou
                 _adapted(steps, slot, ok, 0.01, 0.3)
         C = class_ptr.size - 1
         if C >= 2:
+            open_shares(shares, cats, composition, g, g + 1)  # the pairs' rounding; each accepted class move refreshes
             for c in range(C):
                 _class_move(g, c, totals, group_ptr, group_leaves, alpha, shares, cats, gk_ptr, gk_n, K, steps,
                             1 + n_parents + 2 * G + g, prior[6], adapt, composition, rng)  # fmt: skip
-            open_shares(shares, cats, composition, g, g + 1)
 
 
 @njit(cache=True, nogil=True)
@@ -1123,17 +1136,10 @@ def _class_move(g, c, totals, group_ptr, group_leaves, alpha, shares, cats, gk_p
     d = _below(rng, C - 1)
     if d >= c:
         d += 1
-    qc, qd = 0.0, 0.0
-    for a in range(class_ptr[c], class_ptr[c + 1]):
-        qc += shares[g, cats[a]]
-    for a in range(class_ptr[d], class_ptr[d + 1]):
-        qd += shares[g, cats[a]]
+    qc, qd = _class_share(shares, g, cats, class_ptr, c), _class_share(shares, g, cats, class_ptr, d)
     if qc <= 0.0 or qd <= 0.0:
         return
-    s = qc + qd
-    z = math.log(qc) - math.log(qd) + steps[slot] * _normal(rng)
-    u = 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
-    new_c, new_d = s * u, s * (1.0 - u)
+    new_c, new_d = _logit_split(qc, qd, steps[slot], rng)
     ok = False
     if new_c > 0.0 and new_d > 0.0:
         rc, rd = new_c / qc, new_d / qd
@@ -1174,9 +1180,7 @@ def open_shares(shares, cats, composition, g_lo, g_hi):
     sums = np.zeros(C)
     for g in range(g_lo, g_hi):
         for c in range(C):
-            sums[c] = 0.0
-            for a in range(class_ptr[c], class_ptr[c + 1]):
-                sums[c] += shares[g, cats[a]]
+            sums[c] = _class_share(shares, g, cats, class_ptr, c)
         for kind in range(kind_open.shape[0]):
             every, total = True, 0.0
             for c in range(C):
