@@ -18,7 +18,8 @@ hyperparameters ``--hyperparameters`` (a dict literal; default the case study's 
    sweep, microseconds per person per sweep per chain; phi's and (where on) the zero-inflation v's mean, ESS, R-hat;
 2. of the draws: the smallest and median bulk ESS and the largest R-hat of the block totals, and the share of
    blocks with R-hat <= 1.01, the smallest ESS by kind of block (facility-only, housing units and a facility,
-   households only); the smallest ESS and largest R-hat of the composition's concentration alpha, of the blocks'
+   households only); the smallest ESS and largest R-hat of the composition's concentration alpha, of alpha times
+   the households' share (the concentration a households-only block's composition reads), of the blocks'
    voting-age populations and of each county's population by hhgq level (which only turns change); the RMSE of
    the posterior-mean block totals against the truth, beside GLS's on the one-cell (total) table of the same file
    (``NoisyMeasurementFile.release``, no housing-unit information); the share of blocks whose total lies in its
@@ -166,6 +167,9 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     start = time.perf_counter()
     cells = tree["posterior"]["cells"].values  # chain, draw, block, hhgq x (under 18, 18+)
     alpha = tree["posterior"]["alpha"].values
+    # what a households-only block's composition reads: alpha times the households' share (hhgq level 0 is the
+    # first eighth of the cells), which stays identified where alpha alone trades off with cells no block holds
+    households = alpha * tree["posterior"]["shares"].values[..., : PERSON.n_cells // PERSON.shape[0]].sum(axis=-1)
     scalars = {name: tree["posterior"][name].values for name in ("phi", "vacant") if name in tree["posterior"]}
     del tree
     draws = cells.sum(axis=3).astype(float)
@@ -177,7 +181,12 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     for name, value in scalars.items():
         e, r = ess_rhat(value[..., None].astype(float))
         out.update({f"{name}_mean": float(value.mean()), f"{name}_ess_bulk": float(e[0]), f"{name}_rhat": float(r[0])})
-    for name, value in (("alpha", alpha), ("voting_age", cells[..., 1::2].sum(axis=3)), ("county_hhgq", by_county)):
+    for name, value in (
+        ("alpha", alpha),
+        ("alpha_households", households),
+        ("voting_age", cells[..., 1::2].sum(axis=3)),
+        ("county_hhgq", by_county),
+    ):
         flat = value.reshape(*value.shape[:2], -1).astype(float)
         e, r = ess_rhat(flat)
         kept = np.isfinite(r) & (flat.std(axis=(0, 1)) > 0)  # a block that holds nobody is left out
