@@ -167,9 +167,11 @@ def fitted(blocks, truth: np.ndarray, people: int, args, level: str | None) -> d
     start = time.perf_counter()
     cells = tree["posterior"]["cells"].values  # chain, draw, block, hhgq x (under 18, 18+)
     alpha = tree["posterior"]["alpha"].values
-    # what a households-only block's composition reads: alpha times the households' share (hhgq level 0 is the
-    # first eighth of the cells), which stays identified where alpha alone trades off with cells no block holds
-    households = alpha * tree["posterior"]["shares"].values[..., : PERSON.n_cells // PERSON.shape[0]].sum(axis=-1)
+    # what a households-only block's composition reads: alpha times the households' share, which stays identified
+    # where alpha alone trades off with cells no block holds
+    shares = tree["posterior"]["shares"]
+    household = np.char.startswith(shares["cell"].values.astype(str), "hhgq=household")
+    households = alpha * shares.values[..., household].sum(axis=-1)
     scalars = {name: tree["posterior"][name].values for name in ("phi", "vacant") if name in tree["posterior"]}
     del tree
     draws = cells.sum(axis=3).astype(float)
